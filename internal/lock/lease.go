@@ -1,0 +1,124 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Lease is a held render mutex. It renews itself every TTL/3 until Release;
+// when renewal proves the lock lost, Context is cancelled with cause
+// ErrLockLost. A Lease is safe for concurrent use.
+type Lease struct {
+	m        *Mutex
+	id       string
+	token    string
+	fence    int64
+	acquired time.Time
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+}
+
+func (m *Mutex) newLease(parent context.Context, id, token string, fence int64) *Lease {
+	ctx, cancel := context.WithCancelCause(parent)
+	l := &Lease{m: m, id: id, token: token, fence: fence, acquired: time.Now(),
+		ctx: ctx, cancel: cancel, stop: make(chan struct{}), done: make(chan struct{})}
+	go l.renew()
+	return l
+}
+
+// Context is done when the lease is lost (cause ErrLockLost), released, or
+// the context the lock was acquired with ends. Render under it.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Fence is the monotonic fencing token of this acquisition: a later holder of
+// the same lock always has a larger one.
+func (l *Lease) Fence() int64 { return l.fence }
+
+// ID is the artifact id the lease locks.
+func (l *Lease) ID() string { return l.id }
+
+// renew extends the lease every TTL/3. Transient Redis errors are retried
+// until the lease would have lapsed; a token mismatch ends it at once.
+func (l *Lease) renew() {
+	defer close(l.done)
+	ttl := l.m.cfg.TTL
+	ticker := time.NewTicker(ttl / 3)
+	defer ticker.Stop()
+	validUntil := l.acquired.Add(ttl)
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-l.ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if time.Now().After(validUntil) {
+			l.lose("lease expired before it could be renewed")
+			return
+		}
+		start := time.Now()
+		ok, err := l.extend(l.ctx)
+		switch {
+		case err != nil:
+			l.m.cfg.Logger.Warn("lock renewal failed, retrying", "key", l.id, "fence", l.fence, "err", err)
+		case !ok:
+			l.lose("another worker holds the lock")
+			return
+		default:
+			validUntil = start.Add(ttl)
+		}
+	}
+}
+
+func (l *Lease) lose(why string) {
+	l.m.cfg.Observer.LockLost()
+	l.m.cfg.Logger.Warn("lock lost", "key", l.id, "fence", l.fence, "reason", why,
+		"held_ms", time.Since(l.acquired).Milliseconds())
+	l.cancel(ErrLockLost)
+}
+
+func (l *Lease) extend(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.m.cfg.OpTimeout)
+	defer cancel()
+	n, err := extendScript.Run(ctx, l.m.rdb, []string{lockKey(l.id)}, l.token, l.m.cfg.TTL.Milliseconds()).Int64()
+	if err != nil {
+		return false, fmt.Errorf("lock: extend %s: %w", l.id, err)
+	}
+	return n == 1, nil
+}
+
+// Release stops renewal, deletes the lock if this lease still holds it,
+// records the outcome for LOCK_GRACE and wakes the waiters — one script, one
+// round trip. It returns ErrLockNotHeld (and changes nothing) when the lock
+// was lost. ctx only bounds the call: release runs even if the render's
+// context is already cancelled.
+func (l *Lease) Release(ctx context.Context, o Outcome) error {
+	l.once.Do(func() { close(l.stop) })
+	<-l.done
+	defer l.cancel(context.Canceled)
+	if errors.Is(context.Cause(l.ctx), ErrLockLost) {
+		return ErrLockNotHeld
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.m.cfg.OpTimeout)
+	defer cancel()
+	n, err := releaseScript.Run(ctx, l.m.rdb,
+		[]string{lockKey(l.id), doneKey(l.id)},
+		l.token, o.encode(), l.m.cfg.Grace.Milliseconds(), releasedChannel(l.id)).Int64()
+	if err != nil {
+		return fmt.Errorf("lock: release %s: %w", l.id, err)
+	}
+	if n == 0 {
+		return ErrLockNotHeld
+	}
+	l.m.cfg.Logger.Debug("lock released", "key", l.id, "fence", l.fence, "outcome", string(o.Status),
+		"held_ms", time.Since(l.acquired).Milliseconds())
+	return nil
+}

@@ -1,0 +1,73 @@
+package spec
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/url"
+	"strings"
+)
+
+// ArtifactKey is the storage key of the PDF a payload produces, relative to the
+// storage prefix: "{manual_id}/{version}/{hex16}.pdf", where hex16 is the first
+// 16 hex digits of SHA-256 over the canonical print settings and the source
+// identity. Options that spell out a default, JSON field order and URL case
+// or default ports do not change the key; any option that changes the output
+// does. The payload must have passed Validate.
+func (p Payload) ArtifactKey() string {
+	return p.ManualID + "/" + p.Version + "/" + p.ContentHash()[:16] + ".pdf"
+}
+
+// ContentHash is the full hex SHA-256 over the canonical settings and source
+// identity, the hash ArtifactKey truncates.
+func (p Payload) ContentHash() string {
+	type sourceIdentity struct {
+		URL        string `json:"url,omitempty"`
+		HTMLSHA256 string `json:"html_sha256,omitempty"`
+	}
+	canonical := struct {
+		V        int            `json:"v"`
+		Source   sourceIdentity `json:"source"`
+		Settings PrintSettings  `json:"settings"`
+	}{V: PayloadVersion, Settings: p.Options.Settings()}
+	if p.Source.HTML != "" {
+		sum := sha256.Sum256([]byte(p.Source.HTML))
+		canonical.Source.HTMLSHA256 = hex.EncodeToString(sum[:])
+	} else {
+		canonical.Source.URL = CanonicalURL(p.Source.URL)
+	}
+	// encoding/json writes struct fields in declaration order, so this byte
+	// string is stable across processes and releases of the same schema.
+	b, err := json.Marshal(canonical)
+	if err != nil {
+		panic("spec: canonical form is always marshalable: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// CanonicalURL normalizes what does not change the fetched document: scheme
+// and host case, a default port, an empty path and the fragment.
+func CanonicalURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	u.Host = host
+	if u.Path == "" {
+		u.Path = "/"
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u.String()
+}

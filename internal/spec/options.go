@@ -1,0 +1,133 @@
+package spec
+
+// Paper sizes in inches (portrait), the names accepted in Options.Paper.
+var paperSizes = map[string][2]float64{
+	"A3":     {11.69, 16.54},
+	"A4":     {8.27, 11.69},
+	"A5":     {5.83, 8.27},
+	"Letter": {8.5, 11},
+	"Legal":  {8.5, 14},
+}
+
+// PaperNames lists the accepted Options.Paper values in a stable order.
+var PaperNames = []string{"A4", "Letter", "Legal", "A3", "A5"}
+
+// PaperSize returns the portrait width and height in inches of a paper name.
+func PaperSize(name string) (width, height float64, ok bool) {
+	s, ok := paperSizes[name]
+	return s[0], s[1], ok
+}
+
+// Defaults applied by Normalize when a field is left out.
+const (
+	DefaultPaper    = "A4"
+	DefaultScale    = 1.0
+	DefaultMarginMM = 10.0
+	DefaultMedia    = "print"
+)
+
+// Margins are page margins in millimetres. A nil field takes DefaultMarginMM.
+type Margins struct {
+	Top    *float64 `json:"top,omitempty"`
+	Right  *float64 `json:"right,omitempty"`
+	Bottom *float64 `json:"bottom,omitempty"`
+	Left   *float64 `json:"left,omitempty"`
+}
+
+// Options are the print options of an export. The zero value is valid and
+// means: A4 portrait, 10 mm margins, backgrounds printed, scale 1, print media,
+// no header or footer, untagged and without outline.
+//
+// Pointer fields distinguish "not given" from an explicit false or zero, so
+// a request that spells out a default and one that leaves it out normalize to
+// the same options and therefore name the same artifact.
+type Options struct {
+	Paper             string   `json:"paper,omitempty"`
+	Landscape         bool     `json:"landscape,omitempty"`
+	MarginMM          *Margins `json:"margin_mm,omitempty"`
+	PrintBackground   *bool    `json:"print_background,omitempty"`
+	Scale             *float64 `json:"scale,omitempty"`
+	HeaderHTML        string   `json:"header_html,omitempty"`
+	FooterHTML        string   `json:"footer_html,omitempty"`
+	Outline           bool     `json:"outline,omitempty"`
+	Tagged            bool     `json:"tagged,omitempty"`
+	WaitFor           string   `json:"wait_for,omitempty"`
+	Media             string   `json:"media,omitempty"`
+	PageRanges        string   `json:"page_ranges,omitempty"`
+	PreferCSSPageSize bool     `json:"prefer_css_page_size,omitempty"`
+}
+
+// PrintSettings are Options with every default applied and every value
+// resolved: what the renderer needs and what the artifact key hashes.
+type PrintSettings struct {
+	Paper             string  `json:"paper"`
+	PaperWidthIn      float64 `json:"paper_width_in"`
+	PaperHeightIn     float64 `json:"paper_height_in"`
+	Landscape         bool    `json:"landscape"`
+	MarginTopMM       float64 `json:"margin_top_mm"`
+	MarginRightMM     float64 `json:"margin_right_mm"`
+	MarginBottomMM    float64 `json:"margin_bottom_mm"`
+	MarginLeftMM      float64 `json:"margin_left_mm"`
+	PrintBackground   bool    `json:"print_background"`
+	Scale             float64 `json:"scale"`
+	HeaderHTML        string  `json:"header_html"`
+	FooterHTML        string  `json:"footer_html"`
+	Outline           bool    `json:"outline"`
+	Tagged            bool    `json:"tagged"`
+	WaitFor           string  `json:"wait_for"`
+	Media             string  `json:"media"`
+	PageRanges        string  `json:"page_ranges"`
+	PreferCSSPageSize bool    `json:"prefer_css_page_size"`
+}
+
+// Settings resolves o into PrintSettings. It assumes o passed Validate; an
+// unknown paper name falls back to DefaultPaper.
+func (o Options) Settings() PrintSettings {
+	s := PrintSettings{
+		Paper:             o.Paper,
+		Landscape:         o.Landscape,
+		PrintBackground:   true,
+		Scale:             DefaultScale,
+		HeaderHTML:        o.HeaderHTML,
+		FooterHTML:        o.FooterHTML,
+		Outline:           o.Outline,
+		Tagged:            o.Tagged || o.Outline, // Chromium builds the outline from the structure tree.
+		WaitFor:           o.WaitFor,
+		Media:             o.Media,
+		PageRanges:        o.PageRanges,
+		PreferCSSPageSize: o.PreferCSSPageSize,
+		MarginTopMM:       DefaultMarginMM,
+		MarginRightMM:     DefaultMarginMM,
+		MarginBottomMM:    DefaultMarginMM,
+		MarginLeftMM:      DefaultMarginMM,
+	}
+	if s.Paper == "" {
+		s.Paper = DefaultPaper
+	}
+	w, h, ok := PaperSize(s.Paper)
+	if !ok {
+		s.Paper = DefaultPaper
+		w, h, _ = PaperSize(DefaultPaper)
+	}
+	s.PaperWidthIn, s.PaperHeightIn = w, h
+	if o.PrintBackground != nil {
+		s.PrintBackground = *o.PrintBackground
+	}
+	if o.Scale != nil {
+		s.Scale = *o.Scale
+	}
+	if s.Media == "" {
+		s.Media = DefaultMedia
+	}
+	if m := o.MarginMM; m != nil {
+		for _, f := range []struct {
+			src *float64
+			dst *float64
+		}{{m.Top, &s.MarginTopMM}, {m.Right, &s.MarginRightMM}, {m.Bottom, &s.MarginBottomMM}, {m.Left, &s.MarginLeftMM}} {
+			if f.src != nil {
+				*f.dst = *f.src
+			}
+		}
+	}
+	return s
+}

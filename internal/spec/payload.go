@@ -1,0 +1,168 @@
+package spec
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// TaskType is the asynq task type of an export.
+const TaskType = "pdf:export"
+
+// PayloadVersion is the only payload schema version this build accepts.
+const PayloadVersion = 1
+
+// Size limits. MaxPayloadBytes bounds what Decode reads, so a hostile client
+// cannot make a worker or the HTTP API buffer an arbitrary document.
+const (
+	MaxHTMLBytes        = 2 << 20
+	MaxURLBytes         = 8 << 10
+	MaxTemplateBytes    = 64 << 10
+	MaxWaitForBytes     = 4 << 10
+	MaxRequestIDBytes   = 128
+	MaxPayloadBytes     = MaxHTMLBytes + 4*MaxTemplateBytes + 64<<10
+	maxIdentifierLength = 128
+)
+
+// Payload is the JSON body of a pdf:export task (schema version 1).
+type Payload struct {
+	V         int     `json:"v"`
+	ManualID  string  `json:"manual_id"`
+	Version   string  `json:"version"`
+	Source    Source  `json:"source"`
+	Options   Options `json:"options,omitzero"`
+	Force     bool    `json:"force,omitempty"`
+	RequestID string  `json:"request_id,omitempty"`
+}
+
+// Source is what to print: a URL on ALLOWED_HOSTS or an inline HTML document.
+// Exactly one of the two is set.
+type Source struct {
+	URL  string `json:"url,omitempty"`
+	HTML string `json:"html,omitempty"`
+}
+
+// Result is what a finished export task writes with its ResultWriter, and what
+// `enqueue export --wait --json` and GET /v1/exports/{id} show.
+type Result struct {
+	ArtifactKey string `json:"artifact_key"`
+	URL         string `json:"url"`
+	ETag        string `json:"etag"`
+	Bytes       int64  `json:"bytes"`
+	Pages       int    `json:"pages"`
+	Rendered    bool   `json:"rendered"`
+	FailOpen    bool   `json:"fail_open"`
+	RenderMS    int64  `json:"render_ms"`
+	WaitedMS    int64  `json:"waited_ms"`
+}
+
+// ErrInvalid is matched (errors.Is) by every validation and decoding error,
+// so callers can tell bad input (never retried) from transient failures.
+var ErrInvalid = errors.New("invalid export request")
+
+// FieldError names the offending field (JSON path, e.g. "options.scale") and
+// the rule it broke.
+type FieldError struct {
+	Field string
+	Rule  string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Rule }
+
+// Is makes every FieldError match ErrInvalid.
+func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
+
+func fieldErr(field, format string, args ...any) *FieldError {
+	return &FieldError{Field: field, Rule: fmt.Sprintf(format, args...)}
+}
+
+// FirstField returns the field named by the first FieldError in err, or "".
+func FirstField(err error) string {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return fe.Field
+	}
+	return ""
+}
+
+// Decode parses a payload strictly: unknown fields, wrong types, trailing data
+// and documents over MaxPayloadBytes are rejected with a FieldError. It does
+// not validate values; call Validate for that.
+func Decode(data []byte) (Payload, error) {
+	if len(data) > MaxPayloadBytes {
+		return Payload{}, fieldErr("payload", "larger than %d bytes", MaxPayloadBytes)
+	}
+	var p Payload
+	if err := decodeStrict(bytes.NewReader(data), &p); err != nil {
+		return Payload{}, err
+	}
+	return p, nil
+}
+
+// DecodeReader is Decode for a stream; it reads at most MaxPayloadBytes+1 bytes.
+func DecodeReader(r io.Reader) (Payload, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxPayloadBytes+1))
+	if err != nil {
+		return Payload{}, fmt.Errorf("reading payload: %w", err)
+	}
+	return Decode(data)
+}
+
+func decodeStrict(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonFieldError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fieldErr("payload", "unexpected data after the JSON object")
+	}
+	return nil
+}
+
+func jsonFieldError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "payload"
+		}
+		return fieldErr(field, "must be a JSON %s, got %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fieldErr("payload", "malformed JSON at byte %d: %v", syntaxErr.Offset, syntaxErr)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return fieldErr(name, "unknown field")
+	case errors.Is(err, io.EOF):
+		return fieldErr("payload", "empty")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fieldErr("payload", "truncated JSON")
+	default:
+		return fieldErr("payload", "%v", err)
+	}
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "int", "int64", "float64":
+		return "number"
+	case "struct", "ptr":
+		return "object"
+	default:
+		return goKind
+	}
+}
+
+// Encode marshals a payload. It does not validate.
+func (p Payload) Encode() ([]byte, error) {
+	return json.Marshal(p)
+}

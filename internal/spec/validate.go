@@ -1,0 +1,186 @@
+package spec
+
+import (
+	"errors"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/pdfexport/pdfexport/internal/allowlist"
+)
+
+var identifierRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+var pageRangesRE = regexp.MustCompile(`^\s*\d+\s*(-\s*\d+\s*)?(,\s*\d+\s*(-\s*\d+\s*)?)*$`)
+
+// Validate checks every rule of the v1 contract and returns all violations
+// joined; each is a *FieldError naming the field and the rule, and all match
+// ErrInvalid. allowed is the ALLOWED_HOSTS list a URL source must be on.
+func (p Payload) Validate(allowed allowlist.List) error {
+	var errs []error
+	add := func(e *FieldError) { errs = append(errs, e) }
+	if p.V != PayloadVersion {
+		add(fieldErr("v", "must be %d (payload schema version), got %d", PayloadVersion, p.V))
+	}
+	if e := validateIdentifier("manual_id", p.ManualID); e != nil {
+		add(e)
+	}
+	if e := validateIdentifier("version", p.Version); e != nil {
+		add(e)
+	}
+	errs = append(errs, p.Source.validate(allowed)...)
+	errs = append(errs, p.Options.validate()...)
+	if len(p.RequestID) > MaxRequestIDBytes {
+		add(fieldErr("request_id", "longer than %d bytes", MaxRequestIDBytes))
+	} else if !printable(p.RequestID) {
+		add(fieldErr("request_id", "must be printable text without control characters"))
+	}
+	return errors.Join(errs...)
+}
+
+func validateIdentifier(field, v string) *FieldError {
+	switch {
+	case v == "":
+		return fieldErr(field, "required")
+	case !identifierRE.MatchString(v):
+		return fieldErr(field, "must match %s (letters, digits, '.', '_', '-'; at most %d characters, starting with a letter or digit)", identifierRE, maxIdentifierLength)
+	case strings.Contains(v, ".."):
+		return fieldErr(field, "must not contain '..'")
+	}
+	return nil
+}
+
+func (s Source) validate(allowed allowlist.List) []error {
+	switch {
+	case s.URL == "" && s.HTML == "":
+		return []error{fieldErr("source", "one of source.url or source.html is required")}
+	case s.URL != "" && s.HTML != "":
+		return []error{fieldErr("source", "give source.url or source.html, not both")}
+	case s.HTML != "":
+		if len(s.HTML) > MaxHTMLBytes {
+			return []error{fieldErr("source.html", "larger than %d bytes (2 MiB)", MaxHTMLBytes)}
+		}
+		return nil
+	}
+	if err := ValidateURL(s.URL, allowed); err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
+// ValidateURL checks a source URL: absolute http(s), no credentials, host on
+// the allowlist (IP literals in any notation are normalized first).
+func ValidateURL(raw string, allowed allowlist.List) *FieldError {
+	const field = "source.url"
+	if len(raw) > MaxURLBytes {
+		return fieldErr(field, "longer than %d bytes", MaxURLBytes)
+	}
+	if !printable(raw) || strings.ContainsAny(raw, " \\") {
+		return fieldErr(field, "must not contain spaces, backslashes or control characters")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fieldErr(field, "not a valid URL: %v", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fieldErr(field, "scheme must be http or https, got %q", u.Scheme)
+	}
+	if u.User != nil {
+		return fieldErr(field, "must not contain user credentials (user@host)")
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return fieldErr(field, "must have a host")
+	}
+	port := u.Port()
+	if port == "" {
+		port = defaultPort(u.Scheme)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fieldErr(field, "port %q out of range 1-65535", port)
+	}
+	if err := allowed.Check(u.Hostname(), port); err != nil {
+		return fieldErr(field, "host %s is not allowed: %v", net.JoinHostPort(u.Hostname(), port), err)
+	}
+	return nil
+}
+
+func defaultPort(scheme string) string {
+	if scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+func (o Options) validate() []error {
+	var errs []error
+	add := func(e *FieldError) { errs = append(errs, e) }
+	if o.Paper != "" {
+		if _, _, ok := PaperSize(o.Paper); !ok {
+			add(fieldErr("options.paper", "must be one of %s, got %q", strings.Join(PaperNames, ", "), o.Paper))
+		}
+	}
+	if m := o.MarginMM; m != nil {
+		for _, f := range []struct {
+			name string
+			v    *float64
+		}{{"top", m.Top}, {"right", m.Right}, {"bottom", m.Bottom}, {"left", m.Left}} {
+			if f.v != nil && (*f.v < 0 || *f.v > 100) {
+				add(fieldErr("options.margin_mm."+f.name, "must be between 0 and 100 mm, got %g", *f.v))
+			}
+		}
+	}
+	if o.Scale != nil && (*o.Scale < 0.1 || *o.Scale > 2) {
+		add(fieldErr("options.scale", "must be between 0.1 and 2, got %g", *o.Scale))
+	}
+	for _, f := range []struct{ name, v string }{{"options.header_html", o.HeaderHTML}, {"options.footer_html", o.FooterHTML}} {
+		if len(f.v) > MaxTemplateBytes {
+			add(fieldErr(f.name, "longer than %d bytes", MaxTemplateBytes))
+		}
+	}
+	if len(o.WaitFor) > MaxWaitForBytes {
+		add(fieldErr("options.wait_for", "longer than %d bytes", MaxWaitForBytes))
+	}
+	if o.Media != "" && o.Media != "print" && o.Media != "screen" {
+		add(fieldErr("options.media", "must be print or screen, got %q", o.Media))
+	}
+	if o.PageRanges != "" {
+		if e := validatePageRanges(o.PageRanges); e != nil {
+			add(e)
+		}
+	}
+	return errs
+}
+
+func validatePageRanges(s string) *FieldError {
+	const field = "options.page_ranges"
+	if len(s) > 256 || !pageRangesRE.MatchString(s) {
+		return fieldErr(field, "must look like \"1-5, 8, 11-13\"")
+	}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, errA := strconv.Atoi(strings.TrimSpace(lo))
+		b := a
+		var errB error
+		if isRange {
+			b, errB = strconv.Atoi(strings.TrimSpace(hi))
+		}
+		if errA != nil || errB != nil || a < 1 {
+			return fieldErr(field, "page numbers start at 1")
+		}
+		if b < a {
+			return fieldErr(field, "range %d-%d ends before it starts", a, b)
+		}
+	}
+	return nil
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if r == unicode.ReplacementChar || unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
