@@ -166,3 +166,8 @@ func jsonKind(goKind string) string {
 func (p Payload) Encode() ([]byte, error) {
 	return json.Marshal(p)
 }
+
+// DecodeResult parses a task result document.
+func DecodeResult(b []byte, r *Result) error {
+	return json.Unmarshal(b, r)
+}

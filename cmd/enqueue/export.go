@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+// waitFlag is --wait (wait up to the default) or --wait=DUR.
+type waitFlag struct {
+	set bool
+	d   time.Duration
+}
+
+const defaultWait = 10 * time.Minute
+
+func (w *waitFlag) IsBoolFlag() bool { return true }
+func (w *waitFlag) String() string {
+	if !w.set {
+		return ""
+	}
+	return w.d.String()
+}
+func (w *waitFlag) Set(s string) error {
+	switch s {
+	case "true":
+		w.set, w.d = true, defaultWait
+	case "false":
+		w.set = false
+	default:
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("must be a positive duration like 90s or 5m")
+		}
+		w.set, w.d = true, d
+	}
+	return nil
+}
+
+func runExport(ctx context.Context, e env, args []string) int {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var (
+		req                    exportclient.Request
+		htmlFile, queue        string
+		headerFile, footerFile string
+		marginMM, scale        string
+		noBackground, jsonOut  bool
+		wait                   waitFlag
+	)
+	fs.StringVar(&req.ManualID, "manual", "", "manual id (required), e.g. ops-guide")
+	fs.StringVar(&req.Version, "version", "", "manual version (required), e.g. 2026.11.3")
+	fs.StringVar(&req.URL, "url", "", "http(s) URL of the printable page (host must be on ALLOWED_HOSTS)")
+	fs.StringVar(&htmlFile, "html-file", "", "print this HTML file instead of a URL (- for stdin, at most 2 MiB)")
+	fs.StringVar(&req.Options.Paper, "paper", "", "paper: A4 (default), Letter, Legal, A3, A5")
+	fs.BoolVar(&req.Options.Landscape, "landscape", false, "landscape orientation")
+	fs.StringVar(&marginMM, "margin-mm", "", "all four margins in mm (default 10)")
+	fs.StringVar(&scale, "scale", "", "rendering scale 0.1–2 (default 1)")
+	fs.BoolVar(&noBackground, "no-background", false, "do not print background colours and images")
+	fs.StringVar(&headerFile, "header-html-file", "", "HTML header template (classes pageNumber, totalPages, title, date)")
+	fs.StringVar(&footerFile, "footer-html-file", "", "HTML footer template")
+	fs.BoolVar(&req.Options.Outline, "outline", false, "embed a document outline (bookmarks); implies --tagged")
+	fs.BoolVar(&req.Options.Tagged, "tagged", false, "tagged (accessible) PDF: slower and larger")
+	fs.StringVar(&req.Options.WaitFor, "wait-for", "", "JavaScript expression that must be true before printing, e.g. window.__PDF_READY__===true")
+	fs.StringVar(&req.Options.Media, "media", "", "CSS media: print (default) or screen")
+	fs.StringVar(&req.Options.PageRanges, "page-ranges", "", "pages to print, e.g. 1-5,8")
+	fs.BoolVar(&req.Options.PreferCSSPageSize, "prefer-css-page-size", false, "let CSS @page size win over --paper")
+	fs.BoolVar(&req.Force, "force", false, "re-render even if this artifact is already stored")
+	fs.StringVar(&req.RequestID, "request-id", "", "correlation id logged by the worker")
+	fs.StringVar(&queue, "queue", "default", "queue: critical, default or batch")
+	fs.Var(&wait, "wait", "wait for the result (--wait waits up to 10m, --wait=DUR up to DUR)")
+	fs.BoolVar(&jsonOut, "json", false, "print JSON (the result document with --wait)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitInvalid
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "enqueue export: unexpected argument %q\n", fs.Arg(0))
+		return exitInvalid
+	}
+	if code := fillOptions(e, &req, htmlFile, headerFile, footerFile, marginMM, scale, noBackground); code != exitOK {
+		return code
+	}
+	client, code := newClient(e)
+	if client == nil {
+		return code
+	}
+	defer client.Close()
+
+	enqueued, err := client.Enqueue(ctx, req, exportclient.Queue(queue))
+	if err != nil {
+		return exitFor(e, err)
+	}
+	if !wait.set {
+		if jsonOut {
+			_ = json.NewEncoder(e.stdout).Encode(map[string]string{"task_id": enqueued.TaskID, "queue": enqueued.Queue, "artifact_key": enqueued.ArtifactKey})
+		} else {
+			fmt.Fprintf(e.stdout, "enqueued %s on %s (artifact %s)\n", enqueued.TaskID, enqueued.Queue, enqueued.ArtifactKey)
+		}
+		return exitOK
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait.d)
+	defer cancel()
+	st, err := client.Wait(wctx, enqueued.TaskID, 50*time.Millisecond)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "enqueue export: task %s: %v\n", enqueued.TaskID, err)
+		if errors.Is(err, exportclient.ErrUnavailable) {
+			return exitUnavailable
+		}
+		return exitFailed
+	}
+	return printFinal(e, st, jsonOut)
+}
+
+// printFinal prints a final status: the result document on success.
+func printFinal(e env, st exportclient.Status, jsonOut bool) int {
+	if st.State == exportclient.StateFailed {
+		fmt.Fprintf(e.stderr, "enqueue: task %s failed: %s\n", st.TaskID, st.Error)
+		return exitFailed
+	}
+	if st.Result == nil {
+		fmt.Fprintf(e.stderr, "enqueue: task %s completed without a result\n", st.TaskID)
+		return exitFailed
+	}
+	if jsonOut {
+		_ = json.NewEncoder(e.stdout).Encode(st.Result)
+		return exitOK
+	}
+	r := st.Result
+	how := "reused"
+	if r.Rendered {
+		how = "rendered"
+	}
+	fmt.Fprintf(e.stdout, "task %s: %s %s (%d pages, %d bytes, render %d ms, waited %d ms)\n%s\n",
+		st.TaskID, how, r.ArtifactKey, r.Pages, r.Bytes, r.RenderMS, r.WaitedMS, r.URL)
+	return exitOK
+}
+
+func fillOptions(e env, req *exportclient.Request, htmlFile, headerFile, footerFile, marginMM, scale string, noBackground bool) int {
+	bad := func(flagName, format string, args ...any) int {
+		fmt.Fprintf(e.stderr, "enqueue export: invalid request: --%s: %s\n", flagName, fmt.Sprintf(format, args...))
+		return exitInvalid
+	}
+	if htmlFile != "" {
+		if req.URL != "" {
+			return bad("html-file", "give --url or --html-file, not both")
+		}
+		b, err := readLimited(e, htmlFile, spec.MaxHTMLBytes)
+		if err != nil {
+			return bad("html-file", "%v", err)
+		}
+		req.HTML = string(b)
+	}
+	for _, f := range []struct {
+		name, path string
+		dst        *string
+	}{{"header-html-file", headerFile, &req.Options.HeaderHTML}, {"footer-html-file", footerFile, &req.Options.FooterHTML}} {
+		if f.path == "" {
+			continue
+		}
+		b, err := readLimited(e, f.path, spec.MaxTemplateBytes)
+		if err != nil {
+			return bad(f.name, "%v", err)
+		}
+		*f.dst = string(b)
+	}
+	if marginMM != "" {
+		v, err := strconv.ParseFloat(marginMM, 64)
+		if err != nil {
+			return bad("margin-mm", "must be a number of millimetres, got %q", marginMM)
+		}
+		req.Options.MarginMM = &exportclient.Margins{Top: &v, Right: &v, Bottom: &v, Left: &v}
+	}
+	if scale != "" {
+		v, err := strconv.ParseFloat(scale, 64)
+		if err != nil {
+			return bad("scale", "must be a number between 0.1 and 2, got %q", scale)
+		}
+		req.Options.Scale = &v
+	}
+	if noBackground {
+		req.Options.PrintBackground = new(false)
+	}
+	return exitOK
+}
+
+func readLimited(e env, path string, limit int) ([]byte, error) {
+	var r io.Reader
+	if path == "-" {
+		r = e.stdin
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", strings.TrimSpace(path), limit)
+	}
+	return b, nil
+}

@@ -1,0 +1,139 @@
+// Command enqueue requests PDF exports: export one manual version, check a
+// task's status, (and, in later steps, batch re-render a catalogue or serve
+// the HTTP enqueue API). It reads the same environment as the worker
+// (REDIS_URL, ALLOWED_HOSTS, …) and validates with the worker's rules.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/buildinfo"
+	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/logging"
+	"github.com/pdfexport/pdfexport/internal/redisconn"
+)
+
+// Exit codes (DESIGN §5).
+const (
+	exitOK          = 0
+	exitFailed      = 1 // the task failed (or was not done in time)
+	exitInvalid     = 2 // invalid input or configuration; stderr names the field
+	exitUnavailable = 3 // Redis or storage unreachable
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Environ(), os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+type env struct {
+	environ []string
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
+}
+
+func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// Failures reach the user as one error with an exit code, not as go-redis's
+	// per-dial log lines.
+	redis.SetLogger(logging.Redis{L: slog.New(slog.DiscardHandler)})
+	e := env{environ: environ, stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		usage(stderr)
+		return exitInvalid
+	}
+	switch args[0] {
+	case "-h", "--help", "-help", "help":
+		usage(stdout)
+		return exitOK
+	case "--version", "-version", "version":
+		fmt.Fprintln(stdout, "pdfexport enqueue", buildinfo.String())
+		return exitOK
+	case "export":
+		return runExport(ctx, e, args[1:])
+	case "status":
+		return runStatus(ctx, e, args[1:])
+	default:
+		fmt.Fprintf(stderr, "enqueue: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return exitInvalid
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, `pdfexport enqueue %s — request PDF exports
+
+Usage:
+  enqueue export --manual ID --version V (--url URL | --html-file F) [options]
+  enqueue status TASK_ID [--json]
+  enqueue --version | --help
+
+Run "enqueue COMMAND --help" for a command's flags.
+
+Exit codes: 0 done, 1 task failed, 2 invalid input (stderr names the field),
+3 Redis or storage unreachable.
+
+Environment: REDIS_URL (or REDIS_SENTINEL_ADDRS+REDIS_SENTINEL_MASTER, or
+REDIS_CLUSTER_ADDRS), ALLOWED_HOSTS, MAX_RETRY, TASK_TIMEOUT, RESULT_RETENTION:
+the same variables as the worker (see "worker --help").
+`, buildinfo.String())
+}
+
+// newClient builds an exportclient from the environment.
+func newClient(e env) (*exportclient.Client, int) {
+	cfg, err := config.Load(e.environ)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
+		return nil, exitInvalid
+	}
+	opt, err := redisconn.QueueOpt(cfg)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
+		return nil, exitInvalid
+	}
+	maxRetry := cfg.MaxRetry
+	if maxRetry == 0 {
+		maxRetry = -1
+	}
+	c, err := exportclient.New(exportclient.Config{Redis: opt, AllowedHosts: cfg.AllowedHosts, MaxRetry: maxRetry,
+		Timeout: cfg.TaskTimeout, Retention: cfg.ResultRetention})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
+		return nil, exitInvalid
+	}
+	return c, exitOK
+}
+
+// exitFor maps an error to the exit code contract and prints it.
+func exitFor(e env, err error) int {
+	var fe *exportclient.FieldError
+	switch {
+	case errors.As(err, &fe):
+		fmt.Fprintf(e.stderr, "enqueue: invalid request: %v\n", err)
+		return exitInvalid
+	case errors.Is(err, exportclient.ErrInvalid):
+		fmt.Fprintf(e.stderr, "enqueue: invalid request: %v\n", err)
+		return exitInvalid
+	case errors.Is(err, exportclient.ErrUnavailable):
+		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
+		return exitUnavailable
+	case errors.Is(err, exportclient.ErrNotFound):
+		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
+		return exitInvalid
+	default:
+		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
+		return exitFailed
+	}
+}

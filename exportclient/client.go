@@ -1,0 +1,266 @@
+// Package exportclient is the Go API for services that request PDF exports:
+// it validates a request with exactly the worker's rules, enqueues it as a
+// pdf:export task on the asynq Redis, and reads its status and result.
+//
+// It depends on asynq and go-redis only; it never pulls in Chromium or the
+// AWS SDK. An export is identified by the asynq task id Enqueue returns.
+package exportclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+// Types of the wire contract, shared with the worker.
+type (
+	// Options are the print options; the zero value prints A4 portrait.
+	Options = spec.Options
+	// Margins are page margins in millimetres.
+	Margins = spec.Margins
+	// Result is what a finished export reports.
+	Result = spec.Result
+	// Payload is the raw task payload (schema v1), for callers that already
+	// hold one, such as the HTTP enqueue API.
+	Payload = spec.Payload
+	// FieldError names a rejected field and the rule it broke.
+	FieldError = spec.FieldError
+)
+
+// TaskType is the asynq task type the worker handles.
+const TaskType = spec.TaskType
+
+// Errors callers branch on.
+var (
+	// ErrInvalid matches every validation error (errors.Is); errors.As with
+	// *FieldError gives the field and the rule.
+	ErrInvalid = spec.ErrInvalid
+	// ErrNotFound: no task with that id (never existed, or its retention ended).
+	ErrNotFound = errors.New("exportclient: export not found")
+	// ErrUnavailable: Redis could not be reached or refused the operation.
+	ErrUnavailable = errors.New("exportclient: queue unavailable")
+)
+
+// Request asks for one manual version as PDF. Exactly one of URL and HTML is set.
+type Request struct {
+	ManualID  string
+	Version   string
+	URL       string // http(s), host on ALLOWED_HOSTS
+	HTML      string // an inline document, at most 2 MiB
+	Options   Options
+	Force     bool   // re-render even if the artifact is stored
+	RequestID string // optional caller correlation id, logged by the worker
+}
+
+// Payload converts the request to the task payload.
+func (r Request) Payload() Payload {
+	return Payload{V: spec.PayloadVersion, ManualID: r.ManualID, Version: r.Version,
+		Source: spec.Source{URL: r.URL, HTML: r.HTML}, Options: r.Options, Force: r.Force, RequestID: r.RequestID}
+}
+
+// DecodePayload parses a JSON payload strictly (unknown fields rejected).
+func DecodePayload(b []byte) (Payload, error) { return spec.Decode(b) }
+
+// Config configures a Client. Zero values take the defaults shown.
+type Config struct {
+	Redis        asynq.RedisConnOpt // required
+	AllowedHosts string             // the worker's ALLOWED_HOSTS; URLs elsewhere are rejected before enqueue
+	Queue        string             // default "default"
+	MaxRetry     int                // default 5; -1 for none
+	Timeout      time.Duration      // per-attempt deadline of the task, default 10m
+	Retention    time.Duration      // how long the result stays readable, default 24h
+}
+
+// Client enqueues exports and reads their state. Safe for concurrent use.
+type Client struct {
+	cfg       Config
+	allowed   allowlist.List
+	client    *asynq.Client
+	inspector *asynq.Inspector
+}
+
+// New returns a Client. Close it when done.
+func New(cfg Config) (*Client, error) {
+	if cfg.Redis == nil {
+		return nil, errors.New("exportclient: Config.Redis is required")
+	}
+	allowed, err := allowlist.Parse(cfg.AllowedHosts)
+	if err != nil {
+		return nil, fmt.Errorf("exportclient: AllowedHosts: %w", err)
+	}
+	if cfg.Queue == "" {
+		cfg.Queue = "default"
+	}
+	switch {
+	case cfg.MaxRetry == 0:
+		cfg.MaxRetry = 5
+	case cfg.MaxRetry < 0:
+		cfg.MaxRetry = 0
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Minute
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = 24 * time.Hour
+	}
+	return &Client{cfg: cfg, allowed: allowed, client: asynq.NewClient(cfg.Redis), inspector: asynq.NewInspector(cfg.Redis)}, nil
+}
+
+// Close releases the Redis connections.
+func (c *Client) Close() error {
+	return errors.Join(c.client.Close(), c.inspector.Close())
+}
+
+// Validate checks a payload with the worker's rules and this client's allowlist.
+func (c *Client) Validate(p Payload) error { return p.Validate(c.allowed) }
+
+// EnqueueOption changes one enqueue.
+type EnqueueOption func(*enqueueSettings)
+
+type enqueueSettings struct{ queue string }
+
+// Queue puts the task on a named queue (e.g. critical, default, batch).
+func Queue(name string) EnqueueOption { return func(s *enqueueSettings) { s.queue = name } }
+
+// Enqueued identifies an accepted export.
+type Enqueued struct {
+	TaskID      string
+	Queue       string
+	ArtifactKey string // relative to the storage prefix
+}
+
+// Enqueue validates r and enqueues it. Validation failures match ErrInvalid;
+// Redis failures match ErrUnavailable.
+func (c *Client) Enqueue(ctx context.Context, r Request, opts ...EnqueueOption) (Enqueued, error) {
+	return c.EnqueuePayload(ctx, r.Payload(), opts...)
+}
+
+// EnqueuePayload is Enqueue for a raw payload.
+func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueOption) (Enqueued, error) {
+	if err := c.Validate(p); err != nil {
+		return Enqueued{}, err
+	}
+	s := enqueueSettings{queue: c.cfg.Queue}
+	for _, o := range opts {
+		o(&s)
+	}
+	body, err := p.Encode()
+	if err != nil {
+		return Enqueued{}, fmt.Errorf("exportclient: encoding payload: %w", err)
+	}
+	task := asynq.NewTask(spec.TaskType, body)
+	info, err := c.client.EnqueueContext(ctx, task, asynq.Queue(s.queue), asynq.MaxRetry(c.cfg.MaxRetry),
+		asynq.Timeout(c.cfg.Timeout), asynq.Retention(c.cfg.Retention))
+	if err != nil {
+		return Enqueued{}, fmt.Errorf("%w: enqueue: %w", ErrUnavailable, err)
+	}
+	return Enqueued{TaskID: info.ID, Queue: info.Queue, ArtifactKey: p.ArtifactKey()}, nil
+}
+
+// State of an export.
+type State string
+
+// States. Pending, Active and Retry are on their way; Completed and Failed are final.
+const (
+	StatePending   State = "pending"
+	StateActive    State = "active"
+	StateRetry     State = "retry"
+	StateScheduled State = "scheduled"
+	StateCompleted State = "completed"
+	StateFailed    State = "failed" // archived by asynq after its last retry or on bad input
+)
+
+// Status is what is known about an export.
+type Status struct {
+	TaskID   string  `json:"task_id"`
+	Queue    string  `json:"queue"`
+	State    State   `json:"state"`
+	Result   *Result `json:"result,omitempty"`
+	Error    string  `json:"error,omitempty"`
+	Retried  int     `json:"retried"`
+	MaxRetry int     `json:"max_retry"`
+}
+
+// Final reports whether the export will not change state any more.
+func (s Status) Final() bool { return s.State == StateCompleted || s.State == StateFailed }
+
+// Status returns the state of a task, searching every queue.
+func (c *Client) Status(ctx context.Context, taskID string) (Status, error) {
+	if err := ctx.Err(); err != nil {
+		return Status{}, err
+	}
+	queues, err := c.inspector.Queues()
+	if err != nil {
+		return Status{}, fmt.Errorf("%w: listing queues: %w", ErrUnavailable, err)
+	}
+	for _, q := range queues {
+		info, err := c.inspector.GetTaskInfo(q, taskID)
+		if errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
+			continue
+		}
+		if err != nil {
+			return Status{}, fmt.Errorf("%w: reading task %s: %w", ErrUnavailable, taskID, err)
+		}
+		return statusOf(info)
+	}
+	return Status{}, fmt.Errorf("%w: %s", ErrNotFound, taskID)
+}
+
+func statusOf(info *asynq.TaskInfo) (Status, error) {
+	s := Status{TaskID: info.ID, Queue: info.Queue, Error: info.LastErr, Retried: info.Retried, MaxRetry: info.MaxRetry}
+	switch info.State {
+	case asynq.TaskStateCompleted:
+		s.State, s.Error = StateCompleted, ""
+		if len(info.Result) > 0 {
+			var res Result
+			if err := spec.DecodeResult(info.Result, &res); err != nil {
+				return s, fmt.Errorf("exportclient: task %s has a malformed result: %w", info.ID, err)
+			}
+			s.Result = &res
+		}
+	case asynq.TaskStateArchived:
+		s.State = StateFailed
+	case asynq.TaskStateActive:
+		s.State = StateActive
+	case asynq.TaskStateRetry:
+		s.State = StateRetry
+	case asynq.TaskStateScheduled:
+		s.State = StateScheduled
+	default:
+		s.State = StatePending
+	}
+	return s, nil
+}
+
+// Wait polls Status every interval (default 100ms) until the export is final
+// or ctx ends. A task in retry keeps being waited for.
+func (c *Client) Wait(ctx context.Context, taskID string, interval time.Duration) (Status, error) {
+	if interval <= 0 {
+		interval = 100 * time.Millisecond
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		s, err := c.Status(ctx, taskID)
+		if err != nil && !errors.Is(err, ErrUnavailable) {
+			return s, err
+		}
+		if err == nil && s.Final() {
+			return s, nil
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return s, err
+			}
+			return s, fmt.Errorf("waiting for %s (state %s): %w", taskID, s.State, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package admin
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the pdfexport_* Prometheus metrics of DESIGN §7. A Metrics is
+// the Observer of the lock, tasks and render packages.
+type Metrics struct {
+	Registry        *prometheus.Registry
+	exports         *prometheus.CounterVec
+	exportSeconds   *prometheus.HistogramVec
+	renders         *prometheus.CounterVec
+	renderSeconds   prometheus.Histogram
+	lockAcquire     *prometheus.CounterVec
+	lockWait        prometheus.Histogram
+	lockLost        prometheus.Counter
+	storageBytes    *prometheus.CounterVec
+	browserRestarts prometheus.Counter
+}
+
+// NewMetrics registers the metrics, plus Go and process collectors, on a
+// fresh registry.
+func NewMetrics() *Metrics {
+	r := prometheus.NewRegistry()
+	m := &Metrics{
+		Registry: r,
+		exports: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pdfexport_exports_total",
+			Help: "Export tasks finished, by outcome (rendered, reused, failed)."}, []string{"outcome"}),
+		exportSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "pdfexport_export_seconds",
+			Help: "Time from task start to result, by outcome.", Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12)}, []string{"outcome"}),
+		renders: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pdfexport_renders_total",
+			Help: "Chromium renders, by result (ok, error, timeout)."}, []string{"result"}),
+		renderSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pdfexport_render_seconds",
+			Help: "Duration of a render, load to last byte stored.", Buckets: prometheus.ExponentialBuckets(0.1, 1.8, 12)}),
+		lockAcquire: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pdfexport_lock_acquire_total",
+			Help: "Render gate entries, by result (acquired, contended, fail_open)."}, []string{"result"}),
+		lockWait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pdfexport_lock_wait_seconds",
+			Help: "Time spent waiting at the render gate.", Buckets: prometheus.ExponentialBuckets(0.001, 3, 12)}),
+		lockLost: prometheus.NewCounter(prometheus.CounterOpts{Name: "pdfexport_lock_lost_total",
+			Help: "Render leases lost before release (the render was abandoned)."}),
+		storageBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pdfexport_storage_bytes_total",
+			Help: "Bytes written to or read from artifact storage, by op."}, []string{"op"}),
+		browserRestarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "pdfexport_browser_restarts_total",
+			Help: "Chromium restarts after a crash or recycling."}),
+	}
+	r.MustRegister(m.exports, m.exportSeconds, m.renders, m.renderSeconds, m.lockAcquire, m.lockWait, m.lockLost,
+		m.storageBytes, m.browserRestarts,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	for _, o := range []string{"rendered", "reused", "failed"} {
+		m.exports.WithLabelValues(o)
+	}
+	for _, r := range []string{"acquired", "contended", "fail_open"} {
+		m.lockAcquire.WithLabelValues(r)
+	}
+	return m
+}
+
+// ExportDone implements tasks.Observer.
+func (m *Metrics) ExportDone(outcome string, d time.Duration) {
+	m.exports.WithLabelValues(outcome).Inc()
+	m.exportSeconds.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// StorageBytes implements tasks.Observer.
+func (m *Metrics) StorageBytes(op string, n int64) {
+	m.storageBytes.WithLabelValues(op).Add(float64(n))
+}
+
+// LockAcquire implements lock.Observer.
+func (m *Metrics) LockAcquire(result string) { m.lockAcquire.WithLabelValues(result).Inc() }
+
+// LockWait implements lock.Observer.
+func (m *Metrics) LockWait(d time.Duration) { m.lockWait.Observe(d.Seconds()) }
+
+// LockLost implements lock.Observer.
+func (m *Metrics) LockLost() { m.lockLost.Inc() }
+
+// RenderDone records one render by result (ok, error, timeout).
+func (m *Metrics) RenderDone(result string, d time.Duration) {
+	m.renders.WithLabelValues(result).Inc()
+	m.renderSeconds.Observe(d.Seconds())
+}
+
+// BrowserRestarted counts a Chromium restart.
+func (m *Metrics) BrowserRestarted() { m.browserRestarts.Inc() }

@@ -1,0 +1,81 @@
+// Package admin is the worker's operator HTTP surface: liveness, readiness
+// of its dependencies, Prometheus metrics (and, in a later step, the asynqmon
+// dashboard). It is a plain http.Handler with no global state.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Check reports whether one dependency is usable.
+type Check func(ctx context.Context) error
+
+// Config of the admin handler.
+type Config struct {
+	Metrics      *Metrics
+	Checks       map[string]Check // name → check, run by /readyz
+	CheckTimeout time.Duration    // per check, default 2s
+	Version      string
+}
+
+// Handler returns the admin mux: /healthz, /readyz, /metrics.
+func Handler(cfg Config) http.Handler {
+	if cfg.CheckTimeout <= 0 {
+		cfg.CheckTimeout = 2 * time.Second
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": cfg.Version})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		failures := runChecks(r.Context(), cfg.Checks, cfg.CheckTimeout)
+		if len(failures) > 0 {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failing": failures})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+	})
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{}))
+	}
+	return mux
+}
+
+func runChecks(ctx context.Context, checks map[string]Check, timeout time.Duration) map[string]string {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	failures := map[string]string{}
+	names := make([]string, 0, len(checks))
+	for name := range checks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			if err := checks[name](cctx); err != nil {
+				mu.Lock()
+				failures[name] = err.Error()
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return failures
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,340 @@
+// Package config reads the worker's and the CLI's settings from the
+// environment (DESIGN §6). Every variable has a documented default; Load
+// reports every bad variable at once, each named with the reason, so an
+// operator fixes a deployment in one pass.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	env "github.com/caarlos0/env/v11"
+
+	"github.com/pdfexport/pdfexport/internal/allowlist"
+)
+
+// Config is every setting of pdfexport. The `env` tag is the variable, the
+// `envDefault` tag its default and the `help` tag what it does: --help and
+// the README's configuration table come from these tags.
+type Config struct {
+	RedisURL            string   `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379/0" help:"Redis holding the asynq queues: redis://[:password@]host:port/db or rediss:// for TLS."`
+	RedisSentinelAddrs  []string `env:"REDIS_SENTINEL_ADDRS" envSeparator:"," help:"Comma list of Sentinel host:port; with REDIS_SENTINEL_MASTER selects Sentinel mode."`
+	RedisSentinelMaster string   `env:"REDIS_SENTINEL_MASTER" help:"Master name monitored by the Sentinels."`
+	RedisClusterAddrs   []string `env:"REDIS_CLUSTER_ADDRS" envSeparator:"," help:"Comma list of Redis Cluster node host:port; selects Cluster mode."`
+	LockRedisURL        string   `env:"LOCK_REDIS_URL" help:"Redis for render locks if not the queue's (redis:// or rediss://). Default: the queue's Redis."`
+
+	StorageURL       string        `env:"STORAGE_URL" envDefault:"file://./var/artifacts" help:"Where PDFs are stored: file:///abs/dir, file://./rel/dir or s3://bucket/prefix."`
+	S3Endpoint       string        `env:"S3_ENDPOINT" help:"S3 endpoint URL for S3-compatible servers (empty: AWS)."`
+	S3Region         string        `env:"S3_REGION" envDefault:"us-east-1" help:"S3 region."`
+	S3ForcePathStyle bool          `env:"S3_FORCE_PATH_STYLE" envDefault:"false" help:"Path-style S3 addressing (needed by most S3-compatible servers)."`
+	S3CreateBucket   bool          `env:"S3_CREATE_BUCKET" envDefault:"false" help:"Create the bucket at start if missing (development only)."`
+	S3PresignTTL     time.Duration `env:"S3_PRESIGN_TTL" envDefault:"24h" help:"Lifetime of presigned download URLs in results."`
+
+	ChromiumPath        string        `env:"CHROMIUM_PATH" help:"Chromium binary (empty: auto-detect /usr/lib/chromium/chromium, chromium, google-chrome)."`
+	RenderConcurrency   int           `env:"RENDER_CONCURRENCY" envDefault:"2" help:"Tabs rendering at once per worker process."`
+	RenderTimeout       time.Duration `env:"RENDER_TIMEOUT" envDefault:"60s" help:"Deadline of one render (load, readiness, print, upload)."`
+	RenderMaxPerBrowser int           `env:"RENDER_MAX_PER_BROWSER" envDefault:"100" help:"Restart Chromium after this many renders."`
+	AllowedHosts        string        `env:"ALLOWED_HOSTS" help:"Hosts pages may load from: comma list of host, host:port or *.suffix. Loopback and private addresses only when listed exactly."`
+
+	WorkerConcurrency int           `env:"WORKER_CONCURRENCY" envDefault:"8" help:"asynq handler slots per worker process (waiting tasks hold a slot but no tab)."`
+	Queues            string        `env:"QUEUES" envDefault:"critical=6,default=3,batch=1" help:"Queues and their priority weights, e.g. critical=6,default=3,batch=1."`
+	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"100ms" help:"How often an idle worker checks the queues (asynq TaskCheckInterval; lower = faster pick-up, more Redis calls)."`
+	MaxRetry          int           `env:"MAX_RETRY" envDefault:"5" help:"Retries of a failed export before it is archived."`
+	TaskTimeout       time.Duration `env:"TASK_TIMEOUT" envDefault:"10m" help:"Overall deadline of one export task, waiting for another worker's render included."`
+	ResultRetention   time.Duration `env:"RESULT_RETENTION" envDefault:"24h" help:"How long finished tasks and their results stay readable (status, --wait, GET /v1/exports/{id})."`
+
+	LockTTL         time.Duration `env:"LOCK_TTL" envDefault:"30s" help:"Render lock lease; renewed every third of it while rendering."`
+	LockWaitTimeout time.Duration `env:"LOCK_WAIT_TIMEOUT" envDefault:"5m" help:"Longest a task waits for another worker's render before it is retried."`
+	LockGrace       time.Duration `env:"LOCK_GRACE" envDefault:"10m" help:"How long the outcome of a release is remembered for late arrivals."`
+	LockFailOpen    bool          `env:"LOCK_FAIL_OPEN" envDefault:"true" help:"Render without the lock when Redis is unreachable (a duplicate render beats a failed export)."`
+
+	AdminAddr       string        `env:"ADMIN_ADDR" envDefault:"127.0.0.1:9090" help:"Admin HTTP listen address (health, readiness, metrics, dashboard); empty disables it."`
+	Dashboard       bool          `env:"DASHBOARD" envDefault:"false" help:"Serve the asynqmon dashboard at /monitoring/ on the admin address."`
+	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error."`
+	LogFormat       string        `env:"LOG_FORMAT" envDefault:"json" help:"json or text."`
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"How long a stopping worker lets renders in flight finish."`
+
+	// Parsed forms, filled by Load.
+	Allowed       allowlist.List `env:"-"`
+	QueueWeights  map[string]int `env:"-"`
+	RedisUsername string         `env:"-"`
+}
+
+// VarError is one bad variable and why.
+type VarError struct {
+	Var    string
+	Reason string
+}
+
+func (e VarError) Error() string { return e.Var + ": " + e.Reason }
+
+// Error lists every bad variable. It is the only error Load returns.
+type Error struct {
+	Vars []VarError
+}
+
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Vars))
+	for i, v := range e.Vars {
+		lines[i] = "  " + v.Error()
+	}
+	return "invalid configuration:\n" + strings.Join(lines, "\n")
+}
+
+// Load reads the configuration from environ (os.Environ() form) and
+// validates it.
+func Load(environ []string) (Config, error) {
+	var c Config
+	vars := &Error{}
+	opts := env.Options{Environment: env.ToMap(environ)}
+	if err := env.ParseWithOptions(&c, opts); err != nil {
+		vars.Vars = append(vars.Vars, parseErrors(err)...)
+	}
+	unparsable := map[string]bool{}
+	for _, v := range vars.Vars {
+		unparsable[v.Var] = true
+	}
+	for _, v := range c.validate() {
+		if !unparsable[v.Var] { // a value that did not parse is reported once, with why
+			vars.Vars = append(vars.Vars, v)
+		}
+	}
+	if len(vars.Vars) > 0 {
+		sort.SliceStable(vars.Vars, func(i, j int) bool { return vars.Vars[i].Var < vars.Vars[j].Var })
+		return c, vars
+	}
+	return c, nil
+}
+
+func parseErrors(err error) []VarError {
+	names := map[string]string{}
+	t := reflect.TypeOf(Config{})
+	for i := range t.NumField() {
+		f := t.Field(i)
+		names[f.Name] = strings.Split(f.Tag.Get("env"), ",")[0]
+	}
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return []VarError{{Var: "environment", Reason: err.Error()}}
+	}
+	var out []VarError
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			out = append(out, VarError{Var: names[pe.Name], Reason: describeParse(pe)})
+			continue
+		}
+		out = append(out, VarError{Var: "environment", Reason: e.Error()})
+	}
+	return out
+}
+
+func describeParse(pe env.ParseError) string {
+	switch pe.Type.Kind() {
+	case reflect.Bool:
+		return "must be true or false"
+	case reflect.Int:
+		return "must be a whole number"
+	case reflect.Int64:
+		return "must be a duration like 500ms, 30s or 5m"
+	}
+	return pe.Err.Error()
+}
+
+func (c *Config) validate() []VarError {
+	var errs []VarError
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, VarError{Var: name, Reason: fmt.Sprintf(format, args...)})
+	}
+	if err := checkRedisURL(c.RedisURL); err != nil {
+		bad("REDIS_URL", "%v", err)
+	}
+	if c.LockRedisURL != "" {
+		if err := checkRedisURL(c.LockRedisURL); err != nil {
+			bad("LOCK_REDIS_URL", "%v", err)
+		}
+	}
+	if (len(c.RedisSentinelAddrs) > 0) != (c.RedisSentinelMaster != "") {
+		bad("REDIS_SENTINEL_MASTER", "REDIS_SENTINEL_ADDRS and REDIS_SENTINEL_MASTER must be set together")
+	}
+	if len(c.RedisSentinelAddrs) > 0 && len(c.RedisClusterAddrs) > 0 {
+		bad("REDIS_CLUSTER_ADDRS", "set either REDIS_CLUSTER_ADDRS or REDIS_SENTINEL_ADDRS, not both")
+	}
+	for _, list := range []struct {
+		name  string
+		addrs []string
+	}{{"REDIS_SENTINEL_ADDRS", c.RedisSentinelAddrs}, {"REDIS_CLUSTER_ADDRS", c.RedisClusterAddrs}} {
+		for _, a := range list.addrs {
+			if _, _, err := net.SplitHostPort(strings.TrimSpace(a)); err != nil {
+				bad(list.name, "%q is not host:port", a)
+			}
+		}
+	}
+	if err := checkStorageURL(c.StorageURL); err != nil {
+		bad("STORAGE_URL", "%v", err)
+	}
+	if c.S3Endpoint != "" {
+		if u, err := url.Parse(c.S3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("S3_ENDPOINT", "must be an http(s) URL like http://127.0.0.1:7070")
+		}
+	}
+	allowed, err := allowlist.Parse(c.AllowedHosts)
+	if err != nil {
+		bad("ALLOWED_HOSTS", "%v", err)
+	}
+	c.Allowed = allowed
+	weights, err := ParseQueues(c.Queues)
+	if err != nil {
+		bad("QUEUES", "%v", err)
+	}
+	c.QueueWeights = weights
+	positive := []struct {
+		name string
+		v    int
+		max  int
+	}{
+		{"RENDER_CONCURRENCY", c.RenderConcurrency, 64},
+		{"RENDER_MAX_PER_BROWSER", c.RenderMaxPerBrowser, 1_000_000},
+		{"WORKER_CONCURRENCY", c.WorkerConcurrency, 10_000},
+	}
+	for _, p := range positive {
+		if p.v < 1 || p.v > p.max {
+			bad(p.name, "must be between 1 and %d, got %d", p.max, p.v)
+		}
+	}
+	if c.MaxRetry < 0 || c.MaxRetry > 100 {
+		bad("MAX_RETRY", "must be between 0 and 100, got %d", c.MaxRetry)
+	}
+	durations := []struct {
+		name     string
+		v        time.Duration
+		min, max time.Duration
+	}{
+		{"RENDER_TIMEOUT", c.RenderTimeout, time.Second, time.Hour},
+		{"TASK_TIMEOUT", c.TaskTimeout, time.Second, 24 * time.Hour},
+		{"TASK_CHECK_INTERVAL", c.TaskCheckInterval, 10 * time.Millisecond, time.Minute},
+		{"RESULT_RETENTION", c.ResultRetention, time.Minute, 90 * 24 * time.Hour},
+		{"LOCK_TTL", c.LockTTL, 100 * time.Millisecond, time.Hour},
+		{"LOCK_WAIT_TIMEOUT", c.LockWaitTimeout, 100 * time.Millisecond, 24 * time.Hour},
+		{"LOCK_GRACE", c.LockGrace, time.Second, 7 * 24 * time.Hour},
+		{"SHUTDOWN_TIMEOUT", c.ShutdownTimeout, 0, time.Hour},
+		{"S3_PRESIGN_TTL", c.S3PresignTTL, time.Minute, 7 * 24 * time.Hour},
+	}
+	for _, d := range durations {
+		if d.v < d.min || d.v > d.max {
+			bad(d.name, "must be between %s and %s, got %s", d.min, d.max, d.v)
+		}
+	}
+	if c.RenderTimeout > c.TaskTimeout && c.TaskTimeout > 0 {
+		bad("RENDER_TIMEOUT", "must not exceed TASK_TIMEOUT (%s)", c.TaskTimeout)
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("LOG_LEVEL", "must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		bad("LOG_FORMAT", "must be json or text, got %q", c.LogFormat)
+	}
+	if c.AdminAddr != "" {
+		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
+			bad("ADMIN_ADDR", "must be host:port, e.g. 127.0.0.1:9090")
+		}
+	}
+	return errs
+}
+
+func checkRedisURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("not a URL: %v", err)
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return fmt.Errorf("scheme must be redis or rediss, got %q", u.Scheme)
+	}
+	if u.Host == "" {
+		return errors.New("must name a host, e.g. redis://127.0.0.1:6379/0")
+	}
+	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
+		if n, err := strconv.Atoi(db); err != nil || n < 0 {
+			return fmt.Errorf("database %q must be a number", db)
+		}
+	}
+	return nil
+}
+
+func checkStorageURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("not a URL: %v", err)
+	}
+	switch u.Scheme {
+	case "file":
+		if u.Host != "" && u.Host != "." && u.Host != "localhost" {
+			return fmt.Errorf("file URL must be file:///absolute/dir or file://./relative/dir, got host %q", u.Host)
+		}
+		if u.Path == "" || u.Path == "/" && u.Host == "" {
+			return errors.New("file URL needs a directory")
+		}
+	case "s3":
+		if u.Host == "" {
+			return errors.New("s3 URL must be s3://bucket[/prefix]")
+		}
+	default:
+		return fmt.Errorf("scheme must be file or s3, got %q", u.Scheme)
+	}
+	return nil
+}
+
+// ParseQueues parses "name=weight,…" into asynq queue priorities.
+func ParseQueues(s string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, w, ok := strings.Cut(item, "=")
+		name = strings.TrimSpace(name)
+		n, err := strconv.Atoi(strings.TrimSpace(w))
+		if !ok || name == "" || err != nil || n < 1 {
+			return nil, fmt.Errorf("%q must be name=weight with a weight ≥ 1", item)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("queue %q listed twice", name)
+		}
+		out[name] = n
+	}
+	if len(out) == 0 {
+		return nil, errors.New("at least one queue is required")
+	}
+	return out, nil
+}
+
+// Variables lists every environment variable with its default and doc, in
+// declaration order, for --help and the README.
+func Variables() []Variable {
+	t := reflect.TypeOf(Config{})
+	var out []Variable
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := strings.Split(f.Tag.Get("env"), ",")[0]
+		if name == "" || name == "-" {
+			continue
+		}
+		out = append(out, Variable{Name: name, Default: f.Tag.Get("envDefault"), Doc: f.Tag.Get("help")})
+	}
+	return out
+}
+
+// Variable describes one setting.
+type Variable struct {
+	Name, Default, Doc string
+}

@@ -1,0 +1,79 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoad_DefaultsAreValid(t *testing.T) {
+	c, err := Load(nil)
+	if err != nil {
+		t.Fatalf("defaults rejected: %v", err)
+	}
+	if c.StorageURL != "file://./var/artifacts" || c.RenderConcurrency != 2 || !c.LockFailOpen || c.LockTTL != 30*time.Second {
+		t.Fatalf("unexpected defaults: %+v", c)
+	}
+	if c.QueueWeights["critical"] != 6 || c.QueueWeights["batch"] != 1 {
+		t.Fatalf("queues = %v", c.QueueWeights)
+	}
+}
+
+func TestLoad_ListsEveryBadVariable(t *testing.T) {
+	environ := []string{
+		"REDIS_URL=http://x",
+		"RENDER_CONCURRENCY=zero",
+		"LOCK_TTL=soon",
+		"LOCK_FAIL_OPEN=maybe",
+		"STORAGE_URL=ftp://x",
+		"ALLOWED_HOSTS=https://docs.example.com/",
+		"QUEUES=critical=0",
+		"LOG_FORMAT=xml",
+		"WORKER_CONCURRENCY=0",
+		"REDIS_SENTINEL_ADDRS=a:1",
+	}
+	_, err := Load(environ)
+	var cfgErr *Error
+	if !errors.As(err, &cfgErr) {
+		t.Fatalf("Load = %v, want *Error", err)
+	}
+	want := []string{"REDIS_URL", "RENDER_CONCURRENCY", "LOCK_TTL", "LOCK_FAIL_OPEN", "STORAGE_URL",
+		"ALLOWED_HOSTS", "QUEUES", "LOG_FORMAT", "WORKER_CONCURRENCY", "REDIS_SENTINEL_MASTER"}
+	for _, name := range want {
+		if !strings.Contains(err.Error(), name+":") {
+			t.Errorf("error does not name %s:\n%v", name, err)
+		}
+	}
+}
+
+func TestLoad_ParsesValues(t *testing.T) {
+	c, err := Load([]string{
+		"ALLOWED_HOSTS=docs.example.com, 127.0.0.1:8080,*.example.org",
+		"QUEUES=critical=6,default=3",
+		"STORAGE_URL=s3://bucket/prefix",
+		"LOCK_TTL=300ms",
+		"LOCK_FAIL_OPEN=false",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Allowed.AllowsHost("a.example.org", "443") || !c.Allowed.AllowsHost("127.0.0.1", "8080") || c.Allowed.AllowsHost("127.0.0.1", "80") {
+		t.Fatalf("allowlist parsed wrong: %s", c.Allowed)
+	}
+	if len(c.QueueWeights) != 2 || c.LockTTL != 300*time.Millisecond || c.LockFailOpen {
+		t.Fatalf("parsed %+v", c)
+	}
+}
+
+func TestVariables_EveryVariableIsDocumented(t *testing.T) {
+	vars := Variables()
+	if len(vars) < 30 {
+		t.Fatalf("only %d variables listed", len(vars))
+	}
+	for _, v := range vars {
+		if v.Doc == "" {
+			t.Errorf("%s has no help text", v.Name)
+		}
+	}
+}
