@@ -61,18 +61,20 @@ func NewGate(m *Mutex) *Gate { return &Gate{m: m} }
 // wait until the holder releases: outcome stored → Released; failed, or a
 // lock that expired because its holder died → they race to take over, and
 // exactly one gets Acquired. Waiting is bounded by Config.WaitTimeout
-// (→ ErrWaitTimeout) and ctx. force skips a recorded stored outcome, for
-// re-renders that must replace the artifact.
+// (→ ErrWaitTimeout) and ctx. staleETag is for forced re-renders: a stored
+// outcome with that etag is the artifact being replaced and does not end the
+// wait, while a newer one (another forced render finished first) does. Pass ""
+// when no artifact existed.
 //
 // Waiters subscribe to the release channel before they re-check the lock, so
 // a release between the check and the wait is never missed; they also poll
 // every PollInterval, so a lost message costs one interval.
-func (g *Gate) Enter(ctx context.Context, id string, force bool) (Entry, error) {
+func (g *Gate) Enter(ctx context.Context, id, staleETag string) (Entry, error) {
 	cfg := g.m.cfg
 	token := newToken()
 	start := time.Now()
 
-	rep, err := g.m.tryAcquire(ctx, id, token, force)
+	rep, err := g.m.tryAcquire(ctx, id, token, staleETag)
 	if err != nil {
 		return g.failOpen(ctx, id, err, start)
 	}
@@ -84,7 +86,7 @@ func (g *Gate) Enter(ctx context.Context, id string, force bool) (Entry, error) 
 
 	waitCtx, cancel := context.WithTimeoutCause(ctx, cfg.WaitTimeout, ErrWaitTimeout)
 	defer cancel()
-	sub := g.m.rdb.Subscribe(waitCtx, releasedChannel(id))
+	sub := g.m.rdb.SSubscribe(waitCtx, releasedChannel(id))
 	defer sub.Close()
 	// Receive the subscription confirmation so the subscription is live before
 	// the re-check below: a release after this point is always delivered.
@@ -106,13 +108,13 @@ func (g *Gate) Enter(ctx context.Context, id string, force bool) (Entry, error) 
 			return Entry{}, fmt.Errorf("%w after %s (key %s)", ErrWaitTimeout, cfg.WaitTimeout, id)
 		case msg, ok := <-messages:
 			if ok {
-				if o, valid := decodeOutcome(msg.Payload); valid && o.Status == StatusStored && !force {
+				if o, valid := decodeOutcome(msg.Payload); valid && o.Status == StatusStored && (staleETag == "" || o.ETag != staleETag) {
 					return g.released(id, o, start), nil
 				}
 			}
 		case <-poll.C:
 		}
-		rep, err := g.m.tryAcquire(waitCtx, id, token, force)
+		rep, err := g.m.tryAcquire(waitCtx, id, token, staleETag)
 		if err != nil {
 			if waitCtx.Err() != nil {
 				continue // the select above reports timeout or cancellation

@@ -18,11 +18,12 @@ type Lease struct {
 	fence    int64
 	acquired time.Time
 
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	stop   chan struct{}
-	done   chan struct{}
-	once   sync.Once
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
+	lostOnce sync.Once
 }
 
 func (m *Mutex) newLease(parent context.Context, id, token string, fence int64) *Lease {
@@ -79,6 +80,10 @@ func (l *Lease) renew() {
 }
 
 func (l *Lease) lose(why string) {
+	l.lostOnce.Do(func() { l.loseOnce(why) })
+}
+
+func (l *Lease) loseOnce(why string) {
 	l.m.cfg.Observer.LockLost()
 	l.m.cfg.Logger.Warn("lock lost", "key", l.id, "fence", l.fence, "reason", why,
 		"held_ms", time.Since(l.acquired).Milliseconds())
@@ -93,6 +98,30 @@ func (l *Lease) extend(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("lock: extend %s: %w", l.id, err)
 	}
 	return n == 1, nil
+}
+
+// Confirm proves, with one token-checked renewal, that the lease is still
+// held, and returns ErrLockLost (cancelling Context) when it is not. Call it
+// right before making work visible: a holder that was paused (GC, SIGSTOP, a
+// slow disk) past its TTL learns here that another worker took over, instead
+// of at the next scheduled renewal. A Redis error is returned as is: the
+// caller cannot tell, and should not commit.
+func (l *Lease) Confirm(ctx context.Context) error {
+	if cause := context.Cause(l.ctx); cause != nil {
+		if errors.Is(cause, ErrLockLost) {
+			return ErrLockLost
+		}
+		return cause
+	}
+	ok, err := l.extend(ctx)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		l.lose("confirmation found another holder")
+		return ErrLockLost
+	}
+	return nil
 }
 
 // Release stops renewal, deletes the lock if this lease still holds it,
@@ -110,8 +139,8 @@ func (l *Lease) Release(ctx context.Context, o Outcome) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.m.cfg.OpTimeout)
 	defer cancel()
 	n, err := releaseScript.Run(ctx, l.m.rdb,
-		[]string{lockKey(l.id), doneKey(l.id)},
-		l.token, o.encode(), l.m.cfg.Grace.Milliseconds(), releasedChannel(l.id)).Int64()
+		[]string{lockKey(l.id), doneKey(l.id), releasedChannel(l.id)},
+		l.token, o.encode(), l.m.cfg.Grace.Milliseconds()).Int64()
 	if err != nil {
 		return fmt.Errorf("lock: release %s: %w", l.id, err)
 	}

@@ -37,7 +37,7 @@ func TestGate_WaitersReuseAfterRelease(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e, err := g.Enter(ctx, "manual-a", false)
+			e, err := g.Enter(ctx, "manual-a", "")
 			if err != nil {
 				errs <- err
 				return
@@ -77,18 +77,18 @@ func TestGate_LateCallerSeesStoredOutcome(t *testing.T) {
 	srv := testsupport.StartRedis(t)
 	g := NewGate(newTestMutex(t, srv.Client(), Config{}))
 	ctx := context.Background()
-	e, err := g.Enter(ctx, "k", false)
+	e, err := g.Enter(ctx, "k", "")
 	if err != nil || e.Result != Acquired {
 		t.Fatalf("first Enter = %v, %v", e.Result, err)
 	}
 	if err := e.Lease.Release(ctx, Outcome{Status: StatusStored, ETag: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	late, err := g.Enter(ctx, "k", false)
+	late, err := g.Enter(ctx, "k", "")
 	if err != nil || late.Result != Released || late.Outcome.ETag != "x" {
 		t.Fatalf("late Enter = %+v, %v; want Released with etag x", late, err)
 	}
-	forced, err := g.Enter(ctx, "k", true)
+	forced, err := g.Enter(ctx, "k", "x")
 	if err != nil || forced.Result != Acquired {
 		t.Fatalf("forced Enter = %+v, %v; want Acquired", forced, err)
 	}
@@ -102,7 +102,7 @@ func TestGate_FailedReleaseLetsExactlyOneWaiterTakeOver(t *testing.T) {
 	srv := testsupport.StartRedis(t)
 	g := NewGate(newTestMutex(t, srv.Client(), Config{TTL: 5 * time.Second, PollInterval: 2 * time.Second}))
 	ctx := context.Background()
-	first, err := g.Enter(ctx, "k", false)
+	first, err := g.Enter(ctx, "k", "")
 	if err != nil || first.Result != Acquired {
 		t.Fatalf("first Enter = %v, %v", first.Result, err)
 	}
@@ -110,7 +110,7 @@ func TestGate_FailedReleaseLetsExactlyOneWaiterTakeOver(t *testing.T) {
 	results := make(chan Entry, waiters)
 	for range waiters {
 		go func() {
-			e, err := g.Enter(ctx, "k", false)
+			e, err := g.Enter(ctx, "k", "")
 			if err != nil {
 				t.Error(err)
 			}
@@ -207,8 +207,8 @@ func TestGate_FailsOpenWhenRedisIsDown(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewGate(newTestMutex(t, rdb, Config{FailOpen: tt.failOpen, OpTimeout: time.Second}))
 			start := time.Now()
-			e, err := g.Enter(context.Background(), "k", false)
-			if elapsed := time.Since(start); elapsed > 3*time.Second {
+			e, err := g.Enter(context.Background(), "k", "")
+			if elapsed := time.Since(start); elapsed > 2*time.Second {
 				t.Fatalf("Enter took %s with Redis down", elapsed)
 			}
 			if tt.failOpen && (err != nil || e.Result != FailOpen) {
@@ -221,7 +221,7 @@ func TestGate_FailsOpenWhenRedisIsDown(t *testing.T) {
 	}
 	srv.Start()
 	g := NewGate(newTestMutex(t, rdb, Config{FailOpen: true}))
-	e, err := g.Enter(context.Background(), "k", false)
+	e, err := g.Enter(context.Background(), "k", "")
 	if err != nil || e.Result != Acquired {
 		t.Fatalf("after Redis restart Enter = %+v, %v; want Acquired", e, err)
 	}
@@ -232,12 +232,12 @@ func TestGate_WaitTimeout(t *testing.T) {
 	srv := testsupport.StartRedis(t)
 	g := NewGate(newTestMutex(t, srv.Client(), Config{TTL: 10 * time.Second, WaitTimeout: 300 * time.Millisecond}))
 	ctx := context.Background()
-	holder, err := g.Enter(ctx, "k", false)
+	holder, err := g.Enter(ctx, "k", "")
 	if err != nil || holder.Result != Acquired {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = holder.Lease.Release(ctx, Outcome{Status: StatusFailed}) })
-	_, err = g.Enter(ctx, "k", false)
+	_, err = g.Enter(ctx, "k", "")
 	if !errors.Is(err, ErrWaitTimeout) {
 		t.Fatalf("Enter = %v, want ErrWaitTimeout", err)
 	}

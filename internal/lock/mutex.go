@@ -93,17 +93,18 @@ func (m *Mutex) Config() Config { return m.cfg }
 // acquireScript takes the lock if it is free, in one round trip.
 //
 //	KEYS[1] lock key   KEYS[2] fence counter   KEYS[3] done marker
-//	ARGV[1] token      ARGV[2] ttl in ms       ARGV[3] "1" to ignore a stored done marker (force)
+//	ARGV[1] token      ARGV[2] ttl in ms
+//	ARGV[3] stale etag: a stored outcome with this etag is the artifact being
+//	        replaced (force), not a reason to stop; "" honours every stored
+//	        outcome, "*" ignores the done marker altogether
 //	ARGV[4] fence key lifetime in ms
 //
 // Returns {1, fence} when acquired, {0, pttl} when held by another token,
-// {2, done} when the last holder stored the artifact (and force is off).
+// {2, done} when the last holder stored the artifact.
 var acquireScript = redis.NewScript(`
-if ARGV[3] ~= "1" then
-  local done = redis.call("GET", KEYS[3])
-  if done and string.sub(done, 1, 7) == "stored:" then
-    return {2, done}
-  end
+local done = redis.call("GET", KEYS[3])
+if ARGV[3] ~= "*" and done and string.sub(done, 1, 7) == "stored:" and done ~= "stored:" .. ARGV[3] then
+  return {2, done}
 end
 if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
   local fence = redis.call("INCR", KEYS[2])
@@ -125,16 +126,12 @@ type acquireReply struct {
 	heldFor  time.Duration
 }
 
-func (m *Mutex) tryAcquire(ctx context.Context, id, token string, force bool) (acquireReply, error) {
+func (m *Mutex) tryAcquire(ctx context.Context, id, token, staleETag string) (acquireReply, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout)
 	defer cancel()
-	forceArg := "0"
-	if force {
-		forceArg = "1"
-	}
 	res, err := acquireScript.Run(ctx, m.rdb,
 		[]string{lockKey(id), fenceKey(id), doneKey(id)},
-		token, m.cfg.TTL.Milliseconds(), forceArg, fenceLifetime.Milliseconds()).Slice()
+		token, m.cfg.TTL.Milliseconds(), staleETag, fenceLifetime.Milliseconds()).Slice()
 	if err != nil {
 		return acquireReply{}, fmt.Errorf("lock: acquire %s: %w", id, err)
 	}
@@ -158,13 +155,13 @@ func (m *Mutex) tryAcquire(ctx context.Context, id, token string, force bool) (a
 	}
 }
 
-// TryAcquire takes the lock for id once, without waiting. It returns
-// ErrNotAcquired when another token holds it. The lease renews itself until
+// TryAcquire takes the lock for id once, without waiting, whatever the last
+// release recorded. It returns ErrNotAcquired when another token holds it. The lease renews itself until
 // Release; its Context is cancelled with cause ErrLockLost if renewal proves
 // the lock lost.
 func (m *Mutex) TryAcquire(ctx context.Context, id string) (*Lease, error) {
 	token := newToken()
-	rep, err := m.tryAcquire(ctx, id, token, true)
+	rep, err := m.tryAcquire(ctx, id, token, "*")
 	if err != nil {
 		return nil, err
 	}
@@ -175,10 +172,13 @@ func (m *Mutex) TryAcquire(ctx context.Context, id string) (*Lease, error) {
 }
 
 // releaseScript deletes the lock, records the outcome and announces it, only
-// when the caller still holds the lock.
+// when the caller still holds the lock. The channel is sharded pub/sub
+// (SPUBLISH, Redis ≥ 7.0) and hash-tagged like the keys, so on Redis Cluster
+// the message is published on the shard that owns the lock and the script
+// touches one slot.
 //
-//	KEYS[1] lock key   KEYS[2] done marker
-//	ARGV[1] token      ARGV[2] encoded outcome   ARGV[3] grace in ms   ARGV[4] channel
+//	KEYS[1] lock key   KEYS[2] done marker   KEYS[3] release channel
+//	ARGV[1] token      ARGV[2] encoded outcome   ARGV[3] grace in ms
 //
 // Returns 1 when released, 0 when the token no longer holds the lock.
 var releaseScript = redis.NewScript(`
@@ -187,7 +187,7 @@ if redis.call("GET", KEYS[1]) ~= ARGV[1] then
 end
 redis.call("DEL", KEYS[1])
 redis.call("SET", KEYS[2], ARGV[2], "PX", ARGV[3])
-redis.call("PUBLISH", ARGV[4], ARGV[2])
+redis.call("SPUBLISH", KEYS[3], ARGV[2])
 return 1
 `)
 
