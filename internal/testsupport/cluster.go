@@ -1,0 +1,97 @@
+package testsupport
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisCluster is a private Redis Cluster of three masters (no replicas) on
+// free loopback ports.
+type RedisCluster struct {
+	Addrs []string
+}
+
+// StartRedisCluster starts three cluster-enabled redis-server processes,
+// joins them with `redis-cli --cluster create` and waits for cluster_state:ok.
+func StartRedisCluster(t testing.TB) *RedisCluster {
+	t.Helper()
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Fatalf("redis-cli not found: run `make setup` (apt-get install redis-server)")
+	}
+	c := &RedisCluster{}
+	for i := range 3 {
+		port := FreePort(t)
+		dir := filepath.Join(t.TempDir(), strconv.Itoa(i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+			"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--dir", dir,
+			"--logfile", filepath.Join(dir, "redis.log"))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("starting cluster node: %v", err)
+		}
+		t.Cleanup(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+		})
+		c.Addrs = append(c.Addrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	}
+	for _, addr := range c.Addrs {
+		waitPing(t, addr)
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, addr := range c.Addrs {
+		cl := redis.NewClient(&redis.Options{Addr: addr})
+		for {
+			info, _ := cl.ClusterInfo(context.Background()).Result()
+			if strings.Contains(info, "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				cl.Close()
+				t.Fatalf("cluster node %s not ok within 20s:\n%s", addr, info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		cl.Close()
+	}
+	return c
+}
+
+// Client returns a cluster client closed at test end.
+func (c *RedisCluster) Client(t testing.TB) *redis.ClusterClient {
+	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs})
+	t.Cleanup(func() { _ = cl.Close() })
+	return cl
+}
+
+func waitPing(t testing.TB, addr string) {
+	t.Helper()
+	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer cl.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for cl.Ping(context.Background()).Err() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server %s did not answer within 10s", addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
