@@ -1,6 +1,5 @@
 // Command enqueue requests PDF exports: export one manual version, check a
-// task's status, (and, in later steps, batch re-render a catalogue or serve
-// the HTTP enqueue API). It reads the same environment as the worker
+// task's status, or serve the HTTP enqueue API. It reads the same environment as the worker
 // (REDIS_URL, ALLOWED_HOSTS, …) and validates with the worker's rules.
 package main
 
@@ -65,6 +64,8 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		return runExport(ctx, e, args[1:])
 	case "status":
 		return runStatus(ctx, e, args[1:])
+	case "serve":
+		return runServe(ctx, e, args[1:])
 	default:
 		fmt.Fprintf(stderr, "enqueue: unknown command %q\n\n", args[0])
 		usage(stderr)
@@ -78,6 +79,7 @@ func usage(w io.Writer) {
 Usage:
   enqueue export --manual ID --version V (--url URL | --html-file F) [options]
   enqueue status TASK_ID [--json]
+  enqueue serve [--addr 127.0.0.1:8080]      HTTP API: POST /v1/exports, GET /v1/exports/{id}
   enqueue --version | --help
 
 Run "enqueue COMMAND --help" for a command's flags.

@@ -61,6 +61,8 @@ type Config struct {
 	LogFormat       string        `env:"LOG_FORMAT" envDefault:"json" help:"json or text."`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"How long a stopping worker lets renders in flight finish."`
 
+	APIToken string `env:"API_TOKEN" help:"Bearer token required by enqueue serve's HTTP API (empty: no authentication; bind to a private address)."`
+
 	// Parsed forms, filled by Load.
 	Allowed       allowlist.List `env:"-"`
 	QueueWeights  map[string]int `env:"-"`
