@@ -1,5 +1,5 @@
 // Command enqueue requests PDF exports: export one manual version, check a
-// task's status, or serve the HTTP enqueue API. It reads the same environment as the worker
+// task's status, re-render a catalogue from a CSV, or serve the HTTP enqueue API. It reads the same environment as the worker
 // (REDIS_URL, ALLOWED_HOSTS, …) and validates with the worker's rules.
 package main
 
@@ -64,6 +64,8 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		return runExport(ctx, e, args[1:])
 	case "status":
 		return runStatus(ctx, e, args[1:])
+	case "batch":
+		return runBatch(ctx, e, args[1:])
 	case "serve":
 		return runServe(ctx, e, args[1:])
 	default:
@@ -79,6 +81,8 @@ func usage(w io.Writer) {
 Usage:
   enqueue export --manual ID --version V (--url URL | --html-file F) [options]
   enqueue status TASK_ID [--json]
+  enqueue batch --file F.csv|- [--rate N/s] [--force] [--wait[=DUR]] [--queue batch]
+                                              CSV columns manual_id,version,url
   enqueue serve [--addr 127.0.0.1:8080]      HTTP API: POST /v1/exports, GET /v1/exports/{id}
   enqueue --version | --help
 
