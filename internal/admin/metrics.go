@@ -3,8 +3,18 @@ package admin
 import (
 	"time"
 
+	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynq/x/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// WithQueueMetrics adds asynq's queue collector (asynq_queue_size,
+// asynq_queue_latency_seconds, asynq_tasks_enqueued_total, …), which reads
+// queue state from Redis at each scrape.
+func (m *Metrics) WithQueueMetrics(inspector *asynq.Inspector) *Metrics {
+	m.Registry.MustRegister(metrics.NewQueueMetricsCollector(inspector))
+	return m
+}
 
 // Metrics are the pdfexport_* Prometheus metrics of DESIGN §7. A Metrics is
 // the Observer of the lock, tasks and render packages.

@@ -1,6 +1,6 @@
 // Package admin is the worker's operator HTTP surface: liveness, readiness
-// of its dependencies, Prometheus metrics (and, in a later step, the asynqmon
-// dashboard). It is a plain http.Handler with no global state.
+// of its dependencies, Prometheus metrics (ours and asynq's queue metrics) and
+// the asynqmon dashboard. It is a plain http.Handler with no global state.
 package admin
 
 import (
@@ -23,6 +23,7 @@ type Config struct {
 	Checks       map[string]Check // name → check, run by /readyz
 	CheckTimeout time.Duration    // per check, default 2s
 	Version      string
+	Dashboard    *DashboardConfig // nil: no dashboard
 }
 
 // Handler returns the admin mux: /healthz, /readyz, /metrics.
@@ -44,6 +45,11 @@ func Handler(cfg Config) http.Handler {
 	})
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{}))
+	}
+	if cfg.Dashboard != nil {
+		dash := newDashboard(*cfg.Dashboard)
+		mux.Handle(dashboardPath+"/", dash)
+		mux.Handle(dashboardPath, http.RedirectHandler(dashboardPath+"/", http.StatusMovedPermanently))
 	}
 	return mux
 }

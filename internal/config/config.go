@@ -55,11 +55,14 @@ type Config struct {
 	LockGrace       time.Duration `env:"LOCK_GRACE" envDefault:"10m" help:"How long the outcome of a release is remembered for late arrivals."`
 	LockFailOpen    bool          `env:"LOCK_FAIL_OPEN" envDefault:"true" help:"Render without the lock when Redis is unreachable (a duplicate render beats a failed export)."`
 
-	AdminAddr       string        `env:"ADMIN_ADDR" envDefault:"127.0.0.1:9090" help:"Admin HTTP listen address (health, readiness, metrics, dashboard); empty disables it."`
-	Dashboard       bool          `env:"DASHBOARD" envDefault:"false" help:"Serve the asynqmon dashboard at /monitoring/ on the admin address."`
-	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error."`
-	LogFormat       string        `env:"LOG_FORMAT" envDefault:"json" help:"json or text."`
-	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"How long a stopping worker lets renders in flight finish."`
+	AdminAddr         string        `env:"ADMIN_ADDR" envDefault:"127.0.0.1:9090" help:"Admin HTTP listen address (health, readiness, metrics, dashboard); empty disables it."`
+	Dashboard         bool          `env:"DASHBOARD" envDefault:"false" help:"Serve the asynqmon dashboard at /monitoring/ on the admin address."`
+	DashboardUser     string        `env:"DASHBOARD_USER" help:"Basic-auth user for the dashboard (with DASHBOARD_PASSWORD; empty: no authentication)."`
+	DashboardPassword string        `env:"DASHBOARD_PASSWORD" help:"Basic-auth password for the dashboard."`
+	DashboardReadOnly bool          `env:"DASHBOARD_READONLY" envDefault:"false" help:"Dashboard in view-only mode (no retry, delete or pause buttons)."`
+	LogLevel          string        `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error."`
+	LogFormat         string        `env:"LOG_FORMAT" envDefault:"json" help:"json or text."`
+	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"How long a stopping worker lets renders in flight finish."`
 
 	APIToken string `env:"API_TOKEN" help:"Bearer token required by enqueue serve's HTTP API (empty: no authentication; bind to a private address)."`
 
@@ -244,6 +247,9 @@ func (c *Config) validate() []VarError {
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		bad("LOG_FORMAT", "must be json or text, got %q", c.LogFormat)
+	}
+	if (c.DashboardUser == "") != (c.DashboardPassword == "") {
+		bad("DASHBOARD_PASSWORD", "DASHBOARD_USER and DASHBOARD_PASSWORD must be set together")
 	}
 	if c.AdminAddr != "" {
 		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
