@@ -1,0 +1,89 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
+)
+
+type openAPI struct {
+	Paths      map[string]map[string]any `yaml:"paths"`
+	Components struct {
+		Schemas map[string]struct {
+			Properties map[string]any `yaml:"properties"`
+		} `yaml:"schemas"`
+	} `yaml:"components"`
+}
+
+func loadOpenAPI(t *testing.T) openAPI {
+	raw, err := os.ReadFile("../../api/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc openAPI
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// TestOpenAPI_MatchesServedRoutes: every documented route answers (not
+// 404/405 from the router), and undocumented methods do not.
+func TestOpenAPI_MatchesServedRoutes(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	srv := newTestAPI(t, redis.Addr(), "")
+	doc := loadOpenAPI(t)
+	if len(doc.Paths) == 0 {
+		t.Fatal("no paths documented")
+	}
+	for path, ops := range doc.Paths {
+		concrete := strings.ReplaceAll(path, "{id}", "some-id")
+		for _, method := range []string{"GET", "POST", "PUT", "DELETE", "PATCH"} {
+			_, documented := ops[strings.ToLower(method)]
+			req, _ := http.NewRequest(method, srv.URL+concrete, strings.NewReader(`{}`))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			routed := resp.StatusCode != http.StatusMethodNotAllowed &&
+				!(resp.StatusCode == http.StatusNotFound && resp.Header.Get("Content-Type") != "application/json")
+			if documented != routed {
+				t.Errorf("%s %s: documented=%v but server answered %d", method, path, documented, resp.StatusCode)
+			}
+		}
+	}
+}
+
+// TestOpenAPI_SchemasMatchContract: the documented payload and result fields
+// are exactly the JSON fields of the Go types.
+func TestOpenAPI_SchemasMatchContract(t *testing.T) {
+	doc := loadOpenAPI(t)
+	for schema, typ := range map[string]reflect.Type{
+		"Payload": reflect.TypeOf(spec.Payload{}),
+		"Result":  reflect.TypeOf(spec.Result{}),
+	} {
+		var documented []string
+		for name := range doc.Components.Schemas[schema].Properties {
+			documented = append(documented, name)
+		}
+		var fields []string
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			fields = append(fields, name)
+		}
+		sort.Strings(documented)
+		sort.Strings(fields)
+		if !reflect.DeepEqual(documented, fields) {
+			t.Errorf("schema %s documents %v, Go type has %v", schema, documented, fields)
+		}
+	}
+}
