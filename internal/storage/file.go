@@ -1,0 +1,460 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// File stores objects as files under a directory: the embedded default.
+//
+// Layout under Dir:
+//
+//	<prefix><key>                 the object's bytes
+//	.meta/<prefix><key>.json      sidecar: etag, size, inode, metadata
+//	.meta/<prefix><key>.lock      flock(2) target serialising publish/replace
+//	<dir of key>/.tmp-*           uploads in progress (or left by a crash)
+//
+// Keys never have a segment starting with '.', so none of these names can
+// collide with an object.
+//
+// Create writes and fsyncs a temp file next to the final name while hashing
+// it, then link(2)s it into place: link fails with EEXIST when the name is
+// taken, which is the create-only check, and a crash at any point leaves
+// either no object or the complete one. The sidecar is written to its own
+// temp file before the link and renamed into place only by the winner,
+// after the link. It records the data file's inode, so a sidecar that does
+// not belong to the current data file (a crash between the two steps) is
+// detected; Stat then hashes the content again and reports no metadata.
+//
+// The guarantees hold for processes on one host, or on a shared file
+// system with POSIX link, rename and flock semantics.
+type File struct {
+	dir    string // absolute
+	prefix string // "" or ends in "/"
+	log    *slog.Logger
+}
+
+var _ Backend = (*File)(nil)
+
+const (
+	metaDir    = ".meta"
+	tempPrefix = ".tmp-"
+	copyBuffer = 256 << 10
+)
+
+// NewFile returns a file backend rooted at dir (created if missing) that
+// puts prefix ("" for none) in front of every key.
+func NewFile(dir, prefix string) (*File, error) {
+	if dir == "" {
+		return nil, errors.New("storage: file backend needs a directory")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("storage: resolving %q: %w", dir, err)
+	}
+	p, err := normalizePrefix(prefix)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: creating artifact directory: %w", err)
+	}
+	return &File{dir: abs, prefix: p, log: orDiscard(nil)}, nil
+}
+
+// Dir is the absolute root directory.
+func (f *File) Dir() string { return f.dir }
+
+// Describe returns the file:// URL of the root directory.
+func (f *File) Describe() string {
+	d := fileURL(f.dir)
+	if f.prefix != "" {
+		d += " (prefix " + f.prefix + ")"
+	}
+	return d
+}
+
+func fileURL(path string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()
+}
+
+func (f *File) paths(key string) (full, data, meta string, err error) {
+	full, err = fullKey(f.prefix, key)
+	if err != nil {
+		return "", "", "", err
+	}
+	rel := filepath.FromSlash(full)
+	return full, filepath.Join(f.dir, rel), filepath.Join(f.dir, metaDir, rel), nil
+}
+
+// sidecar is the JSON stored in .meta/<key>.json.
+type sidecar struct {
+	ETag               string            `json:"etag"`
+	Size               int64             `json:"size"`
+	Inode              uint64            `json:"inode"`
+	ContentType        string            `json:"content_type,omitempty"`
+	ContentDisposition string            `json:"content_disposition,omitempty"`
+	Metadata           map[string]string `json:"metadata,omitempty"`
+	Stored             time.Time         `json:"stored"`
+}
+
+// Stat describes the object under key.
+func (f *File) Stat(ctx context.Context, key string) (Object, error) {
+	full, data, meta, err := f.paths(key)
+	if err != nil {
+		return Object{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Object{}, err
+	}
+	fi, err := os.Stat(data)
+	if err != nil || !fi.Mode().IsRegular() {
+		return Object{}, notFound(full, err)
+	}
+	obj := Object{Key: full, URL: fileURL(data), Size: fi.Size()}
+	if sc, ok := readSidecar(meta+".json", fi); ok {
+		obj.ETag, obj.Metadata = sc.ETag, sc.Metadata
+		return obj, nil
+	}
+	// No sidecar for this inode: hash the content (crash between link and
+	// sidecar, or a file placed by hand).
+	f.log.Warn("artifact has no matching metadata sidecar; hashing its content", "key", full)
+	fh, err := os.Open(data)
+	if err != nil {
+		return Object{}, notFound(full, err)
+	}
+	defer fh.Close()
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, ctxReader{ctx, fh}, make([]byte, copyBuffer))
+	if err != nil {
+		return Object{}, fmt.Errorf("storage: hashing %s: %w", full, err)
+	}
+	obj.Size, obj.ETag = n, hex.EncodeToString(h.Sum(nil))
+	return obj, nil
+}
+
+func readSidecar(path string, data fs.FileInfo) (sidecar, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return sidecar{}, false
+	}
+	var sc sidecar
+	if json.Unmarshal(b, &sc) != nil || sc.ETag == "" {
+		return sidecar{}, false
+	}
+	st, ok := data.Sys().(*syscall.Stat_t)
+	if !ok || sc.Inode != st.Ino || sc.Size != data.Size() {
+		return sidecar{}, false
+	}
+	return sc, true
+}
+
+func notFound(key string, err error) error {
+	if err == nil || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	return fmt.Errorf("storage: %s: %w", key, err)
+}
+
+// Open returns the object's content.
+func (f *File) Open(ctx context.Context, key string) (io.ReadCloser, error) {
+	full, data, _, err := f.paths(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	fh, err := os.Open(data)
+	if err != nil {
+		return nil, notFound(full, err)
+	}
+	if fi, err := fh.Stat(); err != nil || !fi.Mode().IsRegular() {
+		fh.Close()
+		return nil, notFound(full, err)
+	}
+	return fh, nil
+}
+
+// Create stores r under key unless the key already holds an object.
+func (f *File) Create(ctx context.Context, key string, r io.Reader, o PutOptions) (Object, error) {
+	return f.put(ctx, key, "", r, o)
+}
+
+// Replace stores r under key if the current object's ETag is ifMatchETag.
+func (f *File) Replace(ctx context.Context, key, ifMatchETag string, r io.Reader, o PutOptions) (Object, error) {
+	if ifMatchETag == "" {
+		return Object{}, errors.New("storage: Replace needs the ETag of the object it replaces (use Create for new objects)")
+	}
+	return f.put(ctx, key, ifMatchETag, r, o)
+}
+
+func (f *File) put(ctx context.Context, key, ifMatch string, r io.Reader, o PutOptions) (Object, error) {
+	full, data, meta, err := f.paths(key)
+	if err != nil {
+		return Object{}, err
+	}
+	md, err := cleanMetadata(o.Metadata)
+	if err != nil {
+		return Object{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Object{}, err
+	}
+	if err := f.mkdirs(filepath.Dir(data)); err != nil {
+		return Object{}, err
+	}
+	if err := f.mkdirs(filepath.Dir(meta)); err != nil {
+		return Object{}, err
+	}
+
+	// 1. Data to a temp file next to the final name, hashed on the way.
+	tmp, err := createTemp(filepath.Dir(data))
+	if err != nil {
+		return Object{}, fmt.Errorf("storage: %s: %w", full, err)
+	}
+	tmpName := tmp.Name()
+	defer func() {
+		if tmpName != "" {
+			_ = os.Remove(tmpName)
+		}
+	}()
+	h := sha256.New()
+	size, err := writeSynced(tmp, ctxReader{ctx, r}, h)
+	if err != nil {
+		return Object{}, fmt.Errorf("storage: writing %s: %w", full, err)
+	}
+	tfi, err := os.Stat(tmpName)
+	if err != nil {
+		return Object{}, fmt.Errorf("storage: %s: %w", full, err)
+	}
+	st, _ := tfi.Sys().(*syscall.Stat_t)
+	obj := Object{Key: full, URL: fileURL(data), ETag: hex.EncodeToString(h.Sum(nil)), Size: size, Metadata: md}
+
+	// 2. Sidecar to its own temp file.
+	sc := sidecar{ETag: obj.ETag, Size: size, ContentType: contentType(full, o),
+		ContentDisposition: contentDisposition(o.FileName), Metadata: md, Stored: time.Now().UTC()}
+	if st != nil {
+		sc.Inode = st.Ino
+	}
+	metaTmp, err := writeTempJSON(filepath.Dir(meta), sc)
+	if err != nil {
+		return Object{}, fmt.Errorf("storage: writing metadata of %s: %w", full, err)
+	}
+	defer func() {
+		if metaTmp != "" {
+			_ = os.Remove(metaTmp)
+		}
+	}()
+
+	// 3. Publish under the per-key lock, so a Replace's compare and rename
+	// and a Create's link and sidecar rename never interleave.
+	unlock, err := lockFile(ctx, meta+".lock")
+	if err != nil {
+		return Object{}, fmt.Errorf("storage: locking %s: %w", full, err)
+	}
+	defer unlock()
+	if ifMatch == "" {
+		if err := os.Link(tmpName, data); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return Object{}, fmt.Errorf("%w: %s", ErrExists, full)
+			}
+			return Object{}, fmt.Errorf("storage: publishing %s: %w", full, err)
+		}
+	} else {
+		cur, err := f.Stat(ctx, key)
+		if errors.Is(err, ErrNotFound) {
+			return Object{}, fmt.Errorf("%w: %w", ErrPreconditionFailed, err)
+		}
+		if err != nil {
+			return Object{}, err
+		}
+		if cur.ETag != ifMatch {
+			return Object{}, fmt.Errorf("%w: %s has etag %s, not %s", ErrPreconditionFailed, full, cur.ETag, ifMatch)
+		}
+		if err := os.Rename(tmpName, data); err != nil {
+			return Object{}, fmt.Errorf("storage: publishing %s: %w", full, err)
+		}
+		tmpName = ""
+	}
+	if err := os.Rename(metaTmp, meta+".json"); err != nil {
+		// The object is published; Stat falls back to hashing it.
+		f.log.Warn("storing artifact metadata failed", "key", full, "err", err)
+	} else {
+		metaTmp = ""
+	}
+	if tmpName != "" {
+		_ = os.Remove(tmpName)
+		tmpName = ""
+	}
+	if err := syncDir(filepath.Dir(data)); err != nil {
+		return Object{}, fmt.Errorf("storage: syncing directory of %s: %w", full, err)
+	}
+	if err := syncDir(filepath.Dir(meta)); err != nil {
+		f.log.Warn("syncing metadata directory failed", "key", full, "err", err)
+	}
+	return obj, nil
+}
+
+// Ping creates, syncs and removes a probe file in the root directory.
+func (f *File) Ping(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tmp, err := createTemp(f.dir)
+	if err != nil {
+		return fmt.Errorf("storage: %s is not writable: %w", f.dir, err)
+	}
+	name := tmp.Name()
+	defer os.Remove(name)
+	if _, err := writeSynced(tmp, strings.NewReader("ping"), nil); err != nil {
+		return fmt.Errorf("storage: %s is not writable: %w", f.dir, err)
+	}
+	return os.Remove(name)
+}
+
+// RemoveStaleTemp deletes temp files (".tmp-*", left by a crash) last
+// modified more than olderThan ago, and returns how many it removed. Run it
+// at start-up with an age well above the longest upload.
+func (f *File) RemoveStaleTemp(ctx context.Context, olderThan time.Duration) (int, error) {
+	cutoff := time.Now().Add(-olderThan)
+	n := 0
+	err := filepath.WalkDir(f.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() || !strings.HasPrefix(d.Name(), tempPrefix) {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil && fi.ModTime().Before(cutoff) {
+			if os.Remove(path) == nil {
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// mkdirs creates dir and its missing parents below f.dir, fsyncing the
+// parent of each directory it creates so the new entries are durable.
+func (f *File) mkdirs(dir string) error {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	rel, err := filepath.Rel(f.dir, dir)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return fmt.Errorf("storage: %s is outside %s", dir, f.dir)
+	}
+	cur := f.dir
+	for seg := range strings.SplitSeq(rel, string(filepath.Separator)) {
+		parent := cur
+		cur = filepath.Join(cur, seg)
+		err := os.Mkdir(cur, 0o755)
+		switch {
+		case err == nil:
+			if err := syncDir(parent); err != nil {
+				return fmt.Errorf("storage: syncing %s: %w", parent, err)
+			}
+		case errors.Is(err, fs.ErrExist):
+			if fi, err := os.Stat(cur); err != nil || !fi.IsDir() {
+				return fmt.Errorf("storage: %s exists and is not a directory", cur)
+			}
+		default:
+			return fmt.Errorf("storage: %w", err)
+		}
+	}
+	return nil
+}
+
+func createTemp(dir string) (*os.File, error) {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return os.OpenFile(filepath.Join(dir, tempPrefix+hex.EncodeToString(b[:])), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+}
+
+// writeSynced copies r into f (and h), fsyncs and closes f.
+func writeSynced(f *os.File, r io.Reader, h hash.Hash) (int64, error) {
+	var w io.Writer = f
+	if h != nil {
+		w = io.MultiWriter(f, h)
+	}
+	n, err := io.CopyBuffer(w, r, make([]byte, copyBuffer))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
+func writeTempJSON(dir string, v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	tmp, err := createTemp(dir)
+	if err != nil {
+		return "", err
+	}
+	if _, err := writeSynced(tmp, strings.NewReader(string(b)), nil); err != nil {
+		_ = os.Remove(tmp.Name())
+		return "", err
+	}
+	return tmp.Name(), nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// lockFile takes an exclusive flock(2) on path (created if missing),
+// polling so ctx can cancel the wait. The returned func releases it.
+func lockFile(ctx context.Context, path string) (func(), error) {
+	fh, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	delay := time.Millisecond
+	for {
+		err := syscall.Flock(int(fh.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = fh.Close() }, nil // close releases the lock
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			fh.Close()
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			fh.Close()
+			return nil, context.Cause(ctx)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 50*time.Millisecond)
+	}
+}
