@@ -1,0 +1,324 @@
+package tasks
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/lock"
+	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/storage"
+)
+
+// Store is what the handler needs from artifact storage.
+type Store interface {
+	Stat(ctx context.Context, key string) (storage.Object, error)
+	Create(ctx context.Context, key string, r io.Reader, o storage.PutOptions) (storage.Object, error)
+	Replace(ctx context.Context, key, ifMatchETag string, r io.Reader, o storage.PutOptions) (storage.Object, error)
+	Open(ctx context.Context, key string) (io.ReadCloser, error)
+}
+
+// Renderer prints a source to PDF and streams it to sink.
+type Renderer interface {
+	Render(ctx context.Context, src render.Source, s spec.PrintSettings, sink func(ctx context.Context, pdf io.Reader) error) (render.Stats, error)
+}
+
+// Gate serializes renders of one artifact across workers.
+type Gate interface {
+	Enter(ctx context.Context, id, staleETag string) (lock.Entry, error)
+}
+
+// Observer receives export outcomes for metrics.
+type Observer interface {
+	ExportDone(outcome string, d time.Duration) // rendered | reused | failed
+	StorageBytes(op string, n int64)
+}
+
+// Config wires a Handler.
+type Config struct {
+	Store        Store
+	Renderer     Renderer
+	Gate         Gate
+	AllowedHosts allowlist.List
+	// Namespace separates lock ids of different storage locations sharing
+	// one Redis; use the STORAGE_URL.
+	Namespace string
+	Logger    *slog.Logger
+	Observer  Observer
+	// Hostname goes into the artifact's metadata; default os.Hostname.
+	Hostname string
+}
+
+// Handler processes pdf:export tasks. It is safe for concurrent use.
+type Handler struct {
+	cfg Config
+}
+
+// NewHandler returns a Handler; Store, Renderer and Gate are required.
+func NewHandler(cfg Config) (*Handler, error) {
+	if cfg.Store == nil || cfg.Renderer == nil || cfg.Gate == nil {
+		return nil, errors.New("tasks: Store, Renderer and Gate are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.Hostname == "" {
+		cfg.Hostname, _ = os.Hostname()
+	}
+	return &Handler{cfg: cfg}, nil
+}
+
+type nopObserver struct{}
+
+func (nopObserver) ExportDone(string, time.Duration) {}
+func (nopObserver) StorageBytes(string, int64)       {}
+
+// ErrStoredButMissing: a holder announced a stored artifact that storage
+// does not have (storage lost it, or workers disagree on STORAGE_URL).
+var ErrStoredButMissing = errors.New("tasks: artifact announced as stored is missing from storage")
+
+// maxGatePasses bounds how often a task goes back to the gate after a
+// holder failed or vanished, so a poisoned key cannot spin a worker forever.
+const maxGatePasses = 5
+
+// ProcessTask implements asynq.Handler.
+func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
+	start := time.Now()
+	p, err := spec.Decode(t.Payload())
+	if err == nil {
+		err = p.Validate(h.cfg.AllowedHosts)
+	}
+	taskID, _ := asynq.GetTaskID(ctx)
+	log := h.cfg.Logger.With("task_id", taskID)
+	if err != nil {
+		log.Warn("export rejected", "field", spec.FirstField(err), "err", err)
+		h.cfg.Observer.ExportDone("failed", time.Since(start))
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	key := p.ArtifactKey()
+	log = log.With("manual_id", p.ManualID, "version", p.Version, "key", key, "request_id", p.RequestID)
+
+	res, err := h.export(ctx, log, p, key)
+	if err != nil {
+		h.cfg.Observer.ExportDone("failed", time.Since(start))
+		log.Error("export failed", "err", err, "retryable", !errors.Is(err, asynq.SkipRetry), "ms", time.Since(start).Milliseconds())
+		return err
+	}
+	outcome := "reused"
+	if res.Rendered {
+		outcome = "rendered"
+	}
+	h.cfg.Observer.ExportDone(outcome, time.Since(start))
+	log.Info("export done", "outcome", outcome, "bytes", res.Bytes, "pages", res.Pages,
+		"render_ms", res.RenderMS, "waited_ms", res.WaitedMS, "fail_open", res.FailOpen, "ms", time.Since(start).Milliseconds())
+	if w := t.ResultWriter(); w != nil {
+		b, _ := json.Marshal(res)
+		if _, err := w.Write(b); err != nil {
+			// The artifact is stored; losing the result only hides it from
+			// status readers, so retrying the task (a cheap reuse) is right.
+			return fmt.Errorf("writing task result: %w", err)
+		}
+	}
+	return nil
+}
+
+func (h *Handler) export(ctx context.Context, log *slog.Logger, p spec.Payload, key string) (spec.Result, error) {
+	var staleETag string
+	obj, err := h.cfg.Store.Stat(ctx, key)
+	switch {
+	case err == nil && !p.Force:
+		return h.reuse(ctx, key, obj, 0, false)
+	case err == nil:
+		staleETag = obj.ETag
+	case !errors.Is(err, storage.ErrNotFound):
+		return spec.Result{}, fmt.Errorf("checking storage for %s: %w", key, err)
+	}
+
+	id := h.lockID(key)
+	var waited time.Duration
+	for pass := 1; ; pass++ {
+		entry, err := h.cfg.Gate.Enter(ctx, id, staleETag)
+		if err != nil {
+			return spec.Result{}, fmt.Errorf("render gate for %s: %w", key, err)
+		}
+		waited += entry.Waited
+		switch entry.Result {
+		case lock.Released:
+			obj, err := h.cfg.Store.Stat(ctx, key)
+			if err == nil {
+				return h.reuse(ctx, key, obj, waited, false)
+			}
+			if !errors.Is(err, storage.ErrNotFound) {
+				return spec.Result{}, fmt.Errorf("reading the artifact another worker stored: %w", err)
+			}
+			if pass >= maxGatePasses {
+				return spec.Result{}, fmt.Errorf("%w: %s", ErrStoredButMissing, key)
+			}
+			log.Warn("released artifact is missing from storage, retrying the gate", "pass", pass)
+			continue
+		case lock.FailOpen:
+			return h.renderAndStore(ctx, log, p, key, staleETag, nil, waited)
+		case lock.Acquired:
+			return h.renderUnderLease(ctx, log, p, key, staleETag, entry.Lease, waited)
+		default:
+			return spec.Result{}, fmt.Errorf("render gate for %s: unexpected result %s", key, entry.Result)
+		}
+	}
+}
+
+func (h *Handler) renderUnderLease(ctx context.Context, log *slog.Logger, p spec.Payload, key, staleETag string, lease *lock.Lease, waited time.Duration) (spec.Result, error) {
+	log = log.With("fence", lease.Fence())
+	// Another worker may have stored the artifact after our first look and
+	// before we got the lock (its done marker expired, or it failed open).
+	if obj, err := h.cfg.Store.Stat(lease.Context(), key); err == nil && (staleETag == "" || obj.ETag != staleETag) {
+		h.release(ctx, log, lease, lock.Outcome{Status: lock.StatusStored, ETag: obj.ETag})
+		return h.reuse(ctx, key, obj, waited, false)
+	}
+	res, err := h.renderAndStore(lease.Context(), log, p, key, staleETag, lease, waited)
+	if err != nil {
+		if cause := context.Cause(lease.Context()); errors.Is(cause, lock.ErrLockLost) {
+			err = fmt.Errorf("%w (render abandoned, nothing stored): %w", cause, err)
+		}
+		h.release(ctx, log, lease, lock.Outcome{Status: lock.StatusFailed})
+		return spec.Result{}, err
+	}
+	h.release(ctx, log, lease, lock.Outcome{Status: lock.StatusStored, ETag: res.ETag})
+	return res, nil
+}
+
+func (h *Handler) release(ctx context.Context, log *slog.Logger, lease *lock.Lease, o lock.Outcome) {
+	if err := lease.Release(ctx, o); err != nil {
+		// Waiters still wake by polling (stored) or by the lease expiring
+		// (failed), so a failed release only costs them time.
+		log.Warn("releasing the render lock failed", "outcome", string(o.Status), "err", err)
+	}
+}
+
+// renderAndStore renders p and streams it into storage. With a lease, the
+// stream's end is held back until the lease is confirmed, so storage (which
+// commits only after the last byte) never publishes a render whose lock was
+// lost; without one (fail-open), create-only storage keeps the first copy.
+func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p spec.Payload, key, staleETag string, lease *lock.Lease, waited time.Duration) (spec.Result, error) {
+	started := time.Now()
+	failOpen := lease == nil
+	var fence int64
+	if lease != nil {
+		fence = lease.Fence()
+	}
+	var stored storage.Object
+	var storeErr error
+	settings := p.Options.Settings()
+	src := render.Source{URL: p.Source.URL, HTML: p.Source.HTML}
+	stats, err := h.cfg.Renderer.Render(ctx, src, settings, func(ctx context.Context, pdf io.Reader) error {
+		opts := storage.PutOptions{
+			FileName: p.ManualID + "-" + p.Version + ".pdf",
+			Metadata: map[string]string{
+				"manual-id":    p.ManualID,
+				"version":      p.Version,
+				"options-hash": p.ContentHash()[:16],
+				"renderer":     h.cfg.Hostname,
+				"fence":        strconv.FormatInt(fence, 10),
+			},
+		}
+		if lease != nil {
+			pdf = &confirmAtEOF{r: pdf, confirm: func() error { return lease.Confirm(ctx) }}
+		}
+		if staleETag != "" {
+			stored, storeErr = h.cfg.Store.Replace(ctx, key, staleETag, pdf, opts)
+		} else {
+			stored, storeErr = h.cfg.Store.Create(ctx, key, pdf, opts)
+		}
+		if errors.Is(storeErr, storage.ErrExists) {
+			// Someone else (a fail-open duplicate) stored it first; create-only
+			// storage kept theirs, which is what every reader gets.
+			_, _ = io.Copy(io.Discard, pdf)
+			return nil
+		}
+		return storeErr
+	})
+	renderMS := time.Since(started).Milliseconds()
+	if err != nil {
+		if storeErr != nil {
+			return spec.Result{}, fmt.Errorf("storing %s: %w", key, storeErr)
+		}
+		if !render.Retryable(err) {
+			return spec.Result{}, fmt.Errorf("rendering %s: %w: %w", key, err, asynq.SkipRetry)
+		}
+		return spec.Result{}, fmt.Errorf("rendering %s: %w", key, err)
+	}
+	if errors.Is(storeErr, storage.ErrExists) {
+		obj, err := h.cfg.Store.Stat(ctx, key)
+		if err != nil {
+			return spec.Result{}, fmt.Errorf("reading %s after a concurrent store: %w", key, err)
+		}
+		log.Info("artifact already stored by another worker; ours discarded", "fail_open", failOpen)
+		res, err := h.reuse(ctx, key, obj, waited, failOpen)
+		res.RenderMS = renderMS
+		return res, err
+	}
+	h.cfg.Observer.StorageBytes("put", stored.Size)
+	info := artifactInfo{Pages: stats.Pages, Bytes: stored.Size, RenderMS: renderMS, Fence: fence, Renderer: h.cfg.Hostname}
+	if err := h.writeInfo(ctx, key, stored.ETag, info); err != nil {
+		log.Warn("writing artifact info failed; readers will count pages themselves", "err", err)
+	}
+	return spec.Result{
+		ArtifactKey: stored.Key, URL: stored.URL, ETag: stored.ETag, Bytes: stored.Size, Pages: stats.Pages,
+		Rendered: true, FailOpen: failOpen, RenderMS: renderMS, WaitedMS: waited.Milliseconds(),
+	}, nil
+}
+
+func (h *Handler) reuse(ctx context.Context, key string, obj storage.Object, waited time.Duration, failOpen bool) (spec.Result, error) {
+	pages, err := h.pages(ctx, key, obj)
+	if err != nil {
+		return spec.Result{}, err
+	}
+	return spec.Result{
+		ArtifactKey: obj.Key, URL: obj.URL, ETag: obj.ETag, Bytes: obj.Size, Pages: pages,
+		Rendered: false, FailOpen: failOpen, WaitedMS: waited.Milliseconds(),
+	}, nil
+}
+
+// lockID names the render mutex of an artifact: a fixed-length hash, so
+// Redis keys stay short whatever the manual id and storage location.
+func (h *Handler) lockID(key string) string {
+	sum := sha256.Sum256([]byte(h.cfg.Namespace + "\x00" + key))
+	return hex.EncodeToString(sum[:16])
+}
+
+// confirmAtEOF passes a stream through and, before reporting its end,
+// confirms the render lease; if the lease was lost the reader fails instead,
+// and the store aborts the upload.
+type confirmAtEOF struct {
+	r       io.Reader
+	confirm func() error
+	err     error
+}
+
+func (c *confirmAtEOF) Read(b []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.r.Read(b)
+	if err == io.EOF {
+		if cerr := c.confirm(); cerr != nil {
+			c.err = fmt.Errorf("render lease not confirmed at the end of the stream: %w", cerr)
+			return n, c.err
+		}
+	}
+	return n, err
+}

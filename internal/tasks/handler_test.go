@@ -1,0 +1,234 @@
+package tasks_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/lock"
+	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/tasks"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
+)
+
+const manualHTML = `<!doctype html><html><head><style>
+@page { size: A4; margin: 15mm } h1 { break-before: page } </style></head><body>
+<h1>Chapter 1</h1><p>Alpha</p><h1>Chapter 2</h1><p>Beta</p><h1>Chapter 3</h1><p>Gamma</p>
+<script>window.__PDF_READY__ = true</script></body></html>`
+
+// env is one queue Redis, one lock Redis, one artifact folder and one
+// Chromium, shared by `workers` asynq servers in this process.
+type env struct {
+	queue, locks *testsupport.Redis
+	dir          string
+	client       *exportclient.Client
+}
+
+func startEnv(t *testing.T, workers int) *env {
+	t.Helper()
+	e := &env{queue: testsupport.StartRedis(t), locks: testsupport.StartRedis(t), dir: t.TempDir()}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	store, err := storage.NewFile(e.dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	renderer, err := render.New(render.Config{ChromiumPath: testsupport.ChromiumPath(t), Concurrency: 2, Timeout: 30 * time.Second, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = renderer.Close() })
+	lockRedis := redis.NewClient(&redis.Options{Addr: e.locks.Addr(), DialTimeout: 300 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = lockRedis.Close() })
+	for i := range workers {
+		gate := lock.NewGate(lock.NewMutex(lockRedis, lock.Config{TTL: 5 * time.Second, FailOpen: true, OpTimeout: time.Second, Logger: log}))
+		h, err := tasks.NewHandler(tasks.Config{Store: store, Renderer: renderer, Gate: gate, Logger: log, Namespace: e.dir,
+			Hostname: "worker-" + strconv.Itoa(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := asynq.NewServer(asynq.RedisClientOpt{Addr: e.queue.Addr()}, asynq.Config{
+			Concurrency: 4, TaskCheckInterval: 20 * time.Millisecond, Logger: quietAsynq{}, LogLevel: asynq.FatalLevel,
+			RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 100 * time.Millisecond },
+		})
+		mux := asynq.NewServeMux()
+		mux.Handle(spec.TaskType, h)
+		if err := srv.Start(mux); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srv.Shutdown)
+	}
+	e.client, err = exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: e.queue.Addr()}, MaxRetry: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.client.Close() })
+	return e
+}
+
+type quietAsynq struct{}
+
+func (quietAsynq) Debug(...any) {}
+func (quietAsynq) Info(...any)  {}
+func (quietAsynq) Warn(...any)  {}
+func (quietAsynq) Error(...any) {}
+func (quietAsynq) Fatal(...any) {}
+
+func (e *env) export(t *testing.T, p spec.Payload) exportclient.Status {
+	t.Helper()
+	job, err := e.client.EnqueuePayload(context.Background(), p)
+	if err != nil {
+		t.Fatalf("enqueue: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	st, err := e.client.Wait(ctx, job.TaskID, 20*time.Millisecond)
+	if err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	return st
+}
+
+func manualPayload() spec.Payload {
+	return spec.Payload{V: 1, ManualID: "acme", Version: "1.0", Source: spec.Source{HTML: manualHTML},
+		Options: spec.Options{WaitFor: "window.__PDF_READY__===true"}}
+}
+
+func pdfinfoPages(t *testing.T, path string) int {
+	t.Helper()
+	out, err := exec.Command("pdfinfo", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pdfinfo %s: %v\n%s", path, err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pages:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	t.Fatalf("pdfinfo %s: no page count", path)
+	return 0
+}
+
+func TestExport_ConcurrentDuplicatesRenderOnce(t *testing.T) {
+	e := startEnv(t, 2)
+	const duplicates = 6
+	statuses := make([]exportclient.Status, duplicates)
+	var wg sync.WaitGroup
+	for i := range duplicates {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = e.export(t, manualPayload())
+		}()
+	}
+	wg.Wait()
+
+	rendered := 0
+	key := manualPayload().ArtifactKey()
+	for _, st := range statuses {
+		if st.State != exportclient.StateCompleted || st.Result == nil {
+			t.Fatalf("export %s ended %s: %s", st.TaskID, st.State, st.Error)
+		}
+		r := st.Result
+		if r.Rendered {
+			rendered++
+		} else if r.RenderMS != 0 {
+			t.Errorf("reuser reports render_ms %d", r.RenderMS)
+		}
+		if !strings.HasSuffix(r.ArtifactKey, key) || r.Pages != 3 || r.Bytes <= 0 || r.FailOpen {
+			t.Errorf("result %+v: want key %s, 3 pages, bytes, no fail-open", r, key)
+		}
+	}
+	if rendered != 1 {
+		t.Fatalf("%d tasks rendered, want exactly 1", rendered)
+	}
+	if got := pdfinfoPages(t, filepath.Join(e.dir, key)); got != 3 {
+		t.Fatalf("stored PDF has %d pages, want 3", got)
+	}
+
+	// A later request reuses without rendering; a forced one renders again.
+	later := e.export(t, manualPayload())
+	if later.Result == nil || later.Result.Rendered || later.Result.Pages != 3 {
+		t.Fatalf("later export = %+v, want reused with 3 pages", later.Result)
+	}
+	forced := manualPayload()
+	forced.Force = true
+	again := e.export(t, forced)
+	if again.Result == nil || !again.Result.Rendered {
+		t.Fatalf("forced export = %+v, want rendered", again.Result)
+	}
+}
+
+func TestExport_DifferentOptionsGetTheirOwnArtifact(t *testing.T) {
+	e := startEnv(t, 1)
+	a := e.export(t, manualPayload())
+	p := manualPayload()
+	p.Options.Landscape = true
+	b := e.export(t, p)
+	if a.Result == nil || b.Result == nil || !a.Result.Rendered || !b.Result.Rendered || a.Result.ArtifactKey == b.Result.ArtifactKey {
+		t.Fatalf("results %+v and %+v: want two rendered artifacts under different keys", a.Result, b.Result)
+	}
+}
+
+func TestExport_BadPayloadIsArchivedWithFieldName(t *testing.T) {
+	e := startEnv(t, 1)
+	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: e.queue.Addr()})
+	t.Cleanup(func() { _ = insp.Close() })
+	cl := asynq.NewClient(asynq.RedisClientOpt{Addr: e.queue.Addr()})
+	t.Cleanup(func() { _ = cl.Close() })
+	tests := []struct {
+		name, payload, field string
+	}{
+		{"unknown field", `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"colour":"red"}`, "colour"},
+		{"traversal", `{"v":1,"manual_id":"../../etc","version":"1","source":{"html":"x"}}`, "manual_id"},
+		{"file url", `{"v":1,"manual_id":"a","version":"1","source":{"url":"file:///etc/passwd"}}`, "source.url"},
+		{"not json", `not json`, "payload"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			info, err := cl.Enqueue(asynq.NewTask(spec.TaskType, []byte(tt.payload)), asynq.MaxRetry(5), asynq.Retention(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				ti, err := insp.GetTaskInfo(info.Queue, info.ID)
+				if err == nil && ti.State == asynq.TaskStateArchived {
+					if ti.Retried != 0 || !strings.Contains(ti.LastErr, tt.field) {
+						t.Fatalf("archived after %d retries with %q; want no retry and an error naming %s", ti.Retried, ti.LastErr, tt.field)
+					}
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("task not archived in time (last: %+v, %v)", ti, err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}
+
+func TestExport_FailsOpenWhenLockRedisIsDown(t *testing.T) {
+	e := startEnv(t, 1)
+	e.locks.Stop()
+	st := e.export(t, manualPayload())
+	if st.Result == nil || !st.Result.Rendered || !st.Result.FailOpen {
+		t.Fatalf("export with the lock Redis down = %+v (%s), want rendered with fail_open", st.Result, st.Error)
+	}
+	if got := pdfinfoPages(t, filepath.Join(e.dir, manualPayload().ArtifactKey())); got != 3 {
+		t.Fatalf("stored PDF has %d pages", got)
+	}
+}
