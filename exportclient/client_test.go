@@ -1,0 +1,81 @@
+package exportclient_test
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
+)
+
+func TestClient_ValidationNamesTheField(t *testing.T) {
+	srv := testsupport.StartRedis(t)
+	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: srv.Addr()}, AllowedHosts: "docs.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_, err = c.Enqueue(context.Background(), exportclient.Request{ManualID: "m", Version: "1", URL: "http://10.0.0.1/"})
+	var fe *exportclient.FieldError
+	if !errors.Is(err, exportclient.ErrInvalid) || !errors.As(err, &fe) || fe.Field != "source.url" {
+		t.Fatalf("Enqueue = %v, want a FieldError on source.url", err)
+	}
+}
+
+func TestClient_EnqueueStatusNotFound(t *testing.T) {
+	srv := testsupport.StartRedis(t)
+	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "m", Version: "1", HTML: "<p>hi"}, exportclient.Queue("critical"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Status(ctx, job.TaskID)
+	if err != nil || st.State != exportclient.StatePending || st.Queue != "critical" || st.Final() {
+		t.Fatalf("Status = %+v, %v", st, err)
+	}
+	if _, err := c.Status(ctx, "nope"); !errors.Is(err, exportclient.ErrNotFound) {
+		t.Fatalf("Status(nope) = %v, want ErrNotFound", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := c.Wait(wctx, job.TaskID, 20*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait on a task no worker takes = %v, want the deadline", err)
+	}
+}
+
+func TestClient_RedisDownIsUnavailable(t *testing.T) {
+	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_, err = c.Enqueue(context.Background(), exportclient.Request{ManualID: "m", Version: "1", HTML: "x"})
+	if !errors.Is(err, exportclient.ErrUnavailable) {
+		t.Fatalf("Enqueue = %v, want ErrUnavailable", err)
+	}
+}
+
+// The public client must stay light for API servers: no Chromium, no AWS SDK.
+func TestClient_DoesNotPullInRendererOrStorage(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/pdfexport/pdfexport/exportclient").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, banned := range []string{"github.com/chromedp/", "github.com/aws/", "pdfexport/internal/render", "pdfexport/internal/storage", "pdfexport/internal/tasks"} {
+		if strings.Contains(string(out), banned) {
+			t.Errorf("exportclient depends on %s", banned)
+		}
+	}
+}
