@@ -84,21 +84,9 @@ func TestBinaries_TwoWorkersRenderOnceAndStopCleanly(t *testing.T) {
 	}
 	environ := append(os.Environ(), "REDIS_URL="+srv.URL(), "STORAGE_URL=file://"+filepath.Join(dir, "artifacts"),
 		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "LOG_FORMAT=text", "TASK_CHECK_INTERVAL=20ms")
-	var workers []*exec.Cmd
-	var logs []*bytes.Buffer
+	var workers []*workerProc
 	for range 2 {
-		admin := "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t))
-		cmd := exec.Command(filepath.Join(bin, "worker"))
-		cmd.Env = append(environ, "ADMIN_ADDR="+admin)
-		var log bytes.Buffer
-		cmd.Stderr, cmd.Stdout = &log, &log
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-		workers, logs = append(workers, cmd), append(logs, &log)
-		waitReady(t, "http://"+admin+"/readyz")
+		workers = append(workers, startWorker(t, bin, environ))
 	}
 
 	const requests = 4
@@ -143,19 +131,222 @@ func TestBinaries_TwoWorkersRenderOnceAndStopCleanly(t *testing.T) {
 	}
 
 	for _, w := range workers {
-		_ = w.Process.Signal(syscall.SIGTERM)
+		w.stop(t)
 	}
-	for i, w := range workers {
-		done := make(chan error, 1)
-		go func() { done <- w.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("worker %d after SIGTERM: %v\n%s", i, err, logs[i])
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("worker %d did not stop within 30s of SIGTERM", i)
+}
+
+type workerProc struct {
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan error
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's writes and the test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func startWorker(t *testing.T, bin string, environ []string) *workerProc {
+	t.Helper()
+	admin := "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t))
+	cmd := exec.Command(filepath.Join(bin, "worker"))
+	cmd.Env = append(environ, "ADMIN_ADDR="+admin)
+	w := &workerProc{cmd: cmd, log: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr, cmd.Stdout = w.log, w.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { w.done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	waitReady(t, "http://"+admin+"/readyz")
+	return w
+}
+
+// stop sends SIGTERM and requires a clean exit.
+func (w *workerProc) stop(t *testing.T) {
+	t.Helper()
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-w.done:
+		if err != nil {
+			t.Fatalf("worker after SIGTERM: %v\n%s", err, w.log)
 		}
+	case <-time.After(45 * time.Second):
+		t.Fatalf("worker did not stop within 45s of SIGTERM\n%s", w.log)
+	}
+}
+
+// descendants lists the live (non-zombie) processes below pid.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ppid, ok := procStat(p); ok && st != "Z" {
+			children[ppid] = append(children[ppid], p)
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// alive lists which of pids still run (zombies count as gone).
+func alive(pids []int) []int {
+	var out []int
+	for _, p := range pids {
+		if st, _, ok := procStat(p); ok && st != "Z" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func procStat(pid int) (state string, ppid int, ok bool) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0, false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return f[0], ppid, true
+}
+
+// TestBinaries_SIGTERMDuringRenderFinishesTheExport: a worker told to stop
+// while it renders a slow page finishes that export, exits 0, and leaves no
+// Chromium process behind.
+func TestBinaries_SIGTERMDuringRenderFinishesTheExport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	bin, err := buildOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := testsupport.StartRedis(t)
+	dir := t.TempDir()
+	htmlFile := filepath.Join(dir, "slow.html")
+	slow := `<!doctype html><h1>Slow</h1><script>setTimeout(() => { window.__PDF_READY__ = true }, 2500)</script>`
+	if err := os.WriteFile(htmlFile, []byte(slow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	environ := append(os.Environ(), "REDIS_URL="+srv.URL(), "STORAGE_URL=file://"+filepath.Join(dir, "artifacts"),
+		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "LOG_FORMAT=text", "TASK_CHECK_INTERVAL=20ms", "SHUTDOWN_TIMEOUT=30s")
+	w := startWorker(t, bin, environ)
+	enq := exec.Command(filepath.Join(bin, "enqueue"), "export", "--manual", "slow", "--version", "1",
+		"--html-file", htmlFile, "--wait-for", "window.__PDF_READY__===true", "--wait=60s", "--json")
+	enq.Env = environ
+	var out, errOut bytes.Buffer
+	enq.Stdout, enq.Stderr = &out, &errOut
+	if err := enq.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The render has begun when a renderer process exists for the page.
+	deadline := time.Now().Add(20 * time.Second)
+	var chromium []int
+	for {
+		chromium = descendants(w.cmd.Process.Pid)
+		if len(chromium) >= 3 && strings.Contains(w.log.String(), "worker started") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker never started Chromium\n%s", w.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(1200 * time.Millisecond) // the task is picked up and waits inside the 2.5 s wait_for
+	chromium = descendants(w.cmd.Process.Pid)
+	w.stop(t)
+	if err := enq.Wait(); err != nil {
+		t.Fatalf("export interrupted by SIGTERM: %v: %s\nworker log:\n%s", err, errOut.String(), w.log)
+	}
+	var res spec.Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || !res.Rendered || res.Pages != 1 {
+		t.Fatalf("result %s: %v", out.String(), err)
+	}
+	if !strings.Contains(w.log.String(), "shutting down") || strings.Index(w.log.String(), "shutting down") > strings.Index(w.log.String(), "export done") {
+		t.Fatalf("SIGTERM did not arrive during the render:\n%s", w.log)
+	}
+	if left := alive(chromium); len(left) > 0 {
+		t.Fatalf("Chromium processes %v (of %v) left after the worker exited", left, chromium)
+	}
+}
+
+// TestBinaries_RedisCluster: the worker and the CLI run on a 3-master Redis
+// Cluster (REDIS_CLUSTER_ADDRS), and duplicates still render once.
+func TestBinaries_RedisCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	bin, err := buildOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := testsupport.StartRedisCluster(t)
+	dir := t.TempDir()
+	htmlFile := filepath.Join(dir, "m.html")
+	if err := os.WriteFile(htmlFile, []byte(`<!doctype html><h1>Cluster</h1>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	environ := append(os.Environ(), "REDIS_CLUSTER_ADDRS="+strings.Join(cluster.Addrs, ","), "STORAGE_URL=file://"+filepath.Join(dir, "artifacts"),
+		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "LOG_FORMAT=text", "TASK_CHECK_INTERVAL=20ms")
+	workers := []*workerProc{startWorker(t, bin, environ), startWorker(t, bin, environ)}
+	results := make([]spec.Result, 3)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(filepath.Join(bin, "enqueue"), "export", "--manual", "c", "--version", "1", "--html-file", htmlFile, "--wait=60s", "--json")
+			cmd.Env = environ
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Errorf("enqueue on the cluster: %v: %s", err, stderr.String())
+				return
+			}
+			if err := json.Unmarshal(out, &results[i]); err != nil {
+				t.Errorf("%q: %v", out, err)
+			}
+		}()
+	}
+	wg.Wait()
+	rendered := 0
+	for _, r := range results {
+		if r.Rendered {
+			rendered++
+		}
+	}
+	if rendered != 1 {
+		t.Fatalf("%d renders on the cluster, want 1: %+v", rendered, results)
+	}
+	for _, w := range workers {
+		w.stop(t)
 	}
 }
 
