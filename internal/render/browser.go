@@ -1,0 +1,541 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/chromedp"
+
+	"github.com/pdfexport/pdfexport/internal/allowlist"
+)
+
+// Config configures a Renderer. The zero value of every field but
+// AllowedHosts is a usable default; a zero AllowedHosts allows no host, so only
+// self-contained HTML renders.
+type Config struct {
+	// ChromiumPath is the browser binary. "" tries, in order,
+	// /usr/lib/chromium/chromium (Debian's binary without its wrapper script),
+	// chromium, chromium-browser, google-chrome and google-chrome-stable.
+	ChromiumPath string
+	// Concurrency is the most tabs that render at once (RENDER_CONCURRENCY).
+	// Default 2.
+	Concurrency int
+	// Timeout bounds one render from opening its tab until the sink returns
+	// (RENDER_TIMEOUT). Waiting for a free tab is not included; the caller's
+	// context bounds that. Default 60s.
+	Timeout time.Duration
+	// MaxRendersPerBrowser recycles the browser after that many renders
+	// (RENDER_MAX_PER_BROWSER); the old one stops once its renders end.
+	// Default 100.
+	MaxRendersPerBrowser int
+	// AllowedHosts are the hosts the page and its sub-requests may reach.
+	AllowedHosts allowlist.List
+	// StartTimeout bounds a browser start. Default 20s.
+	StartTimeout time.Duration
+	// Logger receives lifecycle events. nil means slog.Default().
+	Logger *slog.Logger
+	// Observer receives render outcomes and browser restarts for metrics.
+	// nil means none.
+	Observer Observer
+}
+
+// Observer receives render events for metrics. Implementations must be fast.
+type Observer interface {
+	// RenderDone is called once per Render: result is "ok", "timeout"
+	// (ErrTimeout) or "error"; d is Stats.Duration.
+	RenderDone(result string, d time.Duration)
+	// BrowserRestarted is called for every browser start after the first:
+	// replacing a crashed browser or recycling one (MaxRendersPerBrowser).
+	BrowserRestarted()
+}
+
+type nopObserver struct{}
+
+func (nopObserver) RenderDone(string, time.Duration) {}
+func (nopObserver) BrowserRestarted()                {}
+
+// Defaults of Config.
+const (
+	DefaultConcurrency          = 2
+	DefaultTimeout              = 60 * time.Second
+	DefaultMaxRendersPerBrowser = 100
+	DefaultStartTimeout         = 20 * time.Second
+)
+
+// stopTimeout bounds the graceful Browser.close before the process is killed.
+const stopTimeout = 3 * time.Second
+
+var chromiumCandidates = []string{
+	"/usr/lib/chromium/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable",
+}
+
+// FindChromium returns the first browser binary of the auto-detect list.
+func FindChromium() (string, error) {
+	for _, c := range chromiumCandidates {
+		if p, err := exec.LookPath(c); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("no Chromium found (tried %s): install it (make setup) or set CHROMIUM_PATH", strings.Join(chromiumCandidates, ", "))
+}
+
+// Renderer renders pages to PDF with one supervised Chromium. It is safe for
+// concurrent use.
+type Renderer struct {
+	cfg Config
+	log *slog.Logger
+
+	sem chan struct{} // one token per tab that may render
+
+	// lock guards cur. It is a channel so that waiting for it (while
+	// another goroutine starts the browser) honours a context.
+	lock chan struct{}
+	cur  *browser
+
+	// mu orders renders.Add against Close: no render registers after
+	// closing is canceled.
+	mu          sync.Mutex
+	closing     context.Context // canceled with ErrClosed by Close
+	closeCancel context.CancelCauseFunc
+
+	renders sync.WaitGroup // Render calls in flight
+	bg      sync.WaitGroup // browser stops in flight
+
+	pids     []int        // main process of every browser started (under lock), for tests
+	starts   atomic.Int64 // browsers started
+	restarts atomic.Int64 // browsers started to replace a crashed one
+	tabs     atomic.Int32 // tabs open now
+	maxTabs  atomic.Int32 // most tabs open at once
+}
+
+// New validates cfg and returns a Renderer. It does not start Chromium: Start
+// or the first Render does.
+func New(cfg Config) (*Renderer, error) {
+	var errs []error
+	if cfg.Concurrency < 0 {
+		errs = append(errs, fmt.Errorf("concurrency %d: must be >= 1 (0 means %d)", cfg.Concurrency, DefaultConcurrency))
+	}
+	if cfg.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("timeout %v: must be > 0", cfg.Timeout))
+	}
+	if cfg.MaxRendersPerBrowser < 0 {
+		errs = append(errs, fmt.Errorf("max renders per browser %d: must be >= 1 (0 means %d)", cfg.MaxRendersPerBrowser, DefaultMaxRendersPerBrowser))
+	}
+	if cfg.StartTimeout < 0 {
+		errs = append(errs, fmt.Errorf("start timeout %v: must be > 0", cfg.StartTimeout))
+	}
+	if cfg.ChromiumPath == "" {
+		p, err := FindChromium()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		cfg.ChromiumPath = p
+	} else if p, err := exec.LookPath(cfg.ChromiumPath); err != nil {
+		errs = append(errs, fmt.Errorf("chromium path %q: %w", cfg.ChromiumPath, err))
+	} else {
+		cfg.ChromiumPath = p
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("render config: %w", err)
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxRendersPerBrowser == 0 {
+		cfg.MaxRendersPerBrowser = DefaultMaxRendersPerBrowser
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	r := &Renderer{
+		cfg:  cfg,
+		log:  cfg.Logger.With("component", "render"),
+		sem:  make(chan struct{}, cfg.Concurrency),
+		lock: make(chan struct{}, 1),
+	}
+	r.closing, r.closeCancel = context.WithCancelCause(context.Background())
+	return r, nil
+}
+
+// Start starts Chromium now unless it runs already. The worker calls it at
+// boot so that a missing or broken browser shows before the first task.
+func (r *Renderer) Start(ctx context.Context) error {
+	_, release, err := r.acquire(ctx, false)
+	if err != nil {
+		return err
+	}
+	release()
+	return nil
+}
+
+// Ping checks that the browser answers (Browser.getVersion). It fails when the
+// browser was never started, has crashed, or the Renderer is closed.
+func (r *Renderer) Ping(ctx context.Context) error {
+	if err := r.lockCtx(ctx); err != nil {
+		return err
+	}
+	b := r.cur
+	r.unlock()
+	switch {
+	case r.closing.Err() != nil:
+		return ErrClosed
+	case b == nil:
+		return errors.New("render: browser not started")
+	case b.dead():
+		return fmt.Errorf("%w: browser exited (pid %d)", ErrBrowserCrashed, b.pid)
+	}
+	if _, err := cdp.Call(ctx, b.session(), cdpbrowser.GetVersion, cdp.Empty{}); err != nil {
+		if b.dead() {
+			return fmt.Errorf("%w: %v", ErrBrowserCrashed, err)
+		}
+		return fmt.Errorf("render: browser ping: %w", err)
+	}
+	return nil
+}
+
+// Close cancels renders in flight (they fail with ErrClosed), stops Chromium
+// and waits until every process and goroutine it started is gone. It is safe
+// to call more than once.
+func (r *Renderer) Close() error {
+	r.mu.Lock()
+	already := r.closing.Err() != nil
+	r.closeCancel(ErrClosed) // also interrupts a browser start holding lock
+	r.mu.Unlock()
+	if already {
+		r.bg.Wait()
+		return nil
+	}
+	r.lock <- struct{}{}
+	b := r.cur
+	r.cur = nil
+	r.unlock()
+
+	r.renders.Wait()
+	if b != nil {
+		r.dropRef(b)
+	}
+	r.bg.Wait()
+	return nil
+}
+
+// Restarts is how many browsers were started to replace one that died
+// (pdfexport_browser_restarts_total). Recycling does not count.
+func (r *Renderer) Restarts() int64 { return r.restarts.Load() }
+
+func (r *Renderer) lockCtx(ctx context.Context) error {
+	select {
+	case r.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-r.closing.Done():
+		return ErrClosed
+	}
+}
+
+func (r *Renderer) unlock() { <-r.lock }
+
+// acquire returns the current browser, starting one if there is none, it died
+// or it was retired, and takes a reference that release drops. countRender
+// counts the use towards MaxRendersPerBrowser.
+func (r *Renderer) acquire(ctx context.Context, countRender bool) (*browser, func(), error) {
+	if err := r.lockCtx(ctx); err != nil {
+		return nil, nil, err
+	}
+	defer r.unlock()
+	if r.closing.Err() != nil {
+		return nil, nil, ErrClosed
+	}
+	if b := r.cur; b != nil && b.dead() {
+		r.log.Warn("browser died, starting a new one", "pid", b.pid)
+		r.cur = nil
+		r.dropRef(b)
+		r.restarts.Add(1)
+	}
+	if r.cur == nil {
+		b, err := r.startBrowser(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.cur = b
+	}
+	b := r.cur
+	b.refs.Add(1)
+	if countRender {
+		if n := b.renders.Add(1); n >= int64(r.cfg.MaxRendersPerBrowser) {
+			// Retire: later renders get a new browser; this one stops when
+			// its last render releases it.
+			r.log.Info("recycling browser", "pid", b.pid, "renders", n)
+			r.cur = nil
+			r.dropRef(b)
+		}
+	}
+	var once sync.Once
+	return b, func() { once.Do(func() { r.dropRef(b) }) }, nil
+}
+
+// dropRef releases one reference; the last one stops the browser in the
+// background (Close waits for it).
+func (r *Renderer) dropRef(b *browser) {
+	if b.refs.Add(-1) == 0 {
+		r.bg.Go(func() { b.stop(r.log) })
+	}
+}
+
+// browser is one Chromium process and its DevTools connection.
+type browser struct {
+	ctx     context.Context // chromedp browser context (first context)
+	cancel  context.CancelFunc
+	kill    context.CancelFunc // raw cancel of the root: SIGKILLs the process
+	alloc   context.CancelFunc // allocator cancel: waits for its cleanup
+	lost    <-chan struct{}    // closed when the DevTools connection drops
+	reaped  chan struct{}      // closed when stop finished
+	pid     int
+	dataDir string
+	version string
+
+	refs     atomic.Int64 // the Renderer's own (while current) + renders in flight
+	renders  atomic.Int64 // renders started on this browser
+	stopping atomic.Bool
+	stopOnce sync.Once
+
+	cmdMu sync.Mutex
+	cmd   *exec.Cmd
+}
+
+// startBrowser starts Chromium. The first Run of the browser context gets no
+// deadline (that would kill the browser later); ctx and StartTimeout bound the
+// start by killing the process instead.
+func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
+	started := time.Now()
+	b := &browser{reaped: make(chan struct{})}
+	b.refs.Store(1)
+	root, kill := context.WithCancel(context.Background())
+	b.kill = kill
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(r.cfg.ChromiumPath),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-crash-reporter", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("headless", true),
+		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
+			// Own process group so Close can kill every leftover child;
+			// Pdeathsig as chromedp's default does, should we die first.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+			b.cmdMu.Lock()
+			b.cmd = cmd
+			b.cmdMu.Unlock()
+		}),
+	)
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox)
+	}
+	allocCtx, allocCancel := chromedp.NewExecAllocator(root, opts...)
+	b.alloc = allocCancel
+	logf := func(format string, args ...any) { r.log.Debug("chromedp: " + fmt.Sprintf(format, args...)) }
+	b.ctx, b.cancel = chromedp.NewContext(allocCtx, chromedp.WithBrowserOption(
+		chromedp.WithBrowserLogf(logf), chromedp.WithBrowserErrorf(logf)))
+
+	stopCtxWatch := context.AfterFunc(ctx, kill)
+	stopClosingWatch := context.AfterFunc(r.closing, kill)
+	timer := time.AfterFunc(r.cfg.StartTimeout, kill)
+	err := chromedp.Do(b.ctx) // allocates the browser and attaches its first tab
+	var ver cdpbrowser.GetVersionResult
+	if err == nil {
+		ver, err = chromedp.CallBrowser(b.ctx, cdpbrowser.GetVersion, cdp.Empty{})
+	}
+	watchersIdle := stopCtxWatch() && stopClosingWatch() && timer.Stop()
+	if err == nil && !watchersIdle {
+		err = errors.New("start was interrupted")
+	}
+	if err != nil {
+		b.stop(r.log)
+		switch {
+		case r.closing.Err() != nil:
+			return nil, ErrClosed
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("render: starting chromium: %w", context.Cause(ctx))
+		case root.Err() != nil:
+			return nil, fmt.Errorf("%w: chromium did not start within %v", ErrBrowserCrashed, r.cfg.StartTimeout)
+		}
+		return nil, fmt.Errorf("%w: starting chromium %s: %v", ErrBrowserCrashed, r.cfg.ChromiumPath, err)
+	}
+	cb := chromedp.FromContext(b.ctx).Browser
+	b.lost = cb.LostConnection
+	if p := cb.Process(); p != nil {
+		b.pid = p.Pid
+	}
+	b.cmdMu.Lock()
+	for _, a := range b.cmd.Args {
+		if d, ok := strings.CutPrefix(a, "--user-data-dir="); ok {
+			b.dataDir = d
+		}
+	}
+	b.cmdMu.Unlock()
+	b.version = ver.Product
+	r.pids = append(r.pids, b.pid)
+	if r.starts.Add(1) > 1 {
+		r.cfg.Observer.BrowserRestarted()
+		r.log.Info("browser started", "pid", b.pid, "version", b.version, "took", time.Since(started))
+	} else {
+		r.log.Info("browser started", "pid", b.pid, "version", b.version, "took", time.Since(started), "path", r.cfg.ChromiumPath)
+	}
+	return b, nil
+}
+
+// session is the browser-level DevTools session.
+func (b *browser) session() *chromedp.Browser { return chromedp.FromContext(b.ctx).Browser }
+
+// dead reports whether the browser exited or lost its connection without
+// being asked to stop.
+func (b *browser) dead() bool {
+	if b.stopping.Load() {
+		return false
+	}
+	select {
+	case <-b.lost:
+		return true
+	default:
+		return b.ctx.Err() != nil
+	}
+}
+
+// stop closes the browser gracefully (bounded by stopTimeout), then kills what
+// is left: the process, its process group and anything still using its user
+// data directory, and removes that directory. It is idempotent.
+func (b *browser) stop(log *slog.Logger) {
+	b.stopOnce.Do(func() {
+		defer close(b.reaped)
+		b.stopping.Store(true)
+		if b.lost != nil && b.ctx.Err() == nil {
+			select {
+			case <-b.lost:
+			default:
+				ctx, cancel := context.WithTimeout(b.ctx, stopTimeout)
+				if err := chromedp.Cancel(ctx); err != nil && !errors.Is(err, context.Canceled) {
+					log.Debug("graceful browser close failed", "pid", b.pid, "err", err)
+				}
+				cancel()
+			}
+		}
+		b.kill()
+		b.cancel() // waits for the tab watcher and the process to exit
+		b.alloc()  // waits for the allocator's cleanup (leftovers, data dir)
+		pgid := b.pid
+		b.cmdMu.Lock()
+		if b.cmd != nil && b.cmd.Process != nil {
+			pgid = b.cmd.Process.Pid
+		}
+		dir := b.dataDir
+		if dir == "" && b.cmd != nil {
+			for _, a := range b.cmd.Args {
+				if d, ok := strings.CutPrefix(a, "--user-data-dir="); ok {
+					dir = d
+				}
+			}
+		}
+		b.cmdMu.Unlock()
+		if n := killStragglers(pgid, dir); n > 0 {
+			log.Warn("killed leftover chromium processes", "count", n, "pgid", pgid)
+		}
+		if dir != "" {
+			if err := os.RemoveAll(dir); err != nil {
+				log.Warn("removing chromium user data dir", "dir", dir, "err", err)
+			}
+		}
+	})
+}
+
+// killStragglers SIGKILLs, until none is left (bounded), every process in
+// process group pgid or whose command line names user data dir dir. It
+// returns how many it found.
+func killStragglers(pgid int, dir string) int {
+	total := 0
+	for range 50 {
+		pids := chromiumPIDs(pgid, dir)
+		if len(pids) == 0 {
+			return total
+		}
+		total += len(pids)
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return total
+}
+
+// chromiumPIDs lists live (not zombie) processes in group pgid or with
+// --user-data-dir=dir on their command line.
+func chromiumPIDs(pgid int, dir string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	want := []byte("--user-data-dir=" + dir)
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the parenthesised command: state ppid pgrp ...
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, _ := strconv.Atoi(f[2]); pgid > 0 && g == pgid {
+			pids = append(pids, pid)
+			continue
+		}
+		if dir == "" {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		for arg := range bytes.SplitSeq(cmdline, []byte{0}) {
+			if bytes.Equal(arg, want) {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}

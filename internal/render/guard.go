@@ -1,0 +1,152 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/pdfexport/pdfexport/internal/allowlist"
+)
+
+// The request guard, first layer: Fetch interception on the tab. Every
+// request the tab's own process makes pauses until the guard continues it
+// (data:, blob:, about:, and http(s)/ws(s) to an allowed host and port) or
+// fails it with BlockedByClient (everything else, including file:). Requests
+// made inside a cross-site iframe run in another renderer process and are not
+// seen here; the proxy layer covers the network for those.
+
+// checkURL decides whether the page may request raw. It returns nil or an
+// error wrapping ErrBlocked that says why.
+func checkURL(allowed allowlist.List, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%w: unparsable URL %q", ErrBlocked, truncate(raw, 200))
+	}
+	scheme := strings.ToLower(u.Scheme)
+	switch scheme {
+	case "data", "blob", "about":
+		return nil
+	case "http", "https", "ws", "wss":
+	default:
+		return fmt.Errorf("%w: scheme %q is not allowed (%s)", ErrBlocked, scheme, truncate(raw, 200))
+	}
+	host, port := u.Hostname(), u.Port()
+	if host == "" {
+		return fmt.Errorf("%w: URL without host %q", ErrBlocked, truncate(raw, 200))
+	}
+	if port == "" {
+		port = "80"
+		if scheme == "https" || scheme == "wss" {
+			port = "443"
+		}
+	}
+	if err := allowed.Check(host, port); err != nil {
+		return fmt.Errorf("%w: %v", ErrBlocked, err)
+	}
+	return nil
+}
+
+// guard intercepts the requests of one tab.
+type guard struct {
+	allowed   allowlist.List
+	log       *slog.Logger
+	mainFrame cdp.FrameID
+	notify    func() // called when the main document is blocked
+
+	blockedCount atomic.Int64
+
+	mu          sync.Mutex
+	blockedMain error // first blocked navigation of the main frame
+
+	done chan struct{}
+}
+
+func newGuard(allowed allowlist.List, log *slog.Logger, mainFrame cdp.FrameID, notify func()) *guard {
+	return &guard{allowed: allowed, log: log, mainFrame: mainFrame, notify: notify, done: make(chan struct{})}
+}
+
+// start subscribes to Fetch.requestPaused, enables interception of every
+// request and answers paused requests on its own goroutine until ctx ends.
+// Call wait after ctx ends to join that goroutine.
+func (g *guard) start(ctx context.Context, t *chromedp.Target) error {
+	events := cdp.Events(ctx, t, fetch.RequestPaused) // subscribes now, before Enable
+	go func() {
+		defer close(g.done)
+		for ev, err := range events {
+			if err != nil {
+				if ctx.Err() == nil {
+					// Requests stay paused (fail closed); the render times out.
+					g.log.Warn("guard: reading paused requests failed", "err", err)
+				}
+				return
+			}
+			g.handle(ctx, t, &ev)
+		}
+	}()
+	_, err := cdp.Call(ctx, t, fetch.Enable, fetch.EnableParams{
+		Patterns: []*fetch.RequestPattern{{URLPattern: "*", RequestStage: fetch.RequestStageRequest}},
+	})
+	return err
+}
+
+// wait joins the goroutine of start; its ctx must be done.
+func (g *guard) wait() { <-g.done }
+
+func (g *guard) handle(ctx context.Context, t *chromedp.Target, ev *fetch.EventRequestPaused) {
+	raw := ""
+	if ev.Request != nil {
+		raw = ev.Request.URL
+	}
+	err := checkURL(g.allowed, raw)
+	if err == nil {
+		if _, cerr := cdp.Call(ctx, t, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID}); cerr != nil && ctx.Err() == nil {
+			g.log.Debug("guard: continue failed", "url", truncate(raw, 200), "err", cerr)
+		}
+		return
+	}
+	g.blockedCount.Add(1)
+	main := ev.ResourceType == network.ResourceTypeDocument && ev.FrameID == g.mainFrame
+	level := slog.LevelDebug // pages often reference trackers; one line per render is enough
+	if main {
+		level = slog.LevelInfo
+	}
+	g.log.Log(ctx, level, "guard: request blocked", "url", truncate(raw, 200), "type", ev.ResourceType, "main_document", main, "reason", err)
+	if _, cerr := cdp.Call(ctx, t, fetch.FailRequest, fetch.FailRequestParams{
+		RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient,
+	}); cerr != nil && ctx.Err() == nil {
+		g.log.Debug("guard: fail failed", "url", truncate(raw, 200), "err", cerr)
+	}
+	// Report after FailRequest went out, so that a render ending on this
+	// report never leaves the request paused.
+	if main {
+		g.mu.Lock()
+		if g.blockedMain == nil {
+			g.blockedMain = fmt.Errorf("main document: %w", err)
+		}
+		g.mu.Unlock()
+		g.notify()
+	}
+}
+
+// mainBlocked returns the error of the first blocked main-frame navigation.
+func (g *guard) mainBlocked() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.blockedMain
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,565 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/inspector"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+// Source is what to render: exactly one of URL and HTML is set. HTML is
+// loaded without a network round trip into an about:blank document, so its
+// relative URLs do not resolve: use absolute URLs (on the allowlist) or data:.
+type Source struct {
+	URL  string
+	HTML string
+}
+
+// Stats describe one render.
+type Stats struct {
+	Pages     int           // pages in the PDF
+	Bytes     int64         // size of the PDF
+	Duration  time.Duration // from getting a tab slot until the sink returned (includes a browser start)
+	QueueWait time.Duration // waiting for a tab slot (Concurrency)
+}
+
+// Readiness bounds. The render deadline bounds them too.
+const (
+	networkQuiet   = 300 * time.Millisecond // no request in flight for this long = network idle
+	networkIdleMax = 10 * time.Second       // give up waiting for network idle (long polling) and print
+	fontsMax       = 10 * time.Second       // give up waiting for document.fonts.ready and print
+	pollInterval   = 50 * time.Millisecond  // readyState and WaitFor polling
+)
+
+// errRenderDeadline is the cause of a render context that hit its deadline.
+var errRenderDeadline = errors.New("render deadline")
+
+// Render loads src in a new tab, waits until it is ready, prints it with
+// settings and streams the PDF to sink, which must read it to the end. The
+// reader sink gets pulls the PDF from Chromium chunk by chunk (IO.read); it is
+// never held in memory whole. Render returns after sink returns and the tab is
+// closed. Errors wrap one of the sentinels in errors.go; see Retryable.
+//
+// The deadline of a render is Config.Timeout from the moment it gets a tab
+// slot, or ctx's deadline if that is sooner; it also bounds sink, whose ctx
+// argument carries it.
+func (r *Renderer) Render(ctx context.Context, src Source, settings spec.PrintSettings, sink func(ctx context.Context, pdf io.Reader) error) (st Stats, err error) {
+	defer func() {
+		result := "ok"
+		switch {
+		case errors.Is(err, ErrTimeout):
+			result = "timeout"
+		case err != nil:
+			result = "error"
+		}
+		r.cfg.Observer.RenderDone(result, st.Duration)
+	}()
+	if sink == nil {
+		return st, permanent{fmt.Errorf("%w: nil sink", ErrSink)}
+	}
+	if (src.URL == "") == (src.HTML == "") {
+		return st, permanent{fmt.Errorf("%w: source needs exactly one of URL and HTML", ErrNavigation)}
+	}
+	if src.URL != "" {
+		if err := checkURL(r.cfg.AllowedHosts, src.URL); err != nil {
+			return st, err
+		}
+	}
+
+	r.mu.Lock()
+	if r.closing.Err() != nil {
+		r.mu.Unlock()
+		return st, ErrClosed
+	}
+	r.renders.Add(1)
+	r.mu.Unlock()
+	defer r.renders.Done()
+
+	queued := time.Now()
+	select {
+	case r.sem <- struct{}{}:
+	case <-ctx.Done():
+		st.QueueWait = time.Since(queued)
+		return st, callerErr(ctx, "waiting for a free tab")
+	case <-r.closing.Done():
+		return st, ErrClosed
+	}
+	defer func() { <-r.sem }()
+	began := time.Now()
+	st.QueueWait = began.Sub(queued)
+	defer func() { st.Duration = time.Since(began) }()
+
+	b, release, aerr := r.acquire(ctx, true)
+	if aerr != nil {
+		if ctx.Err() != nil {
+			return st, callerErr(ctx, "starting the browser")
+		}
+		return st, aerr
+	}
+	defer release()
+
+	err = r.renderInTab(ctx, b, src, settings, sink, &st)
+	if err != nil {
+		r.log.Debug("render failed", "err", err, "queue_wait", st.QueueWait)
+	}
+	return st, err
+}
+
+// callerErr maps the end of the caller's context: its deadline is ErrTimeout,
+// anything else is its cause.
+func callerErr(ctx context.Context, stage string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: caller's deadline passed while %s", ErrTimeout, stage)
+	}
+	return fmt.Errorf("render canceled while %s: %w", stage, context.Cause(ctx))
+}
+
+// renderInTab runs one render in its own tab and maps its failure to a
+// sentinel.
+func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats) error {
+	w := newPageWatch()
+	tabCtx, closeTab := chromedp.NewContext(b.ctx, chromedp.WithNewWindow(false), chromedp.WithListener(w.onEvent))
+	r.tabOpened()
+	defer r.tabs.Add(-1) // runs after closeTab returned
+	defer closeTab()
+
+	// runCtx: the tab's context (ends when the browser dies) with the render
+	// deadline, also canceled by the caller and by Close.
+	deadline := time.Now().Add(r.cfg.Timeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	cancelable, cancel := context.WithCancelCause(tabCtx)
+	defer cancel(nil)
+	runCtx, cancelDeadline := context.WithDeadlineCause(cancelable, deadline, errRenderDeadline)
+	defer cancelDeadline()
+	defer context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })()
+	defer context.AfterFunc(r.closing, func() { cancel(ErrClosed) })()
+
+	stage := "opening a tab"
+	began := time.Now()
+	limit := deadline.Sub(began)
+	err := r.runPage(runCtx, b, w, src, settings, sink, st, &stage)
+	if err == nil {
+		return nil
+	}
+	switch {
+	case b.dead():
+		return fmt.Errorf("%w while %s (pid %d): %v", ErrBrowserCrashed, stage, b.pid, err)
+	case runCtx.Err() != nil:
+		cause := context.Cause(runCtx)
+		switch {
+		case errors.Is(cause, errRenderDeadline), errors.Is(cause, context.DeadlineExceeded):
+			return fmt.Errorf("%w after %v (limit %v) while %s", ErrTimeout, time.Since(began).Round(time.Millisecond), limit.Round(time.Millisecond), stage)
+		case errors.Is(cause, ErrClosed):
+			return fmt.Errorf("%w while %s", ErrClosed, stage)
+		case ctx.Err() != nil:
+			return callerErr(ctx, stage)
+		}
+		return fmt.Errorf("%w: tab closed while %s: %v", ErrBrowserCrashed, stage, err)
+	}
+	return err
+}
+
+func (r *Renderer) tabOpened() {
+	n := r.tabs.Add(1)
+	for {
+		m := r.maxTabs.Load()
+		if n <= m || r.maxTabs.CompareAndSwap(m, n) {
+			return
+		}
+	}
+}
+
+// runPage does the work of a render on the tab of ctx. It returns errors that
+// already wrap their sentinel; renderInTab overrides them when the browser
+// died or the context ended.
+func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string) error {
+	// The first Run on the tab context creates and attaches the tab; the
+	// target then lives as long as ctx.
+	if err := chromedp.Do(ctx); err != nil {
+		return fmt.Errorf("%w: opening a tab: %v", ErrBrowserCrashed, err)
+	}
+	t := chromedp.FromContext(ctx).Target
+	mainFrame := cdp.FrameID(t.TargetID)
+	w.setMainFrame(mainFrame)
+
+	*stage = "enabling the request guard"
+	g := newGuard(r.cfg.AllowedHosts, r.log, mainFrame, w.wake)
+	gctx, stopGuard := context.WithCancel(ctx)
+	defer func() {
+		g.wait()
+		if n := g.blockedCount.Load(); n > 0 {
+			r.log.Info("guard blocked requests of the page", "count", n)
+		}
+	}()
+	defer stopGuard()
+	// Close the tab while the guard still answers: detaching first (as
+	// chromedp's cancel does) would let Chromium resume paused requests.
+	defer closeTarget(b, t.TargetID)
+	if err := g.start(gctx, t); err != nil {
+		return fmt.Errorf("%w: enabling request interception: %v", ErrNavigation, err)
+	}
+	w.guard = g
+
+	*stage = "emulating media"
+	if _, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: settings.Media}); err != nil {
+		return fmt.Errorf("%w: emulating media %q: %v", ErrNavigation, settings.Media, err)
+	}
+
+	if src.URL != "" {
+		*stage = "loading " + truncate(src.URL, 200)
+		if err := loadURL(ctx, t, w, src.URL); err != nil {
+			return err
+		}
+	} else {
+		*stage = "loading the HTML"
+		if err := loadHTML(ctx, t, w, mainFrame, src.HTML); err != nil {
+			return err
+		}
+	}
+
+	*stage = "waiting for network idle"
+	if err := w.waitNetworkIdle(ctx); err != nil {
+		return err
+	}
+	*stage = "waiting for web fonts"
+	if err := waitFonts(ctx, t); err != nil {
+		return err
+	}
+	if settings.WaitFor != "" {
+		*stage = fmt.Sprintf("waiting for wait_for %q to become truthy", truncate(settings.WaitFor, 100))
+		if err := waitFor(ctx, t, settings.WaitFor, stage); err != nil {
+			return err
+		}
+	}
+	if err := g.mainBlocked(); err != nil {
+		return err
+	}
+	if err := w.checkCrashed(); err != nil {
+		return err
+	}
+
+	*stage = "printing"
+	return printPDF(ctx, t, settings, sink, st, stage)
+}
+
+// closeTarget closes a tab through the browser session and waits (bounded)
+// until Chromium no longer lists it. Requests still paused by the guard are
+// then canceled with the page, never resumed.
+func closeTarget(b *browser, id target.ID) {
+	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
+	defer cancel()
+	if _, err := cdp.Call(ctx, b.session(), target.CloseTarget, target.CloseTargetParams{TargetID: id}); err != nil {
+		return
+	}
+	for {
+		res, err := cdp.Call(ctx, b.session(), target.GetTargets, target.GetTargetsParams{})
+		if err != nil || !slices.ContainsFunc(res.TargetInfos, func(i *target.Info) bool { return i.TargetID == id }) {
+			return
+		}
+		if sleep(ctx, 10*time.Millisecond) != nil {
+			return
+		}
+	}
+}
+
+// loadURL navigates the tab and waits for the load event of that navigation.
+func loadURL(ctx context.Context, t *chromedp.Target, w *pageWatch, u string) error {
+	res, err := cdp.Call(ctx, t, page.Navigate, page.NavigateParams{URL: u})
+	if err != nil {
+		return fmt.Errorf("%w: navigating to %s: %v", ErrNavigation, truncate(u, 200), err)
+	}
+	if err := w.guard.mainBlocked(); err != nil {
+		return err
+	}
+	if err := w.statusErr(res.LoaderID); err != nil {
+		return err
+	}
+	if res.ErrorText != "" {
+		return fmt.Errorf("%w: %s: %s", ErrNavigation, truncate(u, 200), res.ErrorText)
+	}
+	if res.IsDownload {
+		return permanent{fmt.Errorf("%w: %s is a download, not a page", ErrNavigation, truncate(u, 200))}
+	}
+	if err := w.waitLoad(ctx, res.LoaderID); err != nil {
+		return err
+	}
+	if err := w.guard.mainBlocked(); err != nil {
+		return err
+	}
+	return w.statusErr(res.LoaderID)
+}
+
+// loadHTML replaces the document of the blank tab with html and waits until
+// it and its subresources loaded (readyState "complete").
+func loadHTML(ctx context.Context, t *chromedp.Target, w *pageWatch, frame cdp.FrameID, html string) error {
+	if _, err := cdp.Call(ctx, t, page.SetDocumentContent, page.SetDocumentContentParams{FrameID: frame, HTML: html}); err != nil {
+		return fmt.Errorf("%w: setting the document content: %v", ErrNavigation, err)
+	}
+	for {
+		res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{
+			Expression: `document.readyState`, ReturnByValue: new(true),
+		})
+		if err != nil {
+			return fmt.Errorf("%w: reading document.readyState: %v", ErrNavigation, err)
+		}
+		if res.Result != nil && string(res.Result.Value) == `"complete"` {
+			return nil
+		}
+		if err := w.checkCrashed(); err != nil {
+			return err
+		}
+		if err := sleep(ctx, pollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+// waitFonts waits (at most fontsMax) for document.fonts.ready after forcing a
+// layout, so that fonts that only the layout discovers are requested too.
+func waitFonts(ctx context.Context, t *chromedp.Target) error {
+	fctx, cancel := context.WithTimeout(ctx, fontsMax+time.Second)
+	defer cancel()
+	expr := fmt.Sprintf(`(async () => {
+		if (document.body) void document.body.offsetHeight;
+		await Promise.race([document.fonts.ready, new Promise(r => setTimeout(r, %d))]);
+		return true;
+	})()`, fontsMax.Milliseconds())
+	_, err := cdp.Call(fctx, t, runtime.Evaluate, runtime.EvaluateParams{
+		Expression: expr, AwaitPromise: new(true), ReturnByValue: new(true),
+	})
+	if err != nil && ctx.Err() != nil {
+		return err
+	}
+	return nil // fonts that never settle are not worth failing the render
+}
+
+// waitFor polls expr until it is truthy. An expression that throws counts as
+// falsy; its last exception is added to *stage for the timeout error.
+func waitFor(ctx context.Context, t *chromedp.Target, expr string, stage *string) error {
+	base := *stage
+	for {
+		res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{
+			Expression: "!!(" + expr + "\n)", ReturnByValue: new(true), AwaitPromise: new(true),
+		})
+		if err != nil {
+			return fmt.Errorf("%w: evaluating wait_for: %v", ErrNavigation, err)
+		}
+		if res.ExceptionDetails != nil {
+			*stage = base + " (last exception: " + exceptionText(res.ExceptionDetails) + ")"
+		} else if res.Result != nil && string(res.Result.Value) == "true" {
+			return nil
+		}
+		if err := sleep(ctx, pollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+func exceptionText(d *runtime.ExceptionDetails) string {
+	if d.Exception != nil && d.Exception.Description != "" {
+		s, _, _ := strings.Cut(d.Exception.Description, "\n")
+		return s
+	}
+	return d.Text
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// pageWatch follows the events of one tab. onEvent runs on chromedp's reader
+// goroutine: it only records and pokes.
+type pageWatch struct {
+	guard *guard
+
+	mu         sync.Mutex
+	frame      cdp.FrameID
+	inflight   map[network.RequestID]struct{}
+	quietSince time.Time
+	loaded     map[cdp.LoaderID]bool
+	responses  map[cdp.LoaderID]*network.Response // main-frame documents
+	navLoaders map[cdp.LoaderID]bool              // loaders of main-frame document requests
+	crashed    bool
+
+	poke chan struct{}
+}
+
+func newPageWatch() *pageWatch {
+	return &pageWatch{
+		inflight:   make(map[network.RequestID]struct{}),
+		quietSince: time.Now(),
+		loaded:     make(map[cdp.LoaderID]bool),
+		responses:  make(map[cdp.LoaderID]*network.Response),
+		navLoaders: make(map[cdp.LoaderID]bool),
+		poke:       make(chan struct{}, 1),
+	}
+}
+
+func (w *pageWatch) setMainFrame(f cdp.FrameID) {
+	w.mu.Lock()
+	w.frame = f
+	w.mu.Unlock()
+}
+
+func (w *pageWatch) onEvent(ev any) {
+	w.mu.Lock()
+	switch ev := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		if _, ok := w.inflight[ev.RequestID]; !ok { // a redirect keeps its id
+			w.inflight[ev.RequestID] = struct{}{}
+			w.quietSince = time.Now()
+		}
+		if ev.Type == network.ResourceTypeDocument && ev.FrameID == w.frame && ev.LoaderID != "" {
+			w.navLoaders[ev.LoaderID] = true
+		}
+	case *network.EventLoadingFinished:
+		w.done(ev.RequestID)
+	case *network.EventLoadingFailed:
+		w.done(ev.RequestID)
+	case *network.EventResponseReceived:
+		if ev.Type == network.ResourceTypeDocument && ev.FrameID == w.frame && ev.Response != nil {
+			w.responses[ev.LoaderID] = ev.Response
+		}
+	case *page.EventLifecycleEvent:
+		if ev.Name == "load" && ev.FrameID == w.frame {
+			w.loaded[ev.LoaderID] = true
+		}
+	case *inspector.EventTargetCrashed:
+		w.crashed = true
+	default:
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+	w.wake()
+}
+
+// wake makes a wait re-check its condition.
+func (w *pageWatch) wake() {
+	select {
+	case w.poke <- struct{}{}:
+	default:
+	}
+}
+
+func (w *pageWatch) done(id network.RequestID) {
+	if _, ok := w.inflight[id]; ok {
+		delete(w.inflight, id)
+		w.quietSince = time.Now()
+	}
+}
+
+// wait re-checks cond (under w.mu) on every event and at the interval it
+// asks for, until it is true or ctx ends.
+func (w *pageWatch) wait(ctx context.Context, cond func() (bool, time.Duration)) error {
+	for {
+		w.mu.Lock()
+		ok, recheck := cond()
+		crashed := w.crashed
+		w.mu.Unlock()
+		if ok {
+			return nil
+		}
+		if crashed {
+			return w.checkCrashed()
+		}
+		if recheck <= 0 {
+			recheck = time.Second
+		}
+		t := time.NewTimer(recheck)
+		select {
+		case <-w.poke:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		t.Stop()
+	}
+}
+
+// waitLoad waits for the load event of the navigation of loader, or of a
+// main-frame navigation that replaced it (a script or meta refresh redirect),
+// and ends early when the guard blocked a main-frame navigation.
+func (w *pageWatch) waitLoad(ctx context.Context, loader cdp.LoaderID) error {
+	var blocked error
+	err := w.wait(ctx, func() (bool, time.Duration) {
+		if blocked = w.guard.mainBlocked(); blocked != nil {
+			return true, 0
+		}
+		if w.loaded[loader] {
+			return true, 0
+		}
+		for l := range w.navLoaders {
+			if w.loaded[l] {
+				return true, 0
+			}
+		}
+		return false, 0
+	})
+	if err != nil {
+		return err
+	}
+	return blocked
+}
+
+// waitNetworkIdle waits until no request was in flight for networkQuiet, for
+// at most networkIdleMax; a page that never goes quiet is printed anyway.
+func (w *pageWatch) waitNetworkIdle(ctx context.Context) error {
+	ictx, cancel := context.WithTimeout(ctx, networkIdleMax)
+	defer cancel()
+	err := w.wait(ictx, func() (bool, time.Duration) {
+		if len(w.inflight) > 0 {
+			return false, 0
+		}
+		left := networkQuiet - time.Since(w.quietSince)
+		return left <= 0, left
+	})
+	if err != nil && ctx.Err() == nil && ictx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (w *pageWatch) statusErr(loader cdp.LoaderID) error {
+	w.mu.Lock()
+	resp := w.responses[loader]
+	w.mu.Unlock()
+	if resp != nil && resp.Status >= 400 {
+		return &StatusError{Code: int(resp.Status), Text: resp.StatusText, URL: truncate(resp.URL, 200)}
+	}
+	return nil
+}
+
+func (w *pageWatch) checkCrashed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.crashed {
+		return fmt.Errorf("%w: the page's renderer process crashed", ErrNavigation)
+	}
+	return nil
+}

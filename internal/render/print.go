@@ -1,0 +1,249 @@
+package render
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	cdpio "github.com/chromedp/cdproto/io"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+// readChunk is the most bytes one IO.read asks for.
+const readChunk = 512 << 10
+
+const mmPerInch = 25.4
+
+// printParams maps resolved print settings to Page.printToPDF.
+func printParams(s spec.PrintSettings) page.PrintToPDFParams {
+	top, right := s.MarginTopMM/mmPerInch, s.MarginRightMM/mmPerInch
+	bottom, left := s.MarginBottomMM/mmPerInch, s.MarginLeftMM/mmPerInch
+	p := page.PrintToPDFParams{
+		Landscape:       new(s.Landscape),
+		PrintBackground: new(s.PrintBackground),
+		Scale:           s.Scale,
+		PaperWidth:      s.PaperWidthIn,
+		PaperHeight:     s.PaperHeightIn,
+		MarginTop:       &top,
+		MarginRight:     &right,
+		MarginBottom:    &bottom,
+		MarginLeft:      &left,
+		PageRanges:      s.PageRanges,
+		// Chromium 154+ tags by default: say false explicitly, tagging is
+		// opt-in (≈40 % slower, ≈8× larger). The outline needs the tags.
+		GenerateTaggedPDF:       new(s.Tagged || s.Outline),
+		GenerateDocumentOutline: new(s.Outline),
+		PreferCSSPageSize:       new(s.PreferCSSPageSize),
+		TransferMode:            page.PrintToPDFTransferModeReturnAsStream,
+	}
+	if s.HeaderHTML != "" || s.FooterHTML != "" {
+		p.DisplayHeaderFooter = new(true)
+		// An empty template would print Chromium's default header or footer.
+		p.HeaderTemplate, p.FooterTemplate = orEmptySpan(s.HeaderHTML), orEmptySpan(s.FooterHTML)
+	}
+	return p
+}
+
+func orEmptySpan(s string) string {
+	if s == "" {
+		return "<span></span>"
+	}
+	return s
+}
+
+// printPDF prints the page as a stream and hands a reader of it to sink.
+func printPDF(ctx context.Context, t *chromedp.Target, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string) error {
+	res, err := cdp.Call(ctx, t, page.PrintToPDF, printParams(settings))
+	if err != nil {
+		if strings.Contains(strings.ToLower(err.Error()), "page range") {
+			return permanent{fmt.Errorf("%w: page_ranges %q: %v", ErrPrint, settings.PageRanges, err)}
+		}
+		return fmt.Errorf("%w: %v", ErrPrint, err)
+	}
+	s := &pdfStream{ctx: ctx, t: t, h: res.Stream}
+	defer s.close()
+
+	*stage = "streaming the PDF to the sink"
+	sinkErr := sink(ctx, s)
+	st.Bytes, st.Pages = s.n, s.pages.count()
+	switch {
+	case s.err != nil: // the stream failed: that is the cause, whatever sink made of it
+		return s.err
+	case sinkErr != nil:
+		return fmt.Errorf("%w: %w", ErrSink, sinkErr)
+	case !s.eof:
+		return fmt.Errorf("%w: sink returned after reading %d bytes, before the end of the PDF", ErrSink, s.n)
+	}
+	return nil
+}
+
+// pdfStream is an io.Reader that pulls the PDF from Chromium with IO.read as
+// the reader asks for it and counts its pages on the way.
+type pdfStream struct {
+	ctx    context.Context
+	t      *chromedp.Target
+	h      cdpio.StreamHandle
+	buf    []byte
+	eof    bool // Chromium reported the end and buf is drained
+	srcEOF bool // Chromium reported the end
+	err    error
+	n      int64
+	pages  pageCounter
+	closed bool
+}
+
+func (s *pdfStream) Read(p []byte) (int, error) {
+	for len(s.buf) == 0 {
+		if s.err != nil {
+			return 0, s.err
+		}
+		if s.srcEOF {
+			s.eof = true
+			return 0, io.EOF
+		}
+		res, err := cdp.Call(s.ctx, s.t, cdpio.Read, cdpio.ReadParams{Handle: s.h, Size: readChunk})
+		if err != nil {
+			s.err = fmt.Errorf("%w: reading the PDF stream after %d bytes: %v", ErrPrint, s.n, err)
+			return 0, s.err
+		}
+		s.buf, s.srcEOF = res.Data, res.EOF
+		s.n += int64(len(res.Data))
+		s.pages.write(res.Data)
+		if s.srcEOF {
+			s.pages.finish()
+		}
+	}
+	n := copy(p, s.buf)
+	s.buf = s.buf[n:]
+	if len(s.buf) == 0 && s.srcEOF {
+		s.eof = true
+	}
+	return n, nil
+}
+
+// close releases the stream in Chromium. When the render context ended the
+// tab's reader is gone too; closing the tab frees the stream then.
+func (s *pdfStream) close() {
+	if s.closed || s.ctx.Err() != nil {
+		return
+	}
+	s.closed = true
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+	defer cancel()
+	_, _ = cdp.Call(ctx, s.t, cdpio.Close, cdpio.CloseParams{Handle: s.h})
+}
+
+// CountPages counts the pages of a PDF that Chromium printed, reading it once
+// from r (for example an artifact stored earlier). It uses the same scan as
+// Stats.Pages and is not a general PDF parser: page objects inside compressed
+// object streams, which Chromium does not write, are not seen.
+func CountPages(r io.Reader) (int, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if head, err := br.Peek(5); err != nil || string(head) != "%PDF-" {
+		return 0, fmt.Errorf("not a PDF (no %%PDF- header): %q", head)
+	}
+	var c pageCounter
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := br.Read(buf)
+		c.write(buf[:n])
+		if err == io.EOF {
+			c.finish()
+			return c.count(), nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+// pageCounter counts page objects ("/Type /Page", not "/Pages") in a PDF
+// written in pieces. Chromium (Skia) writes page dictionaries uncompressed,
+// which the tests check against pdfinfo. A match may straddle two pieces, so
+// the last few bytes of a piece are carried over and scanned with the next.
+type pageCounter struct {
+	tail []byte
+	n    int
+}
+
+// maxMatch bounds "/Type" + whitespace + "/Page" + one lookahead byte.
+const maxMatch = 32
+
+func (c *pageCounter) write(p []byte) {
+	if len(c.tail) > 0 {
+		// Scan the positions of the carried tail with enough of p to see
+		// every match that starts in the tail.
+		joined := append(c.tail, p[:min(len(p), maxMatch)]...)
+		end := len(c.tail)
+		complete := len(joined) >= end+maxMatch
+		if !complete {
+			// p is short: keep everything and wait for more.
+			c.tail = joined
+			return
+		}
+		c.n += countPages(joined, 0, end, false)
+		c.tail = c.tail[:0]
+	}
+	if len(p) <= maxMatch {
+		c.tail = append(c.tail[:0], p...)
+		return
+	}
+	limit := len(p) - maxMatch
+	c.n += countPages(p, 0, limit, false)
+	c.tail = append(c.tail[:0], p[limit:]...)
+}
+
+func (c *pageCounter) finish() {
+	c.n += countPages(c.tail, 0, len(c.tail), true)
+	c.tail = nil
+}
+
+func (c *pageCounter) count() int { return c.n }
+
+// countPages counts matches starting at positions [from, to) of b. atEOF
+// says the data ends at len(b), which then ends a name.
+func countPages(b []byte, from, to int, atEOF bool) int {
+	n := 0
+	for i := from; i < to; i++ {
+		if b[i] != '/' || !hasPrefixAt(b, i, "/Type") {
+			continue
+		}
+		j := i + len("/Type")
+		for j < len(b) && isPDFSpace(b[j]) {
+			j++
+		}
+		if !hasPrefixAt(b, j, "/Page") {
+			continue
+		}
+		k := j + len("/Page")
+		if k == len(b) {
+			if atEOF {
+				n++
+			}
+			continue
+		}
+		if isPDFSpace(b[k]) || isPDFDelim(b[k]) {
+			n++
+		}
+	}
+	return n
+}
+
+func hasPrefixAt(b []byte, i int, s string) bool {
+	return len(b)-i >= len(s) && string(b[i:i+len(s)]) == s
+}
+
+func isPDFSpace(c byte) bool {
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f' || c == 0
+}
+
+func isPDFDelim(c byte) bool {
+	return strings.IndexByte("()<>[]{}/%", c) >= 0
+}
