@@ -1,0 +1,331 @@
+// Command demo runs pdfexport end to end on the embedded defaults: a private
+// redis-server on a free port, two worker processes storing into
+// ./var/demo/artifacts, and seven concurrent `enqueue export --wait --json`
+// calls — six identical requests for the sample manual and one with other
+// options. It prints who rendered and who reused, checks that every key was
+// rendered exactly once and that every PDF opens, then stops everything it
+// started. Run it with `make demo` (which builds bin/worker and bin/enqueue).
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+const demoDir = "var/demo"
+
+func main() {
+	start := time.Now()
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: FAILED: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Printf("\ndemo: ok in %.1fs\n", time.Since(start).Seconds())
+}
+
+type export struct {
+	name   string
+	args   []string
+	result spec.Result
+	ms     int64
+	err    error
+}
+
+func run() error {
+	for _, bin := range []string{"bin/worker", "bin/enqueue"} {
+		if _, err := os.Stat(bin); err != nil {
+			return fmt.Errorf("%s missing: run `make build` (make demo does)", bin)
+		}
+	}
+	if err := os.RemoveAll(demoDir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(demoDir, "artifacts"), 0o755); err != nil {
+		return err
+	}
+	var procs processes
+	defer procs.stopAll()
+
+	redisPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	redisAddr := "127.0.0.1:" + strconv.Itoa(redisPort)
+	if err := procs.start("redis", demoDir, "redis-server", nil, "--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", demoDir); err != nil {
+		return fmt.Errorf("starting redis-server (make setup installs it): %w", err)
+	}
+	if err := waitTCP(redisAddr, 10*time.Second); err != nil {
+		return fmt.Errorf("redis-server did not start: %w", err)
+	}
+	fmt.Printf("demo: redis-server on %s\n", redisAddr)
+
+	common := []string{
+		"REDIS_URL=redis://" + redisAddr + "/0",
+		"STORAGE_URL=file://./" + demoDir + "/artifacts",
+		"LOG_FORMAT=json", "LOG_LEVEL=info",
+		"WORKER_CONCURRENCY=8", "RENDER_CONCURRENCY=2",
+	}
+	var adminAddrs []string
+	for i := 1; i <= 2; i++ {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		adminAddrs = append(adminAddrs, addr)
+		env := append(append([]string{}, common...), "ADMIN_ADDR="+addr)
+		name := fmt.Sprintf("worker-%d", i)
+		if err := procs.start(name, demoDir, "bin/worker", env); err != nil {
+			return err
+		}
+	}
+	for i, addr := range adminAddrs {
+		if err := waitReady("http://"+addr+"/readyz", 60*time.Second); err != nil {
+			return fmt.Errorf("worker-%d not ready: %w (log: %s)", i+1, err, filepath.Join(demoDir, fmt.Sprintf("worker-%d.log", i+1)))
+		}
+	}
+	fmt.Printf("demo: 2 workers ready (admin %s)\n", strings.Join(adminAddrs, ", "))
+
+	base := []string{"export", "--manual", "acme-orbit-gateway", "--version", "2026.11.3",
+		"--html-file", "examples/manual.html", "--wait-for", "window.__PDF_READY__===true", "--wait=2m", "--json"}
+	var exports []*export
+	for i := 1; i <= 6; i++ {
+		exports = append(exports, &export{name: fmt.Sprintf("A4 #%d", i), args: base})
+	}
+	exports = append(exports, &export{name: "Letter landscape", args: append(append([]string{}, base...), "--paper", "Letter", "--landscape", "--outline")})
+
+	fmt.Printf("demo: enqueueing %d exports at once with bin/enqueue export --wait --json\n", len(exports))
+	var wg sync.WaitGroup
+	for _, ex := range exports {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ex.run(common)
+		}()
+	}
+	wg.Wait()
+
+	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nREQUEST\tOUTCOME\tARTIFACT KEY\tBYTES\tPAGES\tRENDER MS\tWAITED MS\tTOTAL MS")
+	renders := map[string]int{}
+	var failures []error
+	for _, ex := range exports {
+		if ex.err != nil {
+			failures = append(failures, fmt.Errorf("%s: %w", ex.name, ex.err))
+			fmt.Fprintf(tw, "%s\tFAILED\t%v\t\t\t\t\t%d\n", ex.name, ex.err, ex.ms)
+			continue
+		}
+		r := ex.result
+		outcome := "reused"
+		if r.Rendered {
+			outcome = "rendered"
+			renders[r.ArtifactKey]++
+		} else if _, ok := renders[r.ArtifactKey]; !ok {
+			renders[r.ArtifactKey] = 0
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", ex.name, outcome, r.ArtifactKey, r.Bytes, r.Pages, r.RenderMS, r.WaitedMS, ex.ms)
+	}
+	_ = tw.Flush()
+	if len(failures) > 0 {
+		return errors.Join(failures...)
+	}
+
+	keys := make([]string, 0, len(renders))
+	for k := range renders {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Println("\nPDFs:")
+	for _, k := range keys {
+		if renders[k] != 1 {
+			return fmt.Errorf("artifact %s was rendered %d times, want exactly 1", k, renders[k])
+		}
+		path := filepath.Join(demoDir, "artifacts", k)
+		pages, err := pdfPages(path)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  %s  (%d pages, pdfinfo ok)\n", path, pages)
+	}
+	if len(keys) != 2 {
+		return fmt.Errorf("got %d distinct artifacts, want 2", len(keys))
+	}
+	fmt.Println("\nEvery key was rendered exactly once; every other request reused it.")
+
+	if err := procs.stopWorkers(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (ex *export) run(env []string) {
+	start := time.Now()
+	cmd := exec.Command("bin/enqueue", ex.args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	ex.ms = time.Since(start).Milliseconds()
+	if err != nil {
+		ex.err = fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+		return
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &ex.result); err != nil {
+		ex.err = fmt.Errorf("bad --json output %q: %w", stdout.String(), err)
+	}
+}
+
+func pdfPages(path string) (int, error) {
+	out, err := exec.Command("pdfinfo", path).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("pdfinfo %s: %v: %s", path, err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pages:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 1 {
+				return 0, fmt.Errorf("pdfinfo %s: page count %q", path, v)
+			}
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("pdfinfo %s: no page count", path)
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+type processes struct{ list []*proc }
+
+func (p *processes) start(name, logDir, bin string, env []string, args ...string) error {
+	logFile, err := os.Create(filepath.Join(logDir, name+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return err
+	}
+	pr := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); logFile.Close(); close(pr.done) }()
+	p.list = append(p.list, pr)
+	return nil
+}
+
+// stopWorkers sends SIGTERM to the workers and checks that they exit cleanly.
+func (p *processes) stopWorkers() error {
+	for _, pr := range p.list {
+		if strings.HasPrefix(pr.name, "worker") {
+			_ = pr.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, pr := range p.list {
+		if !strings.HasPrefix(pr.name, "worker") {
+			continue
+		}
+		select {
+		case <-pr.done:
+			if code := pr.cmd.ProcessState.ExitCode(); code != 0 {
+				return fmt.Errorf("%s exited with %d after SIGTERM (see %s/%s.log)", pr.name, code, demoDir, pr.name)
+			}
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("%s did not stop within 30s of SIGTERM", pr.name)
+		}
+	}
+	fmt.Println("demo: workers stopped cleanly (SIGTERM, exit 0)")
+	return nil
+}
+
+// stopAll ends every process the demo started, whatever happened.
+func (p *processes) stopAll() {
+	for i := len(p.list) - 1; i >= 0; i-- {
+		pr := p.list[i]
+		select {
+		case <-pr.done:
+			continue
+		default:
+		}
+		_ = syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-pr.done:
+		case <-time.After(15 * time.Second):
+			_ = syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGKILL)
+			<-pr.done
+		}
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitTCP(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			return c.Close()
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func waitReady(url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	client := &http.Client{Timeout: 3 * time.Second}
+	last := "no answer"
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %s", url, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

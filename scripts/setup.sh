@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what pdfexport needs to build, test and demo, only where missing:
+# redis-server, Chromium, fonts and poppler-utils from apt, and the pinned
+# versitygw S3 server (built with go install into ./bin). Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+have_cmd redis-server || missing+=(redis-server)
+{ [ -x /usr/lib/chromium/chromium ] || have_cmd chromium || have_cmd chromium-browser || have_cmd google-chrome; } || missing+=(chromium)
+have_cmd pdfinfo || missing+=(poppler-utils)
+for font in fonts-dejavu-core fonts-liberation; do
+	have_pkg "$font" || missing+=("$font")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" -eq 0 ] && have_cmd apt-get; then
+		echo "setup: installing ${missing[*]} with apt-get"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	elif have_cmd sudo && have_cmd apt-get; then
+		echo "setup: installing ${missing[*]} with sudo apt-get"
+		sudo apt-get update -qq
+		sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	else
+		echo "setup: missing ${missing[*]}." >&2
+		echo "setup: install them with: apt-get install -y ${missing[*]}  (or your platform's equivalent)" >&2
+		exit 1
+	fi
+fi
+
+if ! have_cmd go; then
+	echo "setup: Go 1.26 or newer is required (https://go.dev/doc/install); not found on PATH" >&2
+	exit 1
+fi
+
+if [ -x scripts/install-versitygw.sh ]; then
+	scripts/install-versitygw.sh
+fi
+echo "setup: ok (redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), $( { /usr/lib/chromium/chromium --version 2>/dev/null || chromium --version; } | head -1))"
