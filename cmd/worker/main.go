@@ -106,6 +106,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err := store.Ping(startCtx); err != nil {
 		return &unavailableError{fmt.Errorf("storage %s not usable: %w", store.Describe(), err)}
 	}
+	if files, ok := store.(*storage.File); ok {
+		// Temp files of uploads that a crash interrupted; no upload lives a day.
+		if n, err := files.RemoveStaleTemp(startCtx, 24*time.Hour); err != nil {
+			log.Warn("removing stale temp files", "err", err)
+		} else if n > 0 {
+			log.Info("removed temp files left by a crash", "count", n)
+		}
+	}
 
 	renderer, err := render.New(render.Config{ChromiumPath: cfg.ChromiumPath, Concurrency: cfg.RenderConcurrency,
 		Timeout: cfg.RenderTimeout, MaxRendersPerBrowser: cfg.RenderMaxPerBrowser, AllowedHosts: cfg.Allowed, Logger: log,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -366,4 +367,54 @@ func waitReady(t *testing.T, url string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestBinaries_S3Storage: the worker stores into a real S3 server
+// (versitygw) with STORAGE_URL=s3://bucket/prefix, and the result's URL is a
+// presigned GET that downloads the PDF with plain net/http.
+func TestBinaries_S3Storage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	bin, err := buildOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := testsupport.StartRedis(t)
+	s3 := testsupport.StartS3(t)
+	dir := t.TempDir()
+	htmlFile := filepath.Join(dir, "m.html")
+	if err := os.WriteFile(htmlFile, []byte(`<!doctype html><h1>S3</h1><h1 style="break-before:page">Two</h1>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	environ := append(os.Environ(), "REDIS_URL="+srv.URL(), "STORAGE_URL=s3://manuals/pdf", "S3_ENDPOINT="+s3.Endpoint(),
+		"S3_FORCE_PATH_STYLE=true", "S3_CREATE_BUCKET=true", "S3_REGION="+s3.Region,
+		"AWS_ACCESS_KEY_ID="+s3.AccessKey, "AWS_SECRET_ACCESS_KEY="+s3.SecretKey,
+		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "LOG_FORMAT=text", "TASK_CHECK_INTERVAL=20ms")
+	w := startWorker(t, bin, environ)
+	cmd := exec.Command(filepath.Join(bin, "enqueue"), "export", "--manual", "s3demo", "--version", "1", "--html-file", htmlFile, "--wait=60s", "--json")
+	cmd.Env = environ
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("export: %v: %s\n%s", err, stderr.String(), w.log)
+	}
+	var res spec.Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Rendered || res.Pages != 2 || !strings.HasPrefix(res.ArtifactKey, "pdf/s3demo/1/") {
+		t.Fatalf("result %+v: want rendered, 2 pages, key under the pdf/ prefix", res)
+	}
+	resp, err := http.Get(res.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(body, []byte("%PDF-")) || int64(len(body)) != res.Bytes {
+		t.Fatalf("presigned download: %d, %d bytes (want %d), prefix %q", resp.StatusCode, len(body), res.Bytes, body[:min(len(body), 8)])
+	}
+	w.stop(t)
 }
