@@ -4,7 +4,7 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/pdfexport/pdfexport/internal/buildinfo.Version=$(VERSION)
 # Pinned Go tools, installed into ./bin on first use.
-STATICCHECK_VERSION := 2025.1.1
+STATICCHECK_VERSION := v0.8.2
 TEST_TIMEOUT ?= 9m
 
 .PHONY: all setup build demo test test-short lint bench clean help

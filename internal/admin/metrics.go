@@ -6,6 +6,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynq/x/metrics"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // WithQueueMetrics adds asynq's queue collector (asynq_queue_size,
@@ -58,7 +59,7 @@ func NewMetrics() *Metrics {
 	}
 	r.MustRegister(m.exports, m.exportSeconds, m.renders, m.renderSeconds, m.lockAcquire, m.lockWait, m.lockLost,
 		m.storageBytes, m.browserRestarts,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, o := range []string{"rendered", "reused", "failed"} {
 		m.exports.WithLabelValues(o)
 	}

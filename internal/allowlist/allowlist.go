@@ -219,7 +219,7 @@ func (l List) String() string {
 func (l List) AllowsHost(host, port string) bool {
 	canon, addr, isIP := CanonicalHost(host)
 	if isIP {
-		return l.allowsIP(addr, port)
+		return l.namesAddr(addr, port)
 	}
 	for _, e := range l.entries {
 		if e.port != "" && e.port != port {
@@ -241,13 +241,6 @@ func (l List) AllowsAddr(addr netip.Addr, port string) bool {
 		return true
 	}
 	return l.namesAddr(addr, port)
-}
-
-func (l List) allowsIP(addr netip.Addr, port string) bool {
-	if l.namesAddr(addr, port) {
-		return true
-	}
-	return false
 }
 
 func (l List) namesAddr(addr netip.Addr, port string) bool {
