@@ -18,7 +18,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
 
@@ -89,17 +88,13 @@ func runBatch(ctx context.Context, e env, args []string) int {
 		defer f.Close()
 		in = f
 	}
-	cfg, err := config.Load(e.environ)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
-		return exitInvalid
-	}
-	client, code := newClient(e)
+	client, cfg, code := newClient(e)
 	if client == nil {
 		return code
 	}
 	defer client.Close()
 	var store storage.Backend
+	var err error
 	if !force {
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		store, err = storage.Open(sctx, storage.Config{URL: cfg.StorageURL, S3Endpoint: cfg.S3Endpoint, S3Region: cfg.S3Region,

@@ -93,7 +93,7 @@ func runExport(ctx context.Context, e env, args []string) int {
 	if code := fillOptions(e, &req, htmlFile, headerFile, footerFile, marginMM, scale, noBackground); code != exitOK {
 		return code
 	}
-	client, code := newClient(e)
+	client, _, code := newClient(e)
 	if client == nil {
 		return code
 	}

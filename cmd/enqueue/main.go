@@ -97,17 +97,18 @@ the same variables as the worker (see "worker --help").
 `, buildinfo.String())
 }
 
-// newClient builds an exportclient from the environment.
-func newClient(e env) (*exportclient.Client, int) {
+// newClient loads the configuration and builds an exportclient from it. On
+// failure it prints why and returns the exit code.
+func newClient(e env) (*exportclient.Client, config.Config, int) {
 	cfg, err := config.Load(e.environ)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
-		return nil, exitInvalid
+		return nil, cfg, exitInvalid
 	}
 	opt, err := redisconn.QueueOpt(cfg)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
-		return nil, exitInvalid
+		return nil, cfg, exitInvalid
 	}
 	maxRetry := cfg.MaxRetry
 	if maxRetry == 0 {
@@ -117,9 +118,9 @@ func newClient(e env) (*exportclient.Client, int) {
 		Timeout: cfg.TaskTimeout, Retention: cfg.ResultRetention})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
-		return nil, exitInvalid
+		return nil, cfg, exitInvalid
 	}
-	return c, exitOK
+	return c, cfg, exitOK
 }
 
 // exitFor maps an error to the exit code contract and prints it.

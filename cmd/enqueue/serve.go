@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/logging"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -30,12 +29,7 @@ func runServe(ctx context.Context, e env, args []string) int {
 		}
 		return exitInvalid
 	}
-	cfg, err := config.Load(e.environ)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
-		return exitInvalid
-	}
-	client, code := newClient(e)
+	client, cfg, code := newClient(e)
 	if client == nil {
 		return code
 	}

@@ -31,7 +31,7 @@ func runStatus(ctx context.Context, e env, args []string) int {
 		fmt.Fprintln(e.stderr, "enqueue status: want exactly one TASK_ID")
 		return exitInvalid
 	}
-	client, code := newClient(e)
+	client, _, code := newClient(e)
 	if client == nil {
 		return code
 	}

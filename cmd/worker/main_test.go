@@ -90,34 +90,7 @@ func TestBinaries_TwoWorkersRenderOnceAndStopCleanly(t *testing.T) {
 		workers = append(workers, startWorker(t, bin, environ))
 	}
 
-	const requests = 4
-	results := make([]spec.Result, requests)
-	var wg sync.WaitGroup
-	for i := range requests {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cmd := exec.Command(filepath.Join(bin, "enqueue"), "export", "--manual", "demo", "--version", "1",
-				"--html-file", htmlFile, "--wait=60s", "--json")
-			cmd.Env = environ
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				t.Errorf("enqueue export: %v: %s", err, stderr.String())
-				return
-			}
-			dec := json.NewDecoder(bytes.NewReader(out))
-			dec.DisallowUnknownFields() // exactly the result contract
-			if err := dec.Decode(&results[i]); err != nil {
-				t.Errorf("--json output %q: %v", out, err)
-			}
-		}()
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
+	results := exportConcurrently(t, bin, environ, 4, "--manual", "demo", "--version", "1", "--html-file", htmlFile)
 	rendered := 0
 	for _, r := range results {
 		if r.Rendered {
@@ -128,12 +101,45 @@ func TestBinaries_TwoWorkersRenderOnceAndStopCleanly(t *testing.T) {
 		}
 	}
 	if rendered != 1 {
-		t.Fatalf("%d of %d exports rendered, want exactly 1", rendered, requests)
+		t.Fatalf("%d of %d exports rendered, want exactly 1", rendered, len(results))
 	}
 
 	for _, w := range workers {
 		w.stop(t)
 	}
+}
+
+// exportConcurrently runs n `enqueue export ARGS --wait=60s --json` at once
+// and decodes each result strictly (exactly the result contract).
+func exportConcurrently(t *testing.T, bin string, environ []string, n int, args ...string) []spec.Result {
+	t.Helper()
+	results := make([]spec.Result, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(filepath.Join(bin, "enqueue"), append(append([]string{"export"}, args...), "--wait=60s", "--json")...)
+			cmd.Env = environ
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Errorf("enqueue export: %v: %s", err, stderr.String())
+				return
+			}
+			dec := json.NewDecoder(bytes.NewReader(out))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&results[i]); err != nil {
+				t.Errorf("--json output %q: %v", out, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	return results
 }
 
 type workerProc struct {
@@ -316,27 +322,7 @@ func TestBinaries_RedisCluster(t *testing.T) {
 	environ := append(os.Environ(), "REDIS_CLUSTER_ADDRS="+strings.Join(cluster.Addrs, ","), "STORAGE_URL=file://"+filepath.Join(dir, "artifacts"),
 		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "LOG_FORMAT=text", "TASK_CHECK_INTERVAL=20ms")
 	workers := []*workerProc{startWorker(t, bin, environ), startWorker(t, bin, environ)}
-	results := make([]spec.Result, 3)
-	var wg sync.WaitGroup
-	for i := range results {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cmd := exec.Command(filepath.Join(bin, "enqueue"), "export", "--manual", "c", "--version", "1", "--html-file", htmlFile, "--wait=60s", "--json")
-			cmd.Env = environ
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				t.Errorf("enqueue on the cluster: %v: %s", err, stderr.String())
-				return
-			}
-			if err := json.Unmarshal(out, &results[i]); err != nil {
-				t.Errorf("%q: %v", out, err)
-			}
-		}()
-	}
-	wg.Wait()
+	results := exportConcurrently(t, bin, environ, 3, "--manual", "c", "--version", "1", "--html-file", htmlFile)
 	rendered := 0
 	for _, r := range results {
 		if r.Rendered {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -106,22 +105,6 @@ func manualPayload() spec.Payload {
 		Options: spec.Options{WaitFor: "window.__PDF_READY__===true"}}
 }
 
-func pdfinfoPages(t *testing.T, path string) int {
-	t.Helper()
-	out, err := exec.Command("pdfinfo", path).CombinedOutput()
-	if err != nil {
-		t.Fatalf("pdfinfo %s: %v\n%s", path, err, out)
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if v, ok := strings.CutPrefix(line, "Pages:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n
-		}
-	}
-	t.Fatalf("pdfinfo %s: no page count", path)
-	return 0
-}
-
 func TestExport_ConcurrentDuplicatesRenderOnce(t *testing.T) {
 	e := startEnv(t, 2)
 	const duplicates = 6
@@ -155,7 +138,7 @@ func TestExport_ConcurrentDuplicatesRenderOnce(t *testing.T) {
 	if rendered != 1 {
 		t.Fatalf("%d tasks rendered, want exactly 1", rendered)
 	}
-	if got := pdfinfoPages(t, filepath.Join(e.dir, key)); got != 3 {
+	if got := testsupport.PDFPages(t, filepath.Join(e.dir, key)); got != 3 {
 		t.Fatalf("stored PDF has %d pages, want 3", got)
 	}
 
@@ -228,7 +211,7 @@ func TestExport_FailsOpenWhenLockRedisIsDown(t *testing.T) {
 	if st.Result == nil || !st.Result.Rendered || !st.Result.FailOpen {
 		t.Fatalf("export with the lock Redis down = %+v (%s), want rendered with fail_open", st.Result, st.Error)
 	}
-	if got := pdfinfoPages(t, filepath.Join(e.dir, manualPayload().ArtifactKey())); got != 3 {
+	if got := testsupport.PDFPages(t, filepath.Join(e.dir, manualPayload().ArtifactKey())); got != 3 {
 		t.Fatalf("stored PDF has %d pages", got)
 	}
 }
