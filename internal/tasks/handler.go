@@ -256,7 +256,10 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p spec.P
 		if storeErr != nil {
 			return spec.Result{}, fmt.Errorf("storing %s: %w", key, storeErr)
 		}
-		if !render.Retryable(err) {
+		// A render stopped by our own context (lease lost, task deadline,
+		// shutdown) says nothing about the document: retry. Only a failure the
+		// page itself caused (HTTP 404, a blocked source) is final.
+		if !render.Retryable(err) && ctx.Err() == nil {
 			return spec.Result{}, fmt.Errorf("rendering %s: %w: %w", key, err, asynq.SkipRetry)
 		}
 		return spec.Result{}, fmt.Errorf("rendering %s: %w", key, err)
