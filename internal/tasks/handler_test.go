@@ -215,3 +215,46 @@ func TestExport_FailsOpenWhenLockRedisIsDown(t *testing.T) {
 		t.Fatalf("stored PDF has %d pages", got)
 	}
 }
+
+// TestExport_LostLeaseIsRetriedNotArchived: when another token takes the
+// render lock mid-render, the holder abandons its render, stores nothing, and
+// its task is retried (not archived) and completes once the lock is free.
+func TestExport_LostLeaseIsRetriedNotArchived(t *testing.T) {
+	e := startEnv(t, 1)
+	p := manualPayload()
+	p.Source.HTML = `<!doctype html><h1>Slow</h1><script>setTimeout(() => { window.__PDF_READY__ = true }, 1500)</script>`
+	job, err := e.client.EnqueuePayload(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks := redis.NewClient(&redis.Options{Addr: e.locks.Addr()})
+	t.Cleanup(func() { _ = locks.Close() })
+	ctx := context.Background()
+	var lockKey string
+	deadline := time.Now().Add(20 * time.Second)
+	for lockKey == "" {
+		keys, _ := locks.Keys(ctx, "pdfexport:*:lock").Result()
+		if len(keys) == 1 {
+			lockKey = keys[0]
+		} else if time.Now().After(deadline) {
+			t.Fatal("the render never took its lock")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// An intruder's token replaces the holder's, as after an expiry and a takeover.
+	if err := locks.Set(ctx, lockKey, "intruder", 2*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	st, err := e.client.Wait(wctx, job.TaskID, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != exportclient.StateCompleted || st.Retried < 1 || st.Result == nil || !st.Result.Rendered {
+		t.Fatalf("status %+v (result %+v): want completed after at least one retry, rendered by the retry", st, st.Result)
+	}
+	if got := testsupport.PDFPages(t, filepath.Join(e.dir, p.ArtifactKey())); got != 1 {
+		t.Fatalf("stored PDF has %d pages", got)
+	}
+}
