@@ -137,6 +137,9 @@ func jsonFieldError(err error) error {
 		return fieldErr("payload", "malformed JSON at byte %d: %v", syntaxErr.Offset, syntaxErr)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		if name == "" {
+			return fieldErr("payload", `unknown field ""`)
+		}
 		return fieldErr(name, "unknown field")
 	case errors.Is(err, io.EOF):
 		return fieldErr("payload", "empty")

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 )
@@ -62,6 +63,11 @@ func (s Source) validate(allowed allowlist.List) []error {
 	case s.HTML != "":
 		if len(s.HTML) > MaxHTMLBytes {
 			return []error{fieldErr("source.html", "larger than %d bytes (2 MiB)", MaxHTMLBytes)}
+		}
+		if !utf8.ValidString(s.HTML) {
+			// JSON would turn the bad bytes into U+FFFD on the way to the
+			// worker: a different document under a different key.
+			return []error{fieldErr("source.html", "must be valid UTF-8 (convert the document, e.g. from Latin-1)")}
 		}
 		return nil
 	}
@@ -126,21 +132,25 @@ func (o Options) validate() []error {
 			name string
 			v    *float64
 		}{{"top", m.Top}, {"right", m.Right}, {"bottom", m.Bottom}, {"left", m.Left}} {
-			if f.v != nil && (*f.v < 0 || *f.v > 100) {
+			if f.v != nil && !(*f.v >= 0 && *f.v <= 100) { // NaN too
 				add(fieldErr("options.margin_mm."+f.name, "must be between 0 and 100 mm, got %g", *f.v))
 			}
 		}
 	}
-	if o.Scale != nil && (*o.Scale < 0.1 || *o.Scale > 2) {
+	if o.Scale != nil && !(*o.Scale >= 0.1 && *o.Scale <= 2) { // NaN too
 		add(fieldErr("options.scale", "must be between 0.1 and 2, got %g", *o.Scale))
 	}
 	for _, f := range []struct{ name, v string }{{"options.header_html", o.HeaderHTML}, {"options.footer_html", o.FooterHTML}} {
 		if len(f.v) > MaxTemplateBytes {
 			add(fieldErr(f.name, "longer than %d bytes", MaxTemplateBytes))
+		} else if !utf8.ValidString(f.v) {
+			add(fieldErr(f.name, "must be valid UTF-8"))
 		}
 	}
 	if len(o.WaitFor) > MaxWaitForBytes {
 		add(fieldErr("options.wait_for", "longer than %d bytes", MaxWaitForBytes))
+	} else if !utf8.ValidString(o.WaitFor) {
+		add(fieldErr("options.wait_for", "must be valid UTF-8"))
 	}
 	if o.Media != "" && o.Media != "print" && o.Media != "screen" {
 		add(fieldErr("options.media", "must be print or screen, got %q", o.Media))
