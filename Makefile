@@ -7,7 +7,7 @@ LDFLAGS := -s -w -X github.com/pdfexport/pdfexport/internal/buildinfo.Version=$(
 STATICCHECK_VERSION := v0.8.2
 TEST_TIMEOUT ?= 9m
 
-.PHONY: all setup build demo test test-short lint bench clean help
+.PHONY: all setup build demo test test-short lint bench clean help chaos
 all: build
 
 help: ## list targets
@@ -37,8 +37,29 @@ lint: ## gofmt, go vet and staticcheck (pinned)
 	@test -x bin/staticcheck || GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	bin/staticcheck ./...
 
-bench: setup ## benchmarks (figures printed, not asserted)
-	@echo "bench: not yet — the benchmark report is issue 'Benchmark report' (see README)"
+bench: setup build ## benchmarks vs same-run baselines: prints a table, writes BENCHMARKS.md (BENCH_FLAGS=-quick: harness check)
+	$(GO) run ./bench $(BENCH_FLAGS)
+
+# The reliability suite (issue 7): every chaos scenario including the soak,
+# the hostile-input table, and 60 s of fuzzing per target; the figures go
+# into RELIABILITY.md (rendered by internal/chaos/reliability, never by hand).
+CHAOS_TEST := PDFEXPORT_CHAOS=full PDFEXPORT_CHAOS_SUMMARY=$(CURDIR)/var/chaos/summary.json $(GO) test -race -count=1 -timeout 40m -v ./internal/chaos/
+FUZZ_TARGETS := FuzzDecode FuzzValidateURL FuzzArtifactKey
+chaos: setup ## reliability suite: fault scenarios, soak, hostile inputs, fuzzing → RELIABILITY.md (~20 min)
+	@mkdir -p var/chaos && rm -f var/chaos/summary.json var/chaos/fuzz-*.log
+	@start=$$(date +%s); rc=0; \
+	echo "$(CHAOS_TEST)  (log: var/chaos/chaos.log)"; \
+	$(CHAOS_TEST) > var/chaos/chaos.log 2>&1 || rc=1; \
+	grep -E '^(--- |ok |FAIL)|: passed (true|false) in' var/chaos/chaos.log; \
+	for f in $(FUZZ_TARGETS); do \
+	  echo "$(GO) test -run '^$$' -fuzz '^'$$f'$$' -fuzztime 60s ./internal/spec"; \
+	  $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime 60s ./internal/spec > var/chaos/fuzz-$$f.log 2>&1 || rc=1; \
+	  tail -n 2 var/chaos/fuzz-$$f.log; \
+	done; \
+	$(GO) run ./internal/chaos/reliability -summary var/chaos/summary.json -fuzz-dir var/chaos -wall $$(( $$(date +%s) - start )) \
+	  -command "make chaos   # = $(subst $(CURDIR)/,,$(CHAOS_TEST)); then per target in $(FUZZ_TARGETS): go test -run '^\$$' -fuzz '^<Target>\$$' -fuzztime 60s ./internal/spec" \
+	  -out RELIABILITY.md || rc=1; \
+	exit $$rc
 
 clean: ## remove build output and demo data
 	rm -rf bin/worker bin/enqueue var/demo

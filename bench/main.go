@@ -1,0 +1,200 @@
+// Command bench is the benchmark report of pdfexport (`make bench`): it
+// starts a private redis-server, real worker binaries and in-process workers
+// wired exactly like cmd/worker, measures what the README claims (one render
+// for K duplicates, pick-up latency, cache hits, pipeline overhead, a long
+// document) against baselines measured in the same run, runs the lock and
+// render Go benchmarks as a subprocess, prints a table and writes
+// BENCHMARKS.md. Figures are reported, never asserted; a scenario that errors
+// makes the program exit 1 and leaves BENCHMARKS.md untouched.
+//
+//	go run ./bench [-runs 5] [-quick] [-out BENCHMARKS.md] [-bin bin]
+//
+// Everything it starts (redis-server, worker processes, Chromium, the go test
+// subprocess and whatever that starts) is stopped on return, on error and on
+// SIGINT/SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// options are the command-line settings of one benchmark run.
+type options struct {
+	runs         int           // repetitions of each measured scenario
+	quick        bool          // fewer runs and samples: validates the harness in ~2-3 min
+	out          string        // report file
+	bin          string        // directory with worker and enqueue binaries (make build)
+	manual       string        // the standard document
+	k            int           // duplicate requests
+	workers      int           // worker processes for the dedup scenario
+	pickN        int           // pick-up latency samples at TASK_CHECK_INTERVAL=100ms
+	pickSlowN    int           // pick-up latency samples at asynq's default 1s
+	hitN         int           // cache-hit samples
+	goBench      bool          // run the lock and render Go benchmarks
+	renderBench  string        // -benchtime of the render benchmarks
+	renderCount  int           // -count of the render benchmarks
+	goBenchLimit time.Duration // bound on all go test invocations together
+	keep         bool          // keep the work directory (logs, PDFs)
+	command      string        // how this run was invoked, for the report
+}
+
+func main() {
+	o := options{}
+	flag.IntVar(&o.runs, "runs", 5, "repetitions of each scenario (medians and min–max over these)")
+	flag.BoolVar(&o.quick, "quick", false, "quick mode: 2 runs, fewer latency samples, shorter Go benchmarks (harness check, not for figures)")
+	flag.StringVar(&o.out, "out", "BENCHMARKS.md", "report file to write (only when every scenario succeeded)")
+	flag.StringVar(&o.bin, "bin", "bin", "directory holding the worker binary built by `make build`")
+	flag.StringVar(&o.manual, "manual", "examples/manual.html", "standard document (the 22-page sample manual)")
+	flag.IntVar(&o.k, "k", 20, "duplicate export requests in the dedup scenario")
+	flag.IntVar(&o.workers, "workers", 3, "worker processes in the dedup scenario")
+	flag.IntVar(&o.pickN, "pickup-samples", 150, "enqueue→render-start samples at TASK_CHECK_INTERVAL=100ms")
+	flag.IntVar(&o.pickSlowN, "pickup-samples-1s", 50, "enqueue→render-start samples at asynq's default 1s")
+	flag.IntVar(&o.hitN, "hit-samples", 150, "cache-hit end-to-end samples per fleet")
+	flag.BoolVar(&o.goBench, "gobench", true, "run the lock and render Go benchmarks (go test -bench) as a subprocess")
+	flag.StringVar(&o.renderBench, "render-benchtime", "3x", "-benchtime of the render benchmarks")
+	flag.IntVar(&o.renderCount, "render-count", 1, "-count of the render benchmarks")
+	flag.DurationVar(&o.goBenchLimit, "gobench-timeout", 6*time.Minute, "bound on the go test subprocesses together")
+	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (worker logs, PDFs) after the run")
+	flag.Parse()
+	o.command = strings.TrimSpace("go run ./bench " + strings.Join(os.Args[1:], " "))
+	if o.quick {
+		o.runs = min(o.runs, 2)
+		o.pickN = min(o.pickN, 40)
+		o.pickSlowN = min(o.pickSlowN, 12)
+		o.hitN = min(o.hitN, 40)
+		o.renderBench = "1x"
+		o.renderCount = 1
+	}
+	if o.runs < 1 || o.k < 2 || o.workers < 1 || o.pickN < 2 || o.pickSlowN < 2 || o.hitN < 2 {
+		fmt.Fprintln(os.Stderr, "bench: -runs ≥ 1, -k ≥ 2, -workers ≥ 1 and ≥ 2 samples are required")
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	rep, err := run(ctx, o)
+	total := time.Since(start)
+	if rep != nil {
+		rep.total = total
+		fmt.Println()
+		fmt.Print(rep.text())
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "\nbench: FAILED after %.0fs: %v\n(%s not written)\n", total.Seconds(), err, o.out)
+		stop()
+		os.Exit(1)
+	}
+	if err := os.WriteFile(o.out, []byte(rep.markdown()), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: writing %s: %v\n", o.out, err)
+		os.Exit(1)
+	}
+	abs, _ := filepath.Abs(o.out)
+	fmt.Printf("\nbench: wrote %s in %.0fs total\n", abs, total.Seconds())
+	if total > 10*time.Minute {
+		fmt.Fprintf(os.Stderr, "bench: warning: the run took %.0fs, over the 10-minute budget\n", total.Seconds())
+	}
+}
+
+// run measures every scenario. The report is returned even on error, with
+// what was measured so far.
+func run(ctx context.Context, o options) (rep *report, err error) {
+	var cl cleanups
+	defer cl.run()
+
+	manual, err := os.ReadFile(o.manual)
+	if err != nil {
+		return nil, fmt.Errorf("reading the standard document: %w", err)
+	}
+	work, err := os.MkdirTemp("", "pdfexport-bench-")
+	if err != nil {
+		return nil, err
+	}
+	var keepWork atomic.Bool
+	cl.add(func() {
+		if o.keep || keepWork.Load() || (err != nil && ctx.Err() == nil) {
+			fmt.Fprintf(os.Stderr, "bench: work directory (logs, PDFs) kept at %s\n", work)
+			return
+		}
+		_ = os.RemoveAll(work)
+	})
+
+	rep = &report{opts: o, started: time.Now()}
+	rep.machine = describeMachine(ctx)
+	rep.machine.busyStart = cpuBusy(ctx, 3*time.Second)
+	logf("machine: %s; CPU busy with other work: %.0f %%", rep.machine.oneLine(), 100*rep.machine.busyStart)
+
+	step := func(name string, f func() error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		t := time.Now()
+		logf("── %s", name)
+		if err := f(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		logf("   %s done in %.1fs", name, time.Since(t).Seconds())
+		return nil
+	}
+
+	if o.goBench {
+		if err := step("Go benchmarks (lock, render)", func() error { return runGoBenchmarks(ctx, o, rep) }); err != nil {
+			return rep, err
+		}
+	}
+
+	redisSrv, err := startRedis(ctx, filepath.Join(work, "redis"))
+	if err != nil {
+		return rep, err
+	}
+	cl.add(redisSrv.stop)
+	logf("redis-server %s on %s", redisSrv.version, redisSrv.addr)
+	rep.machine.redis = redisSrv.version
+
+	env := &benchEnv{o: o, work: work, redis: redisSrv, manual: string(manual), keepWork: &keepWork}
+	for _, s := range []struct {
+		name string
+		f    func(context.Context, *benchEnv, *report) error
+	}{
+		{"pipeline overhead, long document, cache-hit breakdown (1 in-process worker)", scenarioSingleWorker},
+		{"enqueue → render start latency (100ms vs asynq's 1s)", scenarioPickup},
+		{"K duplicates, in-process workers, gate vs no gate", scenarioDedupInProcess},
+		{"K duplicates and cache hits on worker processes (bin/worker)", scenarioBinaries},
+	} {
+		if err := step(s.name, func() error { return s.f(ctx, env, rep) }); err != nil {
+			return rep, err
+		}
+	}
+	rep.machine.loadEnd = loadAvg()
+	redisSrv.stop()
+	rep.machine.busyEnd = cpuBusy(ctx, 3*time.Second)
+	return rep, nil
+}
+
+// cleanups run in reverse order of registration, once.
+type cleanups struct{ fns []func() }
+
+func (c *cleanups) add(f func()) { c.fns = append(c.fns, f) }
+
+func (c *cleanups) run() {
+	for i := len(c.fns) - 1; i >= 0; i-- {
+		c.fns[i]()
+	}
+	c.fns = nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+var errScenario = errors.New("scenario check failed")

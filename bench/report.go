@@ -1,0 +1,348 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+type pipelineResult struct {
+	raw, pipe, renderMS, pickup dist
+}
+
+type goSpecResult struct {
+	path                string
+	htmlBytes           int
+	ms, pages, bytes    dist // outline on
+	plainMS, plainBytes dist // outline off, same document
+}
+
+type hitResult struct {
+	label                         string
+	e2e, pickup, handler, observe dist // breakdown only in-process
+}
+
+type pickupResult struct {
+	label    string
+	interval time.Duration
+	lat      dist
+}
+
+type dedupResult struct {
+	label    string
+	baseline bool // no gate
+	k        int
+	single   dist // one export of a fresh artifact, same fleet
+	wall     dist // K duplicates, first enqueue → last result seen
+	renders  dist // renders performed for the K requests
+	flagged  dist // results with rendered:true
+	renderMS dist // render_ms of the render(s)
+	failOpen dist // gate entries that failed open
+}
+
+type report struct {
+	opts     options
+	started  time.Time
+	total    time.Duration
+	machine  machine
+	goBench  *goBenchResult
+	dedup    []dedupResult
+	pickups  []pickupResult
+	hits     []hitResult
+	pipeline pipelineResult
+	goSpec   goSpecResult
+}
+
+// row is one line of the summary table.
+type row struct {
+	id, what, result, baseline, ratio, target string
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+func allEqual(d dist, v float64) bool {
+	for _, x := range d {
+		if x != v {
+			return false
+		}
+	}
+	return len(d) > 0
+}
+
+// countText shows whole counts: "1 (every run)" or "1 (1–14)".
+func countText(d dist) string {
+	switch {
+	case len(d) == 0:
+		return "–"
+	case len(d) > 1 && allEqual(d, d[0]):
+		return fmt.Sprintf("%.0f (every run)", d[0])
+	case len(d) == 1:
+		return fmt.Sprintf("%.0f", d[0])
+	}
+	return fmt.Sprintf("%.0f (%.0f–%.0f)", d.median(), d.min(), d.max())
+}
+
+func (r *report) rows() []row {
+	var rows []row
+	var base *dedupResult
+	for i := range r.dedup {
+		if r.dedup[i].baseline {
+			base = &r.dedup[i]
+		}
+	}
+	for _, d := range r.dedup {
+		wallRatio := ratios(d.wall, d.single)
+		target := fmt.Sprintf("every task renders (%d)", d.k)
+		if !d.baseline {
+			ok := allEqual(d.renders, 1) && wallRatio.median() <= 1.2
+			target = "1 render; wall ≤ 1.2× one export — " + verdict(ok)
+		}
+		result := fmt.Sprintf("renders %s; wall %s", countText(d.renders), d.wall.mmm(" ms"))
+		if !d.baseline && d.failOpen.max() > 0 {
+			result += "; fail-open gate entries " + countText(d.failOpen)
+		}
+		rows = append(rows, row{"1", fmt.Sprintf("K=%d duplicates, %s", d.k, d.label), result,
+			"one export, same fleet: " + d.single.mmm(" ms") + "; slowest render_ms: " + d.renderMS.mmm(" ms"),
+			"wall/one export " + wallRatio.mmm("×"), target})
+		if !d.baseline && base != nil && len(base.wall) > 0 {
+			rows = append(rows, row{"1", fmt.Sprintf("↳ gate vs no-gate baseline (%s)", d.label),
+				fmt.Sprintf("renders %.0f vs %.0f; wall %s vs %s ms", d.renders.median(), base.renders.median(),
+					num(d.wall.median()), num(base.wall.median())),
+				"no gate: " + base.label,
+				fmt.Sprintf("renders %s fewer; wall %s of baseline", ratio(base.renders.median()/d.renders.median()),
+					ratio(d.wall.median()/base.wall.median())),
+				"—"})
+		}
+	}
+	var fast, slow, whatIf *pickupResult
+	for i := range r.pickups {
+		switch r.pickups[i].interval {
+		case 100 * time.Millisecond:
+			fast = &r.pickups[i]
+		case time.Second:
+			slow = &r.pickups[i]
+		default:
+			whatIf = &r.pickups[i]
+		}
+	}
+	if fast != nil {
+		b, rt := "—", "—"
+		if slow != nil {
+			b = "asynq 1s: " + slow.lat.pcts(" ms")
+			rt = fmt.Sprintf("p50 %s · p99 %s", ratio(fast.lat.pct(50)/slow.lat.pct(50)), ratio(fast.lat.pct(99)/slow.lat.pct(99)))
+		}
+		rows = append(rows, row{"2", "enqueue → render start, 1 worker, " + fast.label, fast.lat.pcts(" ms"), b, rt,
+			"p50 ≤ 150 ms — " + verdict(fast.lat.pct(50) <= 150)})
+	}
+	if slow != nil {
+		rows = append(rows, row{"2", "enqueue → render start, 1 worker, " + slow.label, slow.lat.pcts(" ms"), "—", "—", "(baseline)"})
+	}
+	if whatIf != nil {
+		rows = append(rows, row{"2", "enqueue → render start, 1 worker, " + whatIf.label, whatIf.lat.pcts(" ms"), "—", "—", "what-if"})
+	}
+	if len(r.pipeline.pickup) > 0 {
+		rows = append(rows, row{"2", "↳ same, with real renders (the pipeline runs of 4)", r.pipeline.pickup.pcts(" ms"), "—", "—", "cross-check"})
+	}
+	for _, h := range r.hits {
+		rows = append(rows, row{"3", "cache hit end to end (enqueue → result), " + h.label, h.e2e.pcts(" ms"), "—", "—",
+			"p99 ≤ 50 ms — " + verdict(h.e2e.pct(99) <= 50)})
+		if len(h.pickup) > 0 {
+			rows = append(rows,
+				row{"3", "↳ of which queue pick-up (enqueue → handler start)", h.pickup.pcts(" ms"), "", "", ""},
+				row{"3", "↳ of which handler (stat, page count, result write)", h.handler.pcts(" ms"), "", "", ""},
+				row{"3", "↳ of which result seen by the client (2 ms poll)", h.observe.pcts(" ms"), "", "", ""})
+		}
+	}
+	if p := r.pipeline; len(p.raw) > 0 {
+		med := p.pipe.median() / p.raw.median()
+		rows = append(rows, row{"4", "pipeline: enqueue → worker → stored → result read (1 worker)", p.pipe.mmm(" ms"),
+			"raw Renderer.Render → io.Discard, same Chromium: " + p.raw.mmm(" ms"),
+			fmt.Sprintf("%s (per run %s)", ratio(med), ratios(p.pipe, p.raw).mmm("×")),
+			"≤ 1.15× — " + verdict(med <= 1.15)})
+		rows = append(rows, row{"4", "↳ render_ms reported by the worker (render + store)", p.renderMS.mmm(" ms"), "", "", ""})
+	}
+	if g := r.goSpec; len(g.ms) > 0 {
+		rows = append(rows, row{"6", "Go spec (go_spec.html of the toolchain), outline on", fmt.Sprintf("pages %s, %s MB, render %s",
+			countText(g.pages), num(g.bytes.median()/1e6), g.ms.mmm(" ms")),
+			fmt.Sprintf("outline off: %s MB, render %s", num(g.plainBytes.median()/1e6), g.plainMS.mmm(" ms")),
+			fmt.Sprintf("time %s · bytes %s", ratio(g.ms.median()/g.plainMS.median()), ratio(g.bytes.median()/g.plainBytes.median())),
+			"figures"})
+	}
+	return rows
+}
+
+func (r *report) machineLines() []string {
+	m := r.machine
+	mode := fmt.Sprintf("%d runs per scenario", r.opts.runs)
+	if r.opts.quick {
+		mode = "QUICK mode (" + mode + ", fewer samples): a harness check, not figures to quote"
+	}
+	return []string{
+		fmt.Sprintf("Machine: %d cores (%s), %.1f GB RAM, Linux %s", m.cores, m.cpu, m.memGB, m.kernel),
+		fmt.Sprintf("Software: %s, %s, redis-server %s", m.goVersion, m.chromium, m.redis),
+		fmt.Sprintf("Other work on the machine: CPU %s busy in 3 s before the run and %s in 3 s after it (benchmark idle); load average (1/5/15 min) at start %s, at end %s",
+			pctText(m.busyStart), pctText(m.busyEnd), m.loadStart, m.loadEnd),
+		fmt.Sprintf("Run: %s, %s; %s; total wall time %.0f s", r.started.Format("2006-01-02 15:04 MST"), r.opts.command, mode, r.total.Seconds()),
+	}
+}
+
+func pctText(f float64) string {
+	if f != f { // NaN
+		return "?"
+	}
+	return fmt.Sprintf("%.0f %%", 100*f)
+}
+
+// busy reports whether other work used more than a fifth of the CPU just
+// before or just after the run, while the benchmark itself was idle.
+func (r *report) busy() bool {
+	return r.machine.busyStart > 0.2 || r.machine.busyEnd > 0.2
+}
+
+// text is the report for the terminal.
+func (r *report) text() string {
+	var b strings.Builder
+	for _, l := range r.machineLines() {
+		b.WriteString(l + "\n")
+	}
+	if r.busy() {
+		b.WriteString("WARNING: other work was using the CPU (see above); these figures are not representative.\n")
+	}
+	b.WriteString("\n")
+	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tSCENARIO\tRESULT\tBASELINE (same run)\tRATIO\tTARGET")
+	for _, x := range r.rows() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", x.id, x.what, x.result, x.baseline, x.ratio, x.target)
+	}
+	_ = tw.Flush()
+	if r.goBench != nil {
+		b.WriteString("\nGo benchmarks (median (min–max) over -count runs):\n")
+		tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "5\tBENCHMARK\tITERATIONS\tMETRICS")
+		for _, s := range r.goBench.summary() {
+			fmt.Fprintf(tw, "5\t%s\t%s\t%s\n", s[0], s[1], s[2])
+		}
+		_ = tw.Flush()
+	}
+	return b.String()
+}
+
+func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// markdown is BENCHMARKS.md.
+func (r *report) markdown() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("# Benchmarks\n\n")
+	w("Generated by `make bench` (setup, build, then `%s`). Every ratio compares two figures measured\n", strings.TrimSpace(r.opts.command))
+	w("in the same run on the same machine; figures are medians with min–max over the runs, or percentiles\n")
+	w("over samples. Nothing here is asserted: `make bench` fails only when a scenario errors.\n\n")
+	for _, l := range r.machineLines() {
+		w("- %s\n", l)
+	}
+	if r.busy() {
+		w("\n> **The machine was busy**: other work used the CPU around this run (see above) and competed for the\n")
+		w("> %d cores, so these figures only show that the harness works. Re-run `make bench` on a quiet machine.\n", r.machine.cores)
+	}
+	w("\n## Summary\n\n")
+	w("| # | scenario | result | baseline (same run) | ratio | target |\n|---|---|---|---|---|---|\n")
+	for _, x := range r.rows() {
+		w("| %s | %s | %s | %s | %s | %s |\n", x.id, mdCell(x.what), mdCell(x.result), mdCell(x.baseline), mdCell(x.ratio), mdCell(x.target))
+	}
+	if r.goBench != nil {
+		w("\n## 5. Lock and render Go benchmarks\n\n")
+		w("Run by `make bench` as subprocesses:\n\n")
+		for _, c := range r.goBench.cmds {
+			w("    %s\n", c)
+		}
+		w("\n| benchmark | iterations | metrics: median (min–max) over -count runs |\n|---|---|---|\n")
+		for _, s := range r.goBench.summary() {
+			w("| %s | %s | %s |\n", mdCell(s[0]), mdCell(s[1]), mdCell(s[2]))
+		}
+		w("\n<details><summary>go test output</summary>\n\n```\n%s```\n\n</details>\n", r.goBench.raw.String())
+	}
+	w("\n%s", methodText(r))
+	return b.String()
+}
+
+// methodText explains how every figure is taken and why the harness is built
+// the way it is.
+func methodText(r *report) string {
+	o := r.opts
+	specPath := r.goSpec.path
+	if specPath == "" {
+		specPath = "$(go env GOROOT)/doc/go_spec.html"
+	}
+	return fmt.Sprintf(`## How the figures are taken
+
+Everything runs against a private redis-server started on a free loopback port (each group of
+workers gets its own Redis database, so no group takes another's tasks) and file storage in a
+temporary folder; `+"`make bench`"+` stops all of it, Chromium included, on success, error or Ctrl-C.
+The standard document is %[1]s (the sample manual, inline HTML, waiting for
+`+"`window.__PDF_READY__===true`"+` like the demo); every measured export uses a fresh version, so it
+names an artifact nobody stored yet. Workers run with the production defaults (`+"`WORKER_CONCURRENCY=8`"+`,
+`+"`RENDER_CONCURRENCY=2`"+`, `+"`TASK_CHECK_INTERVAL=100ms`"+`, one Chromium per worker). Requests go through the
+public `+"`exportclient`"+` (queue `+"`default`"+`, 24 h retention); the benchmark sees a task finish by reading
+its state every 2 ms (one request) or 10 ms (a burst; all pending tasks in one pipelined round trip),
+so observing adds at most that, then reads the result with the asynq Inspector. Before measuring, every
+Chromium renders the manual once (not counted). Each scenario runs %[7]d times (the no-gate
+baseline, which renders K times per run, at most 3).
+
+**1. K=%[2]d duplicates across %[3]d workers.** Per run: one export of a fresh artifact ("one export",
+the reference for "one render"), then %[2]d requests for another fresh artifact enqueued at once by
+%[2]d goroutines; wall = first enqueue → last result seen. Renders are counted by the workers
+themselves (`+"`pdfexport_renders_total{result=\"ok\"}`"+` of each process; the renderer wrapper in-process),
+not from the results; gate entries that failed open (`+"`pdfexport_lock_acquire_total{result=\"fail_open\"}`"+`,
+a counting wrapper in-process) are shown when there were any: when a Redis call of the gate takes
+longer than its 2 s timeout, e.g. on a CPU-starved machine, the gate fails open by design and that
+task renders too. Three groups: the real `+"`bin/worker`"+` processes (the production path), and two
+in-process groups that differ only in the gate:
+
+- *in-process, gate*: %[3]d workers in the benchmark process, each wired exactly like `+"`cmd/worker`"+`
+  (same `+"`config`"+` defaults, `+"`storage.Open`"+`, its own `+"`render.Renderer`"+` and Chromium, `+"`lock.NewGate`"+`,
+  `+"`tasks.NewHandler`"+`, the same asynq server settings and task deadline);
+- *in-process, no gate (baseline)*: the same, with a `+"`tasks.Gate`"+` that always answers
+  `+"`lock.Entry{Result: lock.FailOpen}`"+`. That is the handler's own fail-open path (render without
+  the lock, store create-only), so the baseline runs production code and nothing else changes. Storage
+  stays create-only: all K render, one artifact survives and the others are discarded.
+
+Why in-process for the baseline instead of a worker knob such as `+"`LOCK_DISABLED=true`"+`: an
+off switch for the render gate in the production binary is a foot-gun that exists only for a
+benchmark. The in-process gated group, measured in the same run, shows what the process boundary
+costs, so the gated `+"`bin/worker`"+` figures can be compared with the in-process baseline.
+
+**2. Enqueue → render start.** One in-process worker; "render start" is when the handler calls
+`+"`Renderer.Render`"+` (a wrapper records it, keyed by the asynq task id), after the storage check and
+the gate. %[4]d requests at the worker's 100 ms and %[5]d at asynq's default 1 s, each sent after a
+random pause of up to one interval, so they land at random phases of the worker's poll (asynq sleeps
+between ½ and 1½ intervals when the queues are empty). The render is a stub that replays the manual's
+PDF recorded from a real render: the measurement ends when the render begins, and a real render per
+sample would not fit the time budget. The "real renders" row cross-checks with the exports of 4.
+With W idle workers the first poll of any of them picks the task up, so pick-up shrinks with W. The
+25 ms row is a what-if (more Redis polls per idle worker: about 40/s instead of 10/s), for the
+cache-hit target of 3.
+
+**3. Cache hit end to end.** %[6]d requests for an artifact already stored, one at a time with random
+pauses, from enqueue to the client seeing the result: on the worker processes, and on one in-process
+worker where middleware splits it into queue pick-up, handler, and the client seeing the result.
+
+**4. Pipeline overhead.** One in-process worker. Raw = `+"`Renderer.Render`"+` of the manual straight
+into `+"`io.Discard`"+` on the worker's own renderer (same Chromium, same settings); pipeline = enqueue →
+pick-up → storage check → gate → the same render streamed into file storage (fsync, link) → release →
+result → the client reading it. The two alternate, %[7]d of each; ratio = median / median.
+
+**5. Lock and render benchmarks** are the repository's Go benchmarks, run as above; whatever benchmarks
+those packages have are included (lock: wake-up latency of the gate vs a 500 ms polling loop,
+acquire+release ops/s vs redislock and redsync; render: see the benchmark names).
+
+**6. A long document.** %[8]s wrapped in a `+"`<html>`"+` with a title, printed with
+`+"`outline: true`"+` (which implies a tagged PDF) by `+"`Renderer.Render`"+` on the warm renderer of 4,
+alternating with the same document without outline (untagged, the default) as its baseline.
+`, o.manual, o.k, o.workers, o.pickN, o.pickSlowN, o.hitN, o.runs, "`"+specPath+"`")
+}

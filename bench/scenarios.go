@@ -1,0 +1,453 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+// Poll intervals of the benchmark's client. Finer than the CLI's 50 ms so
+// that observing a result adds at most this much to a measurement.
+const (
+	pollOne  = 2 * time.Millisecond  // one request in flight
+	pollMany = 10 * time.Millisecond // a burst of K
+)
+
+// rawRender renders src with r straight into io.Discard (or a buffer with
+// keep) and times the call: the "raw Chromium" baseline.
+func rawRender(ctx context.Context, r *render.Renderer, src render.Source, s spec.PrintSettings, keep bool) (time.Duration, render.Stats, []byte, error) {
+	var buf bytes.Buffer
+	var n int64
+	start := time.Now()
+	st, err := r.Render(ctx, src, s, func(_ context.Context, pdf io.Reader) error {
+		var w io.Writer = io.Discard
+		if keep {
+			w = &buf
+		}
+		var cerr error
+		n, cerr = io.Copy(w, pdf)
+		return cerr
+	})
+	d := time.Since(start)
+	if err == nil && st.Bytes == 0 {
+		st.Bytes = n
+	}
+	return d, st, buf.Bytes(), err
+}
+
+// scenarioSingleWorker: one in-process worker with a real Chromium.
+// Pipeline overhead (4) alternates raw renders with exports through the
+// queue; the Go specification (6) is rendered on the same renderer; the
+// cache-hit breakdown (3) re-requests a stored artifact.
+func scenarioSingleWorker(ctx context.Context, e *benchEnv, rep *report) error {
+	f, err := startInProcFleet(ctx, e, "single", 1, workerSpec{})
+	if err != nil {
+		return err
+	}
+	defer f.stop()
+	r := f.workers[0].renderer
+	manualSrc := render.Source{HTML: e.manual}
+	manualSettings := e.manualRequest("x").Options.Settings()
+
+	// Warm-up (not counted): the first render opens Chromium's renderer
+	// process, the first export loads the lock scripts. The manual's PDF is
+	// kept for the stub renderer of the pick-up scenario.
+	_, st, pdf, err := rawRender(ctx, r, manualSrc, manualSettings, true)
+	if err != nil {
+		return fmt.Errorf("warm-up render: %w", err)
+	}
+	if !bytes.HasPrefix(pdf, []byte("%PDF-")) || st.Pages < 1 {
+		return fmt.Errorf("%w: warm-up render gave %d bytes, %d pages, not a PDF", errScenario, len(pdf), st.Pages)
+	}
+	e.manualPDF, e.manualPages = pdf, st.Pages
+	logf("   standard document: %s, %d pages, %d bytes", e.o.manual, st.Pages, len(pdf))
+	hitReq := e.manualRequest(freshVersion("hit"))
+	if _, err := f.export(ctx, hitReq, pollOne); err != nil {
+		return fmt.Errorf("warm-up export: %w", err)
+	}
+
+	// 4. Pipeline overhead.
+	var raw, pipe, renderMS, pickup dist
+	for i := range e.o.runs {
+		doRaw := func() error {
+			d, st, _, err := rawRender(ctx, r, manualSrc, manualSettings, false)
+			if err != nil {
+				return fmt.Errorf("raw render: %w", err)
+			}
+			if st.Pages != e.manualPages {
+				return fmt.Errorf("%w: raw render gave %d pages, want %d", errScenario, st.Pages, e.manualPages)
+			}
+			raw = append(raw, msOf(d))
+			return nil
+		}
+		doPipe := func() error {
+			req, err := f.export(ctx, e.manualRequest(freshVersion("pipe")), pollOne)
+			if err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+			if !req.res.Rendered || req.res.Pages != e.manualPages {
+				return fmt.Errorf("%w: export result %+v: want rendered, %d pages", errScenario, req.res, e.manualPages)
+			}
+			pipe = append(pipe, msOf(req.e2e()))
+			renderMS = append(renderMS, float64(req.res.RenderMS))
+			if t, ok := f.rec.get(f.rec.renderStart, req.id); ok {
+				pickup = append(pickup, msOf(t.Sub(req.enq)))
+			}
+			return nil
+		}
+		first, second := doRaw, doPipe
+		if i%2 == 1 {
+			first, second = doPipe, doRaw
+		}
+		if err := first(); err != nil {
+			return err
+		}
+		if err := second(); err != nil {
+			return err
+		}
+	}
+	rep.pipeline = pipelineResult{raw: raw, pipe: pipe, renderMS: renderMS, pickup: pickup}
+	logf("   pipeline %s vs raw %s", pipe.mmm(" ms"), raw.mmm(" ms"))
+
+	// 6. The Go specification with an outline.
+	specHTML, specPath, err := goSpecHTML(ctx)
+	if err != nil {
+		return err
+	}
+	gs := goSpecResult{path: specPath, htmlBytes: len(specHTML)}
+	for range min(e.o.runs, 3) {
+		// With the outline (the figure asked for) and, as its baseline, without.
+		for _, outline := range []bool{true, false} {
+			d, st, _, err := rawRender(ctx, r, render.Source{HTML: specHTML}, spec.Options{Outline: outline}.Settings(), false)
+			if err != nil {
+				return fmt.Errorf("rendering %s: %w", specPath, err)
+			}
+			if st.Pages < 1 || st.Bytes < 1 {
+				return fmt.Errorf("%w: %s rendered to %d pages, %d bytes", errScenario, specPath, st.Pages, st.Bytes)
+			}
+			if outline {
+				gs.ms, gs.pages, gs.bytes = append(gs.ms, msOf(d)), append(gs.pages, float64(st.Pages)), append(gs.bytes, float64(st.Bytes))
+			} else {
+				gs.plainMS, gs.plainBytes = append(gs.plainMS, msOf(d)), append(gs.plainBytes, float64(st.Bytes))
+			}
+		}
+	}
+	rep.goSpec = gs
+	logf("   go spec with outline: %s pages, %s bytes, %s; without: %s", gs.pages.mmm(""), gs.bytes.mmm(""), gs.ms.mmm(" ms"), gs.plainMS.mmm(" ms"))
+
+	// 3b. Cache hit through one in-process worker, broken down.
+	var hit hitResult
+	hit.label = "1 in-process worker"
+	for range e.o.hitN {
+		if err := sleepCtx(ctx, rand.N(100*time.Millisecond)); err != nil {
+			return err
+		}
+		req, err := f.export(ctx, hitReq, pollOne)
+		if err != nil {
+			return fmt.Errorf("cache-hit export: %w", err)
+		}
+		if req.res.Rendered || req.res.Pages != e.manualPages {
+			return fmt.Errorf("%w: cache hit result %+v: want reused, %d pages", errScenario, req.res, e.manualPages)
+		}
+		hs, ok1 := f.rec.get(f.rec.handlerStart, req.id)
+		he, ok2 := f.rec.get(f.rec.handlerEnd, req.id)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("%w: no handler times recorded for task %s", errScenario, req.id)
+		}
+		hit.e2e = append(hit.e2e, msOf(req.e2e()))
+		hit.pickup = append(hit.pickup, msOf(hs.Sub(req.enq)))
+		hit.handler = append(hit.handler, msOf(he.Sub(hs)))
+		hit.observe = append(hit.observe, msOf(req.done.Sub(he)))
+	}
+	rep.hits = append(rep.hits, hit)
+	logf("   cache hit e2e %s", hit.e2e.pcts(" ms"))
+	return nil
+}
+
+// goSpecHTML wraps $(go env GOROOT)/doc/go_spec.html (a page body with a
+// JSON front matter comment) into a document with a title, unchanged otherwise.
+func goSpecHTML(ctx context.Context) (string, string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOROOT").Output()
+	if err != nil {
+		return "", "", fmt.Errorf("go env GOROOT: %w", err)
+	}
+	path := filepath.Join(strings.TrimSpace(string(out)), "doc", "go_spec.html")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", fmt.Errorf("the Go specification ships with the toolchain: %w", err)
+	}
+	return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>The Go Programming Language Specification</title></head><body>
+<h1>The Go Programming Language Specification</h1>
+` + string(b) + "\n</body></html>\n", path, nil
+}
+
+// scenarioPickup (2): enqueue → the handler calling Render, on one
+// in-process worker, at the worker's TASK_CHECK_INTERVAL (100ms) and at
+// asynq's default (1s). Requests arrive at random times (uniform gaps up to
+// the interval), so they land at random phases of the worker's poll. The
+// render is a stub replaying the manual's recorded PDF: the measurement ends
+// when the render begins, and scenario 4 covers the render itself.
+func scenarioPickup(ctx context.Context, e *benchEnv, rep *report) error {
+	if e.manualPDF == nil {
+		return errors.New("no recorded PDF (the single-worker scenario records it)")
+	}
+	stub := &stubRenderer{pdf: e.manualPDF, pages: e.manualPages}
+	for _, s := range []struct {
+		label    string
+		ws       workerSpec
+		n        int
+		interval time.Duration
+	}{
+		{"TASK_CHECK_INTERVAL=100ms (worker default)", workerSpec{stub: stub}, e.o.pickN, 100 * time.Millisecond},
+		{"asynq default TaskCheckInterval (1s)", workerSpec{stub: stub, asynqDefault: true}, e.o.pickSlowN, time.Second},
+		{"TASK_CHECK_INTERVAL=25ms (what-if, not the default)", workerSpec{stub: stub, checkInterval: 25 * time.Millisecond}, e.o.pickN / 2, 25 * time.Millisecond},
+	} {
+		f, err := startInProcFleet(ctx, e, "pickup-"+s.interval.String(), 1, s.ws)
+		if err != nil {
+			return err
+		}
+		lat, err := pickupSamples(ctx, e, f, s.n, s.interval)
+		f.stop()
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.label, err)
+		}
+		rep.pickups = append(rep.pickups, pickupResult{label: s.label, interval: s.interval, lat: lat})
+		logf("   %s: %s", s.label, lat.pcts(" ms"))
+	}
+	return nil
+}
+
+func pickupSamples(ctx context.Context, e *benchEnv, f *fleet, n int, interval time.Duration) (dist, error) {
+	// Let the worker's poll loop reach its steady state.
+	if err := sleepCtx(ctx, 2*interval); err != nil {
+		return nil, err
+	}
+	reqs := make([]*request, 0, n)
+	for range n {
+		if err := sleepCtx(ctx, rand.N(interval)); err != nil {
+			return nil, err
+		}
+		r, err := f.enqueue(ctx, e.manualRequest(freshVersion("pick")))
+		if err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, r)
+	}
+	if err := f.await(ctx, reqs, pollMany, 2*time.Minute); err != nil {
+		return nil, err
+	}
+	var lat dist
+	for _, r := range reqs {
+		t, ok := f.rec.get(f.rec.renderStart, r.id)
+		if !ok || !r.res.Rendered {
+			return nil, fmt.Errorf("%w: task %s did not render (%+v)", errScenario, r.id, r.res)
+		}
+		lat = append(lat, msOf(t.Sub(r.enq)))
+	}
+	return lat, nil
+}
+
+// scenarioDedupInProcess (1): K duplicates on in-process workers, with the
+// gate and with the no-gate baseline, otherwise identical.
+func scenarioDedupInProcess(ctx context.Context, e *benchEnv, rep *report) error {
+	for _, v := range []struct {
+		label string
+		name  string
+		ws    workerSpec
+	}{
+		{fmt.Sprintf("%d in-process workers, gate", e.o.workers), "dedup-gate", workerSpec{}},
+		{fmt.Sprintf("%d in-process workers, no gate (baseline)", e.o.workers), "dedup-nogate", workerSpec{noGate: true}},
+	} {
+		f, err := startInProcFleet(ctx, e, v.name, e.o.workers, v.ws)
+		if err != nil {
+			return err
+		}
+		res, err := func() (dedupResult, error) {
+			defer f.stop()
+			// Warm every Chromium with one render (not counted).
+			var wg sync.WaitGroup
+			errs := make([]error, len(f.workers))
+			for i, w := range f.workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, _, _, errs[i] = rawRender(ctx, w.renderer, render.Source{HTML: e.manual}, e.manualRequest("x").Options.Settings(), false)
+				}()
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				return dedupResult{}, fmt.Errorf("warm-up: %w", err)
+			}
+			counter := func(context.Context) (int, int, error) {
+				return int(f.rec.renders.Load()), int(f.rec.failOpen.Load()), nil
+			}
+			return dedupRuns(ctx, e, f, v.label, v.ws.noGate, counter)
+		}()
+		if err != nil {
+			return fmt.Errorf("%s: %w", v.label, err)
+		}
+		rep.dedup = append(rep.dedup, res)
+	}
+	return nil
+}
+
+// dedupRuns measures, per run, one export of a fresh artifact and then K
+// concurrent requests for another fresh artifact on fleet f.
+func dedupRuns(ctx context.Context, e *benchEnv, f *fleet, label string, baseline bool, counters func(context.Context) (renders, failOpen int, err error)) (dedupResult, error) {
+	res := dedupResult{label: label, baseline: baseline, k: e.o.k}
+	runs := e.o.runs
+	if baseline {
+		runs = min(runs, 3) // K full renders per run; its median is stable at 3
+	}
+	for range runs {
+		one, err := f.export(ctx, e.manualRequest(freshVersion("one")), pollMany)
+		if err != nil {
+			return res, fmt.Errorf("single export: %w", err)
+		}
+		if !one.res.Rendered {
+			return res, fmt.Errorf("%w: single export of a fresh artifact did not render: %+v", errScenario, one.res)
+		}
+		before, foBefore, err := counters(ctx)
+		if err != nil {
+			return res, err
+		}
+		reqs, wall, err := f.burst(ctx, e.manualRequest(freshVersion("dup")), e.o.k, pollMany)
+		if err != nil {
+			return res, fmt.Errorf("%d duplicates: %w", e.o.k, err)
+		}
+		after, foAfter, err := counters(ctx)
+		if err != nil {
+			return res, err
+		}
+		flagged, renderMS := 0, int64(0)
+		for _, r := range reqs {
+			if r.res.ArtifactKey != reqs[0].res.ArtifactKey || r.res.Pages != e.manualPages || r.res.Bytes <= 0 {
+				return res, fmt.Errorf("%w: result %+v differs from %+v (want %d pages)", errScenario, r.res, reqs[0].res, e.manualPages)
+			}
+			if r.res.Rendered {
+				flagged++
+			}
+			renderMS = max(renderMS, r.res.RenderMS)
+		}
+		res.single = append(res.single, msOf(one.e2e()))
+		res.wall = append(res.wall, msOf(wall))
+		res.renders = append(res.renders, float64(after-before))
+		res.flagged = append(res.flagged, float64(flagged))
+		res.renderMS = append(res.renderMS, float64(renderMS))
+		res.failOpen = append(res.failOpen, float64(foAfter-foBefore))
+		logf("   %s: %d requests → %d renders (%d results rendered:true, %d fail-open), wall %.0f ms; one export %.0f ms",
+			label, e.o.k, after-before, flagged, foAfter-foBefore, msOf(wall), msOf(one.e2e()))
+		if !baseline && after-before != 1 {
+			e.keepWork.Store(true)
+			logf("   %s: %d renders for one artifact; worker logs kept in %s", label, after-before, f.dir)
+		}
+	}
+	return res, nil
+}
+
+// scenarioBinaries: the production binaries. K duplicates across worker
+// processes (1, gated path) and cache hits end to end (3).
+func scenarioBinaries(ctx context.Context, e *benchEnv, rep *report) error {
+	f, err := startBinaryFleet(ctx, e, "binaries", e.o.workers)
+	if err != nil {
+		return err
+	}
+	defer f.stop()
+	// Warm every worker's Chromium: distinct exports until each process has
+	// rendered at least once (which worker takes a task is asynq's choice).
+	for round := 1; ; round++ {
+		counts, err := f.metric(ctx, metricRendersOK)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(counts, 0) {
+			break
+		}
+		if round > 6 {
+			return fmt.Errorf("%w: warm-up: after %d rounds renders per worker are %v", errScenario, round-1, counts)
+		}
+		var reqs []*request
+		for range 2 * e.o.workers {
+			// Spaced out: an idle worker takes every task it finds in one poll.
+			if err := sleepCtx(ctx, 150*time.Millisecond); err != nil {
+				return err
+			}
+			r, err := f.enqueue(ctx, e.manualRequest(freshVersion("warm")))
+			if err != nil {
+				return err
+			}
+			reqs = append(reqs, r)
+		}
+		if err := f.await(ctx, reqs, pollMany, 3*time.Minute); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	sum := func(ctx context.Context, sample string) (int, error) {
+		c, err := f.metric(ctx, sample)
+		n := 0
+		for _, v := range c {
+			n += v
+		}
+		return n, err
+	}
+	counter := func(ctx context.Context) (int, int, error) {
+		r, err := sum(ctx, metricRendersOK)
+		if err != nil {
+			return 0, 0, err
+		}
+		fo, err := sum(ctx, metricFailOpen)
+		return r, fo, err
+	}
+	res, err := dedupRuns(ctx, e, f, fmt.Sprintf("%d worker processes (bin/worker), gate", e.o.workers), false, counter)
+	if err != nil {
+		return err
+	}
+	rep.dedup = append([]dedupResult{res}, rep.dedup...)
+
+	// 3. Cache hit end to end on the worker processes.
+	hitReq := e.manualRequest(freshVersion("hit"))
+	if _, err := f.export(ctx, hitReq, pollOne); err != nil {
+		return err
+	}
+	hit := hitResult{label: fmt.Sprintf("%d worker processes (bin/worker)", e.o.workers)}
+	for range e.o.hitN {
+		if err := sleepCtx(ctx, rand.N(100*time.Millisecond)); err != nil {
+			return err
+		}
+		req, err := f.export(ctx, hitReq, pollOne)
+		if err != nil {
+			return fmt.Errorf("cache-hit export: %w", err)
+		}
+		if req.res.Rendered {
+			return fmt.Errorf("%w: cache hit rendered: %+v", errScenario, req.res)
+		}
+		hit.e2e = append(hit.e2e, msOf(req.e2e()))
+	}
+	rep.hits = append([]hitResult{hit}, rep.hits...)
+	logf("   cache hit e2e (processes) %s", hit.e2e.pcts(" ms"))
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
