@@ -35,6 +35,9 @@ func (r Result) String() string {
 	return fmt.Sprintf("Result(%d)", int(r))
 }
 
+// maxFailedPolls is how many consecutive failed polls make a waiter fail open.
+const maxFailedPolls = 3
+
 // ErrWaitTimeout is returned by Enter when the holder neither stored nor gave
 // up within Config.WaitTimeout. The task should be retried later.
 var ErrWaitTimeout = errors.New("lock: timed out waiting for the render holder")
@@ -98,6 +101,7 @@ func (g *Gate) Enter(ctx context.Context, id, staleETag string) (Entry, error) {
 	messages := sub.Channel(redis.WithChannelSize(4))
 	poll := time.NewTimer(0)
 	defer poll.Stop()
+	failedPolls := 0
 	for {
 		select {
 		case <-waitCtx.Done():
@@ -119,8 +123,17 @@ func (g *Gate) Enter(ctx context.Context, id, staleETag string) (Entry, error) {
 			if waitCtx.Err() != nil {
 				continue // the select above reports timeout or cancellation
 			}
+			// A waiter already knows another worker is rendering, so one slow
+			// or failed poll (a starved CPU, a failover) is no reason to render
+			// a duplicate: it fails open only after several in a row.
+			if failedPolls++; failedPolls < maxFailedPolls {
+				cfg.Logger.Debug("lock poll failed, retrying", "key", id, "err", err, "failures", failedPolls)
+				poll.Reset(cfg.PollInterval)
+				continue
+			}
 			return g.failOpen(ctx, id, err, start)
 		}
+		failedPolls = 0
 		if e, ok := g.settled(ctx, id, token, rep, start); ok {
 			return e, nil
 		}

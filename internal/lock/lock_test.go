@@ -242,3 +242,38 @@ func TestGate_WaitTimeout(t *testing.T) {
 		t.Fatalf("Enter = %v, want ErrWaitTimeout", err)
 	}
 }
+
+func TestGate_WaiterFailsOpenAfterRepeatedPollFailures(t *testing.T) {
+	srv := testsupport.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DialTimeout: 300 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	const poll = 100 * time.Millisecond
+	g := NewGate(newTestMutex(t, rdb, Config{TTL: 10 * time.Second, PollInterval: poll, FailOpen: true, OpTimeout: 500 * time.Millisecond}))
+	ctx := context.Background()
+	holder, err := g.Enter(ctx, "k", "")
+	if err != nil || holder.Result != Acquired {
+		t.Fatal(err)
+	}
+	result := make(chan Entry, 1)
+	go func() {
+		e, err := g.Enter(ctx, "k", "")
+		if err != nil {
+			t.Error(err)
+		}
+		result <- e
+	}()
+	time.Sleep(300 * time.Millisecond) // the waiter is subscribed and polling
+	srv.Stop()
+	stopped := time.Now()
+	select {
+	case e := <-result:
+		if e.Result != FailOpen {
+			t.Fatalf("waiter got %s, want FailOpen", e.Result)
+		}
+		if took := time.Since(stopped); took < 2*poll {
+			t.Fatalf("waiter failed open after %s, on the first failed poll", took)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter did not fail open within 5s of Redis dying")
+	}
+}
