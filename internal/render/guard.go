@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -23,6 +24,36 @@ import (
 // fails it with BlockedByClient (everything else, including file:). Requests
 // made inside a cross-site iframe run in another renderer process and are not
 // seen here; the proxy layer covers the network for those.
+
+// precheckSource resolves the host of a source URL the way the egress proxy
+// will and returns an ErrBlocked error when no address it resolves to is
+// allowed. Resolution failures are left to the navigation to report.
+func (r *Renderer) precheckSource(ctx context.Context, raw string) error {
+	p := r.proxy.Load()
+	u, err := url.Parse(raw)
+	if p == nil || err != nil {
+		return nil
+	}
+	port := u.Port()
+	switch strings.ToLower(u.Scheme) {
+	case "http", "ws":
+		if port == "" {
+			port = "80"
+		}
+	case "https", "wss":
+		if port == "" {
+			port = "443"
+		}
+	default:
+		return nil
+	}
+	_, err = p.resolve(ctx, u.Hostname(), port)
+	var rf *refusal
+	if errors.As(err, &rf) {
+		return fmt.Errorf("%w: %s", ErrBlocked, rf.reason)
+	}
+	return nil
+}
 
 // checkURL decides whether the page may request raw. It returns nil or an
 // error wrapping ErrBlocked that says why.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -68,6 +69,9 @@ func (r *Renderer) Render(ctx context.Context, src Source, settings spec.PrintSe
 			result = "error"
 		}
 		r.cfg.Observer.RenderDone(result, st.Duration)
+		if so, ok := r.cfg.Observer.(StatsObserver); ok {
+			so.RenderStats(result, st)
+		}
 	}()
 	if sink == nil {
 		return st, permanent{fmt.Errorf("%w: nil sink", ErrSink)}
@@ -113,6 +117,15 @@ func (r *Renderer) Render(ctx context.Context, src Source, settings spec.PrintSe
 	}
 	defer release()
 
+	if src.URL != "" {
+		// Fail fast, and as ErrBlocked, when the source's name resolves only
+		// to addresses the allowlist does not name; the proxy checks again
+		// when it dials.
+		if err := r.precheckSource(ctx, src.URL); err != nil {
+			return st, err
+		}
+	}
+
 	err = r.renderInTab(ctx, b, src, settings, sink, &st)
 	if err != nil {
 		r.log.Debug("render failed", "err", err, "queue_wait", st.QueueWait)
@@ -132,8 +145,28 @@ func callerErr(ctx context.Context, stage string) error {
 // renderInTab runs one render in its own tab and maps its failure to a
 // sentinel.
 func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats) error {
-	w := newPageWatch()
-	tabCtx, closeTab := chromedp.NewContext(b.ctx, chromedp.WithNewWindow(false), chromedp.WithListener(w.onEvent))
+	w := newPageWatch(r.log)
+	opts := []chromedp.ContextOption{chromedp.WithListener(w.onEvent), chromedp.WithNewWindow(false)}
+	if r.design == designContextPerRender {
+		// Its own browser context: cookies, storage, service workers and
+		// the HTTP cache of earlier renders are not there, and disposing
+		// of the context at the end drops what this render left. Created
+		// and disposed here, not by chromedp, under the browser's context
+		// rather than the render deadline: a create whose answer a
+		// cancellation loses, or a dispose that chromedp's short close
+		// timeout cuts, leaves a context behind (measured: one in 500
+		// renders with forced timeouts on a loaded machine).
+		id, err := createBrowserContext(b)
+		if err != nil {
+			if b.dead() {
+				return fmt.Errorf("%w: creating a browser context: %v", ErrBrowserCrashed, err)
+			}
+			return fmt.Errorf("%w: creating a browser context: %v", ErrNavigation, err)
+		}
+		defer r.disposeBrowserContext(b, id) // runs after closeTab
+		opts = append(opts, chromedp.WithExistingBrowserContext(id))
+	}
+	tabCtx, closeTab := chromedp.NewContext(b.ctx, opts...)
 	r.tabOpened()
 	defer r.tabs.Add(-1) // runs after closeTab returned
 	defer closeTab()
@@ -154,7 +187,13 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	stage := "opening a tab"
 	began := time.Now()
 	limit := deadline.Sub(began)
-	err := r.runPage(runCtx, b, w, src, settings, sink, st, &stage)
+	err := openTab(runCtx, tabCtx)
+	if err != nil && runCtx.Err() == nil {
+		err = fmt.Errorf("%w: opening a tab: %v", ErrBrowserCrashed, err)
+	}
+	if err == nil {
+		err = r.runPage(runCtx, b, w, src, settings, sink, st, &stage)
+	}
 	if err == nil {
 		return nil
 	}
@@ -176,6 +215,57 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	return err
 }
 
+// contextOpTimeout bounds creating and disposing of a browser context.
+const contextOpTimeout = 10 * time.Second
+
+func createBrowserContext(b *browser) (cdp.BrowserContextID, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, contextOpTimeout)
+	defer cancel()
+	res, err := cdp.Call(ctx, b.session(), target.CreateBrowserContext, target.CreateBrowserContextParams{})
+	if err != nil {
+		return "", err
+	}
+	return res.BrowserContextID, nil
+}
+
+func (r *Renderer) disposeBrowserContext(b *browser, id cdp.BrowserContextID) {
+	if b.ctx.Err() != nil {
+		return // the browser is gone, and its contexts with it
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, contextOpTimeout)
+	defer cancel()
+	if _, err := cdp.Call(ctx, b.session(), target.DisposeBrowserContext, target.DisposeBrowserContextParams{BrowserContextID: id}); err != nil && !b.dead() {
+		r.log.Warn("disposing of a browser context failed", "id", id, "err", err)
+	}
+}
+
+// tabOpenTimeout bounds waiting for a tab that is being opened when the
+// render ends, so that it can be closed.
+const tabOpenTimeout = 10 * time.Second
+
+// openTab creates and attaches the tab (and browser context) of tabCtx. It
+// runs under tabCtx, not the render deadline: a Target.createTarget or
+// attachToTarget whose answer is lost to a cancellation leaves a tab that
+// nobody closes (measured: orphan tabs after forced timeouts). When runCtx
+// ends first it still waits, at most tabOpenTimeout, for the tab, so that the
+// caller's deferred close finds and closes it.
+func openTab(runCtx, tabCtx context.Context) error {
+	opened := make(chan error, 1)
+	go func() { opened <- chromedp.Do(tabCtx) }()
+	select {
+	case err := <-opened:
+		return err
+	case <-runCtx.Done():
+	}
+	t := time.NewTimer(tabOpenTimeout)
+	defer t.Stop()
+	select {
+	case <-opened:
+	case <-t.C: // the caller's closeTab cancels tabCtx, which ends Do
+	}
+	return runCtx.Err()
+}
+
 func (r *Renderer) tabOpened() {
 	n := r.tabs.Add(1)
 	for {
@@ -190,11 +280,7 @@ func (r *Renderer) tabOpened() {
 // already wrap their sentinel; renderInTab overrides them when the browser
 // died or the context ended.
 func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string) error {
-	// The first Run on the tab context creates and attaches the tab; the
-	// target then lives as long as ctx.
-	if err := chromedp.Do(ctx); err != nil {
-		return fmt.Errorf("%w: opening a tab: %v", ErrBrowserCrashed, err)
-	}
+	// openTab attached the tab; it lives as long as the tab context.
 	t := chromedp.FromContext(ctx).Target
 	mainFrame := cdp.FrameID(t.TargetID)
 	w.setMainFrame(mainFrame)
@@ -212,7 +298,9 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	// Close the tab while the guard still answers: detaching first (as
 	// chromedp's cancel does) would let Chromium resume paused requests.
 	defer closeTarget(b, t.TargetID)
-	if err := g.start(gctx, t); err != nil {
+	if r.skipTabGuard {
+		close(g.done)
+	} else if err := g.start(gctx, t); err != nil {
 		return fmt.Errorf("%w: enabling request interception: %v", ErrNavigation, err)
 	}
 	w.guard = g
@@ -395,10 +483,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 // goroutine: it only records and pokes.
 type pageWatch struct {
 	guard *guard
+	log   *slog.Logger
 
 	mu         sync.Mutex
 	frame      cdp.FrameID
-	inflight   map[network.RequestID]struct{}
+	inflight   map[network.RequestID]string // URL
 	quietSince time.Time
 	loaded     map[cdp.LoaderID]bool
 	responses  map[cdp.LoaderID]*network.Response // main-frame documents
@@ -408,9 +497,10 @@ type pageWatch struct {
 	poke chan struct{}
 }
 
-func newPageWatch() *pageWatch {
+func newPageWatch(log *slog.Logger) *pageWatch {
 	return &pageWatch{
-		inflight:   make(map[network.RequestID]struct{}),
+		log:        log,
+		inflight:   make(map[network.RequestID]string),
 		quietSince: time.Now(),
 		loaded:     make(map[cdp.LoaderID]bool),
 		responses:  make(map[cdp.LoaderID]*network.Response),
@@ -429,8 +519,14 @@ func (w *pageWatch) onEvent(ev any) {
 	w.mu.Lock()
 	switch ev := ev.(type) {
 	case *network.EventRequestWillBeSent:
-		if _, ok := w.inflight[ev.RequestID]; !ok { // a redirect keeps its id
-			w.inflight[ev.RequestID] = struct{}{}
+		// A request without a loader (a worker's script, measured: no
+		// later event reaches this session) finishes in another target.
+		if _, ok := w.inflight[ev.RequestID]; !ok && ev.LoaderID != "" { // a redirect keeps its id
+			url := ""
+			if ev.Request != nil {
+				url = ev.Request.URL
+			}
+			w.inflight[ev.RequestID] = url
 			w.quietSince = time.Now()
 		}
 		if ev.Type == network.ResourceTypeDocument && ev.FrameID == w.frame && ev.LoaderID != "" {
@@ -443,6 +539,12 @@ func (w *pageWatch) onEvent(ev any) {
 	case *network.EventResponseReceived:
 		if ev.Type == network.ResourceTypeDocument && ev.FrameID == w.frame && ev.Response != nil {
 			w.responses[ev.LoaderID] = ev.Response
+		}
+		if ev.Type == network.ResourceTypeDocument && ev.FrameID != w.frame {
+			// A cross-site frame's document finishes loading in the frame's
+			// own process (measured: this session never gets its
+			// loadingFinished); the load event waits for the frame.
+			w.done(ev.RequestID)
 		}
 	case *page.EventLifecycleEvent:
 		if ev.Name == "load" && ev.FrameID == w.frame {
@@ -540,6 +642,13 @@ func (w *pageWatch) waitNetworkIdle(ctx context.Context) error {
 		return left <= 0, left
 	})
 	if err != nil && ctx.Err() == nil && ictx.Err() != nil {
+		w.mu.Lock()
+		var urls []string
+		for _, u := range w.inflight {
+			urls = append(urls, truncate(u, 100))
+		}
+		w.mu.Unlock()
+		w.log.Info("network never went idle; printing anyway", "after", networkIdleMax, "in_flight", urls)
 		return nil
 	}
 	return err
@@ -549,10 +658,32 @@ func (w *pageWatch) statusErr(loader cdp.LoaderID) error {
 	w.mu.Lock()
 	resp := w.responses[loader]
 	w.mu.Unlock()
-	if resp != nil && resp.Status >= 400 {
+	if resp == nil {
+		return nil
+	}
+	switch egressHeader(resp.Headers) {
+	case "refused": // the egress proxy, not the server, answered
+		return fmt.Errorf("%w: the egress proxy refused %s", ErrBlocked, truncate(resp.URL, 200))
+	case "upstream-failed":
+		return fmt.Errorf("%w: %s: connecting failed", ErrNavigation, truncate(resp.URL, 200))
+	}
+	if resp.Status >= 400 {
 		return &StatusError{Code: int(resp.Status), Text: resp.StatusText, URL: truncate(resp.URL, 200)}
 	}
 	return nil
+}
+
+// egressHeader returns the value of egressRefusedHeader in h, which only
+// answers of the egress proxy carry (a server could send it too, but could
+// only turn its own error into another non-success).
+func egressHeader(h network.Headers) string {
+	for k, v := range h {
+		if strings.EqualFold(k, egressRefusedHeader) {
+			s, _ := v.(string)
+			return s
+		}
+	}
+	return ""
 }
 
 func (w *pageWatch) checkCrashed() error {

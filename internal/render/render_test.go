@@ -32,7 +32,7 @@ import (
 
 // newRenderer starts a Renderer on the test machine's Chromium, closed (and
 // checked for leftover processes) at the end of the test.
-func newRenderer(t *testing.T, cfg Config) *Renderer {
+func newRenderer(t *testing.T, cfg Config, setup ...func(*Renderer)) *Renderer {
 	t.Helper()
 	cfg.ChromiumPath = testsupport.ChromiumPath(t)
 	if cfg.Logger == nil {
@@ -41,6 +41,9 @@ func newRenderer(t *testing.T, cfg Config) *Renderer {
 	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range setup {
+		f(r)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -622,6 +625,9 @@ func TestRender_RecyclesBrowserAfterMaxRenders(t *testing.T) {
 	if obs.restarts != 1 || obs.results["ok"] != 3 {
 		t.Errorf("observer saw %d restarts and results %v, want 1 restart and 3 ok", obs.restarts, obs.results)
 	}
+	if len(obs.stats) != 3 || obs.stats[0].Pages != 1 || obs.stats[0].Bytes == 0 {
+		t.Errorf("StatsObserver got %+v, want 3 renders of 1 page", obs.stats)
+	}
 	obs.mu.Unlock()
 	if got := r.starts.Load(); got != 2 {
 		t.Errorf("browsers started = %d, want 2", got)
@@ -849,6 +855,13 @@ type countingObserver struct {
 	mu       sync.Mutex
 	results  map[string]int
 	restarts int
+	stats    []Stats
+}
+
+func (o *countingObserver) RenderStats(result string, st Stats) {
+	o.mu.Lock()
+	o.stats = append(o.stats, st)
+	o.mu.Unlock()
 }
 
 func (o *countingObserver) RenderDone(result string, _ time.Duration) {

@@ -1,0 +1,441 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pdfexport/pdfexport/internal/allowlist"
+)
+
+// The request guard, second layer: a forward proxy on 127.0.0.1 that every
+// network request of the browser goes through (Chromium runs with
+// --proxy-server pointing here and --proxy-bypass-list=<-loopback>, so even
+// loopback is proxied). It serves plain HTTP proxy requests and CONNECT
+// tunnels (https, wss, and ws, which Chromium tunnels too). For each new
+// upstream connection it checks the host against the allowlist, resolves a
+// name once, and dials only an address the allowlist allows for it: the
+// address checked is the address dialled, which closes DNS rebinding. A
+// refusal is a 403 (with header egressRefusedHeader) and is counted.
+
+// Bounds of the proxy.
+const (
+	proxyResolveTimeout = 5 * time.Second
+	proxyDialTimeout    = 10 * time.Second
+	proxyHeaderTimeout  = 10 * time.Second // reading a request's header from Chromium
+	proxyIdleTimeout    = 60 * time.Second // an idle keep-alive connection or tunnel is closed
+	proxyMaxHeaderBytes = 256 << 10
+	proxyUpstreamIdle   = 30 * time.Second // idle pooled upstream connections
+)
+
+// egressRefusedHeader marks a 403 that the proxy, not the server, answered.
+const egressRefusedHeader = "X-Pdfexport-Egress"
+
+// errEgressRefused is the cause of every refusal of the proxy.
+var errEgressRefused = errors.New("egress refused")
+
+// refusal is an error that makes the proxy answer 403.
+type refusal struct{ reason string }
+
+func (e *refusal) Error() string { return "egress refused: " + e.reason }
+func (e *refusal) Unwrap() error { return errEgressRefused }
+
+// egressProxy is the forward proxy. Start it with startEgressProxy; close
+// stops it and waits for every goroutine it started.
+type egressProxy struct {
+	allowed allowlist.List
+	log     *slog.Logger
+
+	// Seams for tests; nil means the system resolver and a net.Dialer.
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	// onRefuse, if set, sees every refusal: the URL of a plain request or
+	// "CONNECT host:port" (tests).
+	onRefuse func(target, reason string)
+
+	ln   net.Listener
+	srv  *http.Server
+	rp   *httputil.ReverseProxy
+	tr   *http.Transport
+	base context.Context // canceled by close: ends requests and upgraded connections
+	stop context.CancelFunc
+
+	refused   atomic.Int64
+	connected atomic.Int64 // upstream connections dialled
+
+	mu      sync.Mutex
+	closed  bool
+	tunnels map[net.Conn]struct{} // hijacked client and upstream connections
+	wg      sync.WaitGroup        // Serve, handlers, tunnel copiers
+}
+
+type egressOptions struct {
+	lookup         func(ctx context.Context, host string) ([]netip.Addr, error)
+	dial           func(ctx context.Context, network, addr string) (net.Conn, error)
+	onRefuse       func(target, reason string)
+	upstreamHeader time.Duration // bound on waiting for a response header; 0 = none
+}
+
+// startEgressProxy listens on 127.0.0.1 on a random port and serves.
+func startEgressProxy(allowed allowlist.List, logger *slog.Logger, o egressOptions) (*egressProxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("egress proxy: %w", err)
+	}
+	p := &egressProxy{
+		allowed:  allowed,
+		log:      logger,
+		lookup:   o.lookup,
+		dial:     o.dial,
+		onRefuse: o.onRefuse,
+		ln:       ln,
+		tunnels:  make(map[net.Conn]struct{}),
+	}
+	if p.lookup == nil {
+		p.lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	if p.dial == nil {
+		d := &net.Dialer{Timeout: proxyDialTimeout, KeepAlive: 30 * time.Second}
+		p.dial = d.DialContext
+	}
+	p.base, p.stop = context.WithCancel(context.Background())
+	p.tr = &http.Transport{
+		Proxy:                  nil,
+		DialContext:            p.dialChecked,
+		ForceAttemptHTTP2:      false, // plain http only: TLS goes through CONNECT
+		DisableCompression:     true,  // pass the body through as the server sent it
+		MaxIdleConns:           32,
+		MaxIdleConnsPerHost:    6,
+		IdleConnTimeout:        proxyUpstreamIdle,
+		ResponseHeaderTimeout:  o.upstreamHeader,
+		MaxResponseHeaderBytes: proxyMaxHeaderBytes,
+	}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.RawQuery = pr.In.URL.RawQuery
+			pr.Out.Host = pr.In.Host
+		},
+		Transport:     p.tr,
+		FlushInterval: -1,
+		ErrorLog:      log.New(io.Discard, "", 0),
+		ErrorHandler:  p.upstreamFailed,
+	}
+	p.srv = &http.Server{
+		Handler:           http.HandlerFunc(p.serve),
+		ReadHeaderTimeout: proxyHeaderTimeout,
+		IdleTimeout:       proxyIdleTimeout,
+		MaxHeaderBytes:    proxyMaxHeaderBytes,
+		ErrorLog:          log.New(io.Discard, "", 0),
+		BaseContext:       func(net.Listener) context.Context { return p.base },
+	}
+	p.wg.Go(func() { _ = p.srv.Serve(ln) })
+	return p, nil
+}
+
+// addr is "127.0.0.1:PORT".
+func (p *egressProxy) addr() string { return p.ln.Addr().String() }
+
+// close stops listening, ends every request and tunnel and waits for the
+// goroutines of the proxy. It is idempotent.
+func (p *egressProxy) close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	for c := range p.tunnels {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.stop()
+	_ = p.srv.Close() // listener and connections not hijacked
+	p.tr.CloseIdleConnections()
+	p.wg.Wait()
+	p.tr.CloseIdleConnections() // ones a last request put back
+}
+
+// track registers a hijacked connection so close can end it; it returns false
+// (and closes c) when the proxy is closing.
+func (p *egressProxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		_ = c.Close()
+		return false
+	}
+	p.tunnels[c] = struct{}{}
+	return true
+}
+
+func (p *egressProxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.tunnels, c)
+	p.mu.Unlock()
+	_ = c.Close()
+}
+
+// serve is the handler of every proxy request.
+func (p *egressProxy) serve(w http.ResponseWriter, req *http.Request) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		http.Error(w, "proxy closing", http.StatusServiceUnavailable)
+		return
+	}
+	p.wg.Add(1) // under mu: close waits only after closed is set
+	p.mu.Unlock()
+	defer p.wg.Done()
+
+	if req.Method == http.MethodConnect {
+		p.tunnel(w, req)
+		return
+	}
+	if !req.URL.IsAbs() || req.URL.Host == "" {
+		http.Error(w, "this is a forward proxy: absolute URL required", http.StatusBadRequest)
+		return
+	}
+	scheme := strings.ToLower(req.URL.Scheme)
+	if scheme != "http" && scheme != "ws" {
+		p.refuse(w, req.URL.Host, "scheme "+scheme+" is not proxied")
+		return
+	}
+	host, port := req.URL.Hostname(), req.URL.Port()
+	if port == "" {
+		port = "80"
+	}
+	if err := p.checkHost(host, port); err != nil {
+		var rf *refusal
+		errors.As(err, &rf)
+		p.refuse(w, req.URL.String(), rf.reason)
+		return
+	}
+	if scheme == "ws" {
+		req.URL.Scheme = "http"
+	}
+	p.rp.ServeHTTP(w, req)
+}
+
+// upstreamFailed answers a failed proxied request: 403 for a refusal found
+// while dialling, 502 otherwise.
+func (p *egressProxy) upstreamFailed(w http.ResponseWriter, req *http.Request, err error) {
+	var rf *refusal
+	if errors.As(err, &rf) {
+		p.refuse(w, req.URL.String(), rf.reason)
+		return
+	}
+	if req.Context().Err() != nil {
+		return // the browser went away
+	}
+	p.log.Debug("egress proxy: upstream failed", "url", truncate(req.URL.String(), 200), "err", err)
+	w.Header().Set(egressRefusedHeader, "upstream-failed")
+	http.Error(w, "upstream failed: "+err.Error(), http.StatusBadGateway)
+}
+
+func (p *egressProxy) refuse(w http.ResponseWriter, target, reason string) {
+	p.noteRefusal(target, reason)
+	w.Header().Set(egressRefusedHeader, "refused")
+	w.Header().Set("Connection", "close")
+	http.Error(w, "refused by the pdfexport egress proxy: "+reason, http.StatusForbidden)
+}
+
+func (p *egressProxy) noteRefusal(target, reason string) {
+	p.refused.Add(1)
+	p.log.Debug("egress proxy: refused", "target", truncate(target, 200), "reason", reason)
+	if p.onRefuse != nil {
+		p.onRefuse(target, reason)
+	}
+}
+
+// checkHost is the allowlist check of a URL host before any resolution.
+func (p *egressProxy) checkHost(host, port string) error {
+	if host == "" {
+		return &refusal{"empty host"}
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return &refusal{fmt.Sprintf("bad port %q", port)}
+	}
+	if !p.allowed.AllowsHost(host, port) {
+		canon, _, _ := allowlist.CanonicalHost(host)
+		return &refusal{net.JoinHostPort(canon, port) + " is not on the allowlist"}
+	}
+	return nil
+}
+
+// resolve checks host and port and returns the addresses that may be dialled
+// for them: an IP literal (any spelling) as itself, a name resolved once,
+// keeping only the addresses AllowsAddr accepts.
+func (p *egressProxy) resolve(ctx context.Context, host, port string) ([]netip.AddrPort, error) {
+	if err := p.checkHost(host, port); err != nil {
+		return nil, err
+	}
+	n, _ := strconv.Atoi(port)
+	canon, addr, isIP := allowlist.CanonicalHost(host)
+	if isIP {
+		// AllowsHost already required an entry naming it (or a public address).
+		if !p.allowed.AllowsAddr(addr, port) {
+			return nil, &refusal{net.JoinHostPort(canon, port) + " is not allowed"}
+		}
+		return []netip.AddrPort{netip.AddrPortFrom(addr, uint16(n))}, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, proxyResolveTimeout)
+	defer cancel()
+	addrs, err := p.lookup(rctx, canon)
+	if err != nil {
+		return nil, fmt.Errorf("resolving %s: %w", canon, err)
+	}
+	var ok []netip.AddrPort
+	var refused []string
+	for _, a := range addrs {
+		a = a.Unmap().WithZone("")
+		if p.allowed.AllowsAddr(a, port) {
+			ok = append(ok, netip.AddrPortFrom(a, uint16(n)))
+		} else {
+			refused = append(refused, a.String())
+		}
+	}
+	if len(ok) == 0 {
+		if len(refused) == 0 {
+			return nil, fmt.Errorf("resolving %s: no address", canon)
+		}
+		return nil, &refusal{fmt.Sprintf("%s resolves to %s, which the allowlist does not name", canon, strings.Join(refused, ", "))}
+	}
+	return ok, nil
+}
+
+// dialChecked resolves and checks addr ("host:port") and dials the first
+// allowed address that answers. Used by the transport and the tunnels.
+func (p *egressProxy) dialChecked(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, &refusal{fmt.Sprintf("bad address %q", addr)}
+	}
+	targets, err := p.resolve(ctx, host, port)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, t := range targets {
+		c, err := p.dial(ctx, "tcp", t.String())
+		if err == nil {
+			p.connected.Add(1)
+			return c, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+// tunnel serves CONNECT: it dials the checked target, answers 200 and copies
+// bytes both ways until one side closes or both are idle for proxyIdleTimeout.
+func (p *egressProxy) tunnel(w http.ResponseWriter, req *http.Request) {
+	target := req.Host
+	if target == "" {
+		target = req.URL.Host
+	}
+	host, port, err := net.SplitHostPort(target)
+	if err != nil {
+		p.refuse(w, target, "CONNECT target must be host:port")
+		return
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), proxyResolveTimeout+proxyDialTimeout)
+	up, err := p.dialChecked(ctx, "tcp", net.JoinHostPort(host, port))
+	cancel()
+	if err != nil {
+		var rf *refusal
+		if errors.As(err, &rf) {
+			p.refuse(w, "CONNECT "+target, rf.reason)
+			return
+		}
+		p.log.Debug("egress proxy: tunnel dial failed", "target", truncate(target, 200), "err", err)
+		http.Error(w, "upstream failed", http.StatusBadGateway)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		_ = up.Close()
+		http.Error(w, "cannot tunnel", http.StatusInternalServerError)
+		return
+	}
+	client, brw, err := hj.Hijack()
+	if err != nil {
+		_ = up.Close()
+		return
+	}
+	if !p.track(client) {
+		_ = up.Close()
+		return
+	}
+	defer p.untrack(client)
+	if !p.track(up) {
+		return
+	}
+	defer p.untrack(up)
+
+	_ = client.SetWriteDeadline(time.Now().Add(proxyHeaderTimeout))
+	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+		return
+	}
+	_ = client.SetWriteDeadline(time.Time{})
+	var last atomic.Int64 // unix nanos of the last byte moved either way
+	last.Store(time.Now().UnixNano())
+	var fromClient io.Reader = client
+	if n := brw.Reader.Buffered(); n > 0 {
+		buffered, _ := brw.Reader.Peek(n)
+		fromClient = io.MultiReader(bytes.NewReader(bytes.Clone(buffered)), client)
+	}
+	var inner sync.WaitGroup
+	inner.Go(func() { pipe(up, fromClient, client, &last) })
+	pipe(client, up, up, &last)
+	inner.Wait()
+}
+
+// pipe copies src (whose connection is srcConn) to dst until EOF, an error or
+// proxyIdleTimeout without traffic in either direction, then closes both
+// connections: a browser that closes its side is done with the tunnel, and a
+// server that closes its side has sent everything.
+func pipe(dst net.Conn, src io.Reader, srcConn net.Conn, last *atomic.Int64) {
+	defer func() {
+		_ = dst.Close()
+		_ = srcConn.Close()
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		_ = srcConn.SetReadDeadline(time.Now().Add(proxyIdleTimeout))
+		n, err := src.Read(buf)
+		if n > 0 {
+			last.Store(time.Now().UnixNano())
+			_ = dst.SetWriteDeadline(time.Now().Add(proxyIdleTimeout))
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err == nil {
+			continue
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() &&
+			time.Since(time.Unix(0, last.Load())) < proxyIdleTimeout {
+			continue // the other direction is busy
+		}
+		return
+	}
+}
