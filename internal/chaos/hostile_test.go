@@ -266,11 +266,7 @@ func TestHostileInputs(t *testing.T) {
 		name, want string // want: "ok" or a substring of the archived error
 		req        exportclient.Request
 		text       string // must appear in the PDF text (ok cases)
-		// known names an open defect outside this suite: the case is
-		// reported as failed in the summary (RELIABILITY.md) and logged, but
-		// does not fail the test.
-		known string
-		ex    *export
+		ex         *export
 	}
 	rq := func(label string, mutate func(*exportclient.Request)) exportclient.Request {
 		r := exportclient.Request{ManualID: "hostile-" + label, Version: "1"}
@@ -296,7 +292,7 @@ func TestHostileInputs(t *testing.T) {
 			r.HTML = `<!doctype html><p>popup opener</p><script>const w = window.open("` + forb + `/popup"); if (w) { w.document.write("x") }; window.open("about:blank")</script>`
 		})},
 		{name: "alert, confirm and prompt dialogs", want: "ok", text: "after dialogs",
-			known: "internal/render does not dismiss JavaScript dialogs: the page blocks until RENDER_TIMEOUT, the task is retried and archived", req: rq("dialogs", func(r *exportclient.Request) {
+			req: rq("dialogs", func(r *exportclient.Request) {
 				r.HTML = `<!doctype html><script>alert("a"); confirm("b"); prompt("c")</script><p>after dialogs</p>`
 			})},
 		{name: "dialog in onbeforeunload", want: "ok", text: "beforeunload page", req: rq("unload", func(r *exportclient.Request) {
@@ -344,11 +340,6 @@ func TestHostileInputs(t *testing.T) {
 			if strings.Contains(pc.want, "timed out") {
 				ok = ok && st.Retried == 1 // retried once (MAX_RETRY 1), then archived
 			}
-		}
-		if !ok && pc.known != "" {
-			t.Logf("KNOWN OPEN DEFECT, reported in the summary: %s %q: %s (%s)", hc.iface, hc.name, pc.known, got)
-			recorder.Hostile(Hostile{Name: hc.name, Interface: hc.iface, Want: hc.want, Passed: false, Got: "known open defect: " + pc.known})
-			continue
 		}
 		h.result(t, hc, ok, got)
 	}

@@ -192,7 +192,9 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 		err = fmt.Errorf("%w: opening a tab: %v", ErrBrowserCrashed, err)
 	}
 	if err == nil {
+		stopDialogs := w.dismissDialogs(runCtx, chromedp.FromContext(tabCtx).Target, r.log)
 		err = r.runPage(runCtx, b, w, src, settings, sink, st, &stage)
+		stopDialogs()
 	}
 	if err == nil {
 		return nil
@@ -494,7 +496,8 @@ type pageWatch struct {
 	navLoaders map[cdp.LoaderID]bool              // loaders of main-frame document requests
 	crashed    bool
 
-	poke chan struct{}
+	poke    chan struct{}
+	dialogs chan page.DialogType // JavaScript dialogs waiting to be dismissed
 }
 
 func newPageWatch(log *slog.Logger) *pageWatch {
@@ -506,6 +509,7 @@ func newPageWatch(log *slog.Logger) *pageWatch {
 		responses:  make(map[cdp.LoaderID]*network.Response),
 		navLoaders: make(map[cdp.LoaderID]bool),
 		poke:       make(chan struct{}, 1),
+		dialogs:    make(chan page.DialogType, 8),
 	}
 }
 
@@ -552,6 +556,12 @@ func (w *pageWatch) onEvent(ev any) {
 		}
 	case *inspector.EventTargetCrashed:
 		w.crashed = true
+	case *page.EventJavascriptDialogOpening:
+		// A listener must not run commands; dismissDialogs answers it.
+		select {
+		case w.dialogs <- ev.Type:
+		default: // a burst beyond the buffer: the dialog after this one re-signals
+		}
 	default:
 		w.mu.Unlock()
 		return

@@ -286,8 +286,7 @@ func TestRender_URLSourceAndRequestGuard(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, "<p>FORBIDDEN-CONTENT</p>")
 	})
-	var allowed *site
-	allowed = newSite(t, func(w http.ResponseWriter, req *http.Request) {
+	allowed := newSite(t, func(w http.ResponseWriter, req *http.Request) {
 		switch req.URL.Path {
 		case "/page":
 			w.Header().Set("Content-Type", "text/html")
