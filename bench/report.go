@@ -123,7 +123,7 @@ func (r *report) rows() []row {
 	var fast, slow, whatIf *pickupResult
 	for i := range r.pickups {
 		switch r.pickups[i].interval {
-		case 100 * time.Millisecond:
+		case defaultCheckInterval:
 			fast = &r.pickups[i]
 		case time.Second:
 			slow = &r.pickups[i]
@@ -287,7 +287,7 @@ temporary folder; `+"`make bench`"+` stops all of it, Chromium included, on succ
 The standard document is %[1]s (the sample manual, inline HTML, waiting for
 `+"`window.__PDF_READY__===true`"+` like the demo); every measured export uses a fresh version, so it
 names an artifact nobody stored yet. Workers run with the production defaults (`+"`WORKER_CONCURRENCY=8`"+`,
-`+"`RENDER_CONCURRENCY=2`"+`, `+"`TASK_CHECK_INTERVAL=100ms`"+`, one Chromium per worker). Requests go through the
+`+"`RENDER_CONCURRENCY=2`"+`, `+"`TASK_CHECK_INTERVAL="+defaultCheckInterval.String()+"`"+`, one Chromium per worker). Requests go through the
 public `+"`exportclient`"+` (queue `+"`default`"+`, 24 h retention); the benchmark sees a task finish by reading
 its state every 2 ms (one request) or 10 ms (a burst; all pending tasks in one pipelined round trip),
 so observing adds at most that, then reads the result with the asynq Inspector. Before measuring, every
@@ -319,14 +319,14 @@ costs, so the gated `+"`bin/worker`"+` figures can be compared with the in-proce
 
 **2. Enqueue → render start.** One in-process worker; "render start" is when the handler calls
 `+"`Renderer.Render`"+` (a wrapper records it, keyed by the asynq task id), after the storage check and
-the gate. %[4]d requests at the worker's 100 ms and %[5]d at asynq's default 1 s, each sent after a
+the gate. %[4]d requests at the worker's default interval and %[5]d at asynq's default 1 s, each sent after a
 random pause of up to one interval, so they land at random phases of the worker's poll (asynq sleeps
 between ½ and 1½ intervals when the queues are empty). The render is a stub that replays the manual's
 PDF recorded from a real render: the measurement ends when the render begins, and a real render per
 sample would not fit the time budget. The "real renders" row cross-checks with the exports of 4.
 With W idle workers the first poll of any of them picks the task up, so pick-up shrinks with W. The
-25 ms row is a what-if (more Redis polls per idle worker: about 40/s instead of 10/s), for the
-cache-hit target of 3.
+100 ms row is a what-if for deployments that want fewer Redis polls per idle worker (about 10/s
+instead of 50/s at the 20 ms default).
 
 **3. Cache hit end to end.** %[6]d requests for an artifact already stored, one at a time with random
 pauses, from enqueue to the client seeing the result: on the worker processes, and on one in-process
