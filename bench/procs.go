@@ -22,6 +22,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/render"
 )
 
@@ -183,47 +184,11 @@ func waitReady(ctx context.Context, url string, p *proc, timeout time.Duration) 
 	}
 }
 
-// descendants lists the live processes below pid (children first found,
-// breadth first). Used to stop everything a subprocess started, including
-// servers it put in their own process groups.
-func descendants(pid int) []int {
-	children := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(stat, ')')
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 2 || f[0] == "Z" {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		children[ppid] = append(children[ppid], p)
-	}
-	var out []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
-}
-
 // killTree SIGKILLs pid's process group and every process below it, found
 // before anything is killed (a killed parent's children are re-parented and
 // could no longer be found).
 func killTree(pid int) {
-	below := descendants(pid)
+	below := proctree.Descendants(pid)
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	for _, p := range below {
 		_ = syscall.Kill(p, syscall.SIGKILL)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
@@ -51,21 +51,6 @@ func TestRun_HelpListsEveryVariable(t *testing.T) {
 	}
 }
 
-// buildBinaries compiles bin/worker and bin/enqueue into a temp dir once.
-var buildOnce = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "pdfexport-bin-")
-	if err != nil {
-		return "", err
-	}
-	for _, name := range []string{"worker", "enqueue"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), "github.com/pdfexport/pdfexport/cmd/"+name).CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("go build %s: %v\n%s", name, err, out)
-		}
-	}
-	return dir, nil
-})
-
 // TestBinaries_TwoWorkersRenderOnceAndStopCleanly is the demo as a test: real
 // binaries, a private Redis, two worker processes, concurrent
 // `enqueue export --wait --json`, then SIGTERM.
@@ -73,10 +58,7 @@ func TestBinaries_TwoWorkersRenderOnceAndStopCleanly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
-	bin, err := buildOnce()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testsupport.Binaries(t)
 	srv := testsupport.StartRedis(t)
 	dir := t.TempDir()
 	htmlFile := filepath.Join(dir, "manual.html")
@@ -192,57 +174,6 @@ func (w *workerProc) stop(t *testing.T) {
 	}
 }
 
-// descendants lists the live (non-zombie) processes below pid.
-func descendants(pid int) []int {
-	children := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, ppid, ok := procStat(p); ok && st != "Z" {
-			children[ppid] = append(children[ppid], p)
-		}
-	}
-	var out []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
-}
-
-// alive lists which of pids still run (zombies count as gone).
-func alive(pids []int) []int {
-	var out []int
-	for _, p := range pids {
-		if st, _, ok := procStat(p); ok && st != "Z" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func procStat(pid int) (state string, ppid int, ok bool) {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", 0, false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 2 {
-		return "", 0, false
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	return f[0], ppid, true
-}
-
 // TestBinaries_SIGTERMDuringRenderFinishesTheExport: a worker told to stop
 // while it renders a slow page finishes that export, exits 0, and leaves no
 // Chromium process behind.
@@ -250,10 +181,7 @@ func TestBinaries_SIGTERMDuringRenderFinishesTheExport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
-	bin, err := buildOnce()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testsupport.Binaries(t)
 	srv := testsupport.StartRedis(t)
 	dir := t.TempDir()
 	htmlFile := filepath.Join(dir, "slow.html")
@@ -276,7 +204,7 @@ func TestBinaries_SIGTERMDuringRenderFinishesTheExport(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	var chromium []int
 	for {
-		chromium = descendants(w.cmd.Process.Pid)
+		chromium = proctree.Descendants(w.cmd.Process.Pid)
 		if len(chromium) >= 3 && strings.Contains(w.log.String(), "worker started") {
 			break
 		}
@@ -286,7 +214,7 @@ func TestBinaries_SIGTERMDuringRenderFinishesTheExport(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(1200 * time.Millisecond) // the task is picked up and waits inside the 2.5 s wait_for
-	chromium = descendants(w.cmd.Process.Pid)
+	chromium = proctree.Descendants(w.cmd.Process.Pid)
 	w.stop(t)
 	if err := enq.Wait(); err != nil {
 		t.Fatalf("export interrupted by SIGTERM: %v: %s\nworker log:\n%s", err, errOut.String(), w.log)
@@ -298,7 +226,7 @@ func TestBinaries_SIGTERMDuringRenderFinishesTheExport(t *testing.T) {
 	if !strings.Contains(w.log.String(), "shutting down") || strings.Index(w.log.String(), "shutting down") > strings.Index(w.log.String(), "export done") {
 		t.Fatalf("SIGTERM did not arrive during the render:\n%s", w.log)
 	}
-	if left := alive(chromium); len(left) > 0 {
+	if left := proctree.Alive(chromium); len(left) > 0 {
 		t.Fatalf("Chromium processes %v (of %v) left after the worker exited", left, chromium)
 	}
 }
@@ -309,10 +237,7 @@ func TestBinaries_RedisCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
-	bin, err := buildOnce()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testsupport.Binaries(t)
 	cluster := testsupport.StartRedisCluster(t)
 	dir := t.TempDir()
 	htmlFile := filepath.Join(dir, "m.html")
@@ -362,10 +287,7 @@ func TestBinaries_S3Storage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
-	bin, err := buildOnce()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testsupport.Binaries(t)
 	srv := testsupport.StartRedis(t)
 	s3 := testsupport.StartS3(t)
 	dir := t.TempDir()

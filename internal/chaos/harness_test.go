@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
@@ -38,22 +39,6 @@ func requireFull(t *testing.T) {
 		t.Skip("long scenario: runs in `make chaos` (PDFEXPORT_CHAOS=full)")
 	}
 }
-
-// buildOnce compiles bin/worker and bin/enqueue into a temp dir once per
-// test binary.
-var buildOnce = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "pdfexport-chaos-bin-")
-	if err != nil {
-		return "", err
-	}
-	for _, name := range []string{"worker", "enqueue"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), "github.com/pdfexport/pdfexport/cmd/"+name).CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("go build %s: %v\n%s", name, err, out)
-		}
-	}
-	return dir, nil
-})
 
 // clusterConfig shapes a test deployment.
 type clusterConfig struct {
@@ -93,10 +78,7 @@ type procKey struct {
 
 func newCluster(t *testing.T, cfg clusterConfig) *cluster {
 	t.Helper()
-	bin, err := buildOnce()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testsupport.Binaries(t)
 	c := &cluster{t: t, bin: bin, dir: t.TempDir(), procs: map[procKey]string{}, stop: make(chan struct{}), stopped: make(chan struct{})}
 	c.redis = testsupport.StartRedis(t)
 	c.rdb = c.redis.Client()
@@ -120,6 +102,7 @@ func newCluster(t *testing.T, cfg clusterConfig) *cluster {
 	if maxRetry == 0 {
 		maxRetry = 5
 	}
+	var err error
 	c.client, err = exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: c.redis.Addr()},
 		AllowedHosts: envValue(c.env, "ALLOWED_HOSTS"), MaxRetry: maxRetry, Retention: time.Hour})
 	if err != nil {
@@ -299,7 +282,7 @@ func (c *cluster) sample() {
 		for _, w := range c.live() {
 			pids = append(pids, w.pid())
 		}
-		for _, p := range descendants(pids) {
+		for _, p := range proctree.Descendants(pids...) {
 			if st, ok := readStat(p); ok && st.state != "Z" {
 				c.mu.Lock()
 				c.procs[procKey{p, st.start}] = st.comm
@@ -348,7 +331,7 @@ func (c *cluster) leakedProcesses(wait time.Duration) int {
 // chromiumOf returns the browser process of a worker: its child whose
 // command is Chromium.
 func chromiumOf(w *worker) (int, bool) {
-	for _, p := range descendants([]int{w.pid()}) {
+	for _, p := range proctree.Descendants(w.pid()) {
 		st, ok := readStat(p)
 		if ok && st.ppid == w.pid() && st.state != "Z" && strings.Contains(st.comm, "chrom") {
 			return p, true
@@ -393,32 +376,6 @@ func readStat(pid int) (procStat, bool) {
 	}
 	ppid, _ := strconv.Atoi(f[1])
 	return procStat{state: f[0], comm: string(b[open+1 : closing]), start: f[19], ppid: ppid}, true
-}
-
-// descendants lists the processes below any of roots.
-func descendants(roots []int) []int {
-	children := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, ok := readStat(p); ok {
-			children[st.ppid] = append(children[st.ppid], p)
-		}
-	}
-	var out []int
-	queue := append([]int(nil), roots...)
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, ch := range children[p] {
-			out = append(out, ch)
-			queue = append(queue, ch)
-		}
-	}
-	return out
 }
 
 func tail(s string, n int) string {

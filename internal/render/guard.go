@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
@@ -173,6 +174,21 @@ func (g *guard) mainBlocked() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.blockedMain
+}
+
+// awaitMainBlocked returns the guard's reason for blocking the main document
+// u, waiting up to a second for it to be recorded; without one it still
+// reports ErrBlocked, since only the guard fails a request as BlockedByClient.
+func (g *guard) awaitMainBlocked(ctx context.Context, u string) error {
+	deadline := time.Now().Add(time.Second)
+	for {
+		if err := g.mainBlocked(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) || sleep(ctx, 5*time.Millisecond) != nil {
+			return fmt.Errorf("%w: main document %s", ErrBlocked, truncate(u, 200))
+		}
+	}
 }
 
 func truncate(s string, n int) string {

@@ -382,6 +382,12 @@ func loadURL(ctx context.Context, t *chromedp.Target, w *pageWatch, u string) er
 		return err
 	}
 	if res.ErrorText != "" {
+		if strings.Contains(res.ErrorText, "ERR_BLOCKED_BY_CLIENT") {
+			// Only the guard fails requests as BlockedByClient. It records
+			// why right after Fetch.failRequest returns, and this reply can
+			// overtake that: wait briefly for the reason.
+			return w.guard.awaitMainBlocked(ctx, u)
+		}
 		return fmt.Errorf("%w: %s: %s", ErrNavigation, truncate(u, 200), res.ErrorText)
 	}
 	if res.IsDownload {

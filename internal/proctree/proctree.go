@@ -1,0 +1,76 @@
+// Package proctree reads the Linux process table (/proc) to find what a
+// process started — Chromium and its helpers below a worker, servers below a
+// benchmark — so tests can prove nothing was left behind and harnesses can
+// stop everything they started. It reads only; it never signals.
+package proctree
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Proc is one entry of the process table.
+type Proc struct {
+	PID, PPID int
+	State     string // R, S, D, Z, T, …
+	Comm      string
+	StartTime string // clock ticks after boot; tells a reused PID from the original
+}
+
+// Stat reads /proc/PID/stat.
+func Stat(pid int) (Proc, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return Proc{}, false
+	}
+	open, closing := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || closing < open {
+		return Proc{}, false
+	}
+	f := strings.Fields(string(b[closing+1:]))
+	if len(f) < 20 {
+		return Proc{}, false
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return Proc{PID: pid, PPID: ppid, State: f[0], Comm: string(b[open+1 : closing]), StartTime: f[19]}, true
+}
+
+// Descendants lists the live (non-zombie) processes below any of roots,
+// breadth first.
+func Descendants(roots ...int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if p, ok := Stat(pid); ok && p.State != "Z" {
+			children[p.PPID] = append(children[p.PPID], pid)
+		}
+	}
+	var out []int
+	queue := append([]int(nil), roots...)
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// Alive returns those of pids that still run (zombies count as gone).
+func Alive(pids []int) []int {
+	var out []int
+	for _, pid := range pids {
+		if p, ok := Stat(pid); ok && p.State != "Z" {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
