@@ -21,6 +21,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/logging"
 	"github.com/pdfexport/pdfexport/internal/redisconn"
@@ -376,7 +377,7 @@ func startBinaryFleet(ctx context.Context, e *benchEnv, name string, n int) (f *
 		}
 	}()
 	for i := range n {
-		port, err := freePort()
+		port, err := harness.FreePort()
 		if err != nil {
 			return f, err
 		}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pdfexport/pdfexport/internal/harness"
 )
 
 // goBenchResult is what the go test -bench subprocesses printed.
@@ -77,7 +79,7 @@ func runGoBenchmarks(ctx context.Context, o options, rep *report) error {
 // to stderr. If ctx ends first, the go command and everything below it
 // (test binaries, the redis-server and Chromium they started) are killed.
 func runGoTest(ctx context.Context, args []string) (string, error) {
-	var out syncBuffer
+	var out harness.SyncBuffer
 	cmd := exec.Command("go", args...)
 	cmd.Stdout = io.MultiWriter(&out, os.Stderr)
 	cmd.Stderr = cmd.Stdout

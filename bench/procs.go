@@ -2,13 +2,9 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,12 +12,12 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/render"
 )
@@ -104,7 +100,7 @@ func startRedis(ctx context.Context, dir string) (*redisServer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -145,44 +141,6 @@ func (r *redisServer) stop() { r.p.stop(5 * time.Second) }
 // url of database db (each fleet gets its own database, so fleets never take
 // each other's tasks).
 func (r *redisServer) url(db int) string { return fmt.Sprintf("redis://%s/%d", r.addr, db) }
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func waitReady(ctx context.Context, url string, p *proc, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	client := &http.Client{Timeout: 3 * time.Second}
-	last := "no answer"
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		if err == nil {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Sprintf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
-		} else {
-			last = err.Error()
-		}
-		if p != nil && p.exited() {
-			return fmt.Errorf("%s exited: %s", p.name, p.tail(3000))
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %s", url, last)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
 
 // killTree SIGKILLs pid's process group and every process below it, found
 // before anything is killed (a killed parent's children are re-parented and
@@ -296,16 +254,14 @@ func (m machine) oneLine() string {
 	return fmt.Sprintf("%d cores (%s), %.1f GB, %s, %s, load %s", m.cores, m.cpu, m.memGB, m.goVersion, m.chromium, m.loadStart)
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// waitReady waits until url answers 200, failing early when p has exited.
+func waitReady(ctx context.Context, url string, p *proc, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return harness.WaitHTTP(ctx, url, func() error {
+		if p != nil && p.exited() {
+			return fmt.Errorf("%s exited: %s", p.name, p.tail(3000))
+		}
+		return nil
+	})
 }
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

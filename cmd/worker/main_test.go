@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
@@ -126,29 +127,16 @@ func exportConcurrently(t *testing.T, bin string, environ []string, n int, args 
 
 type workerProc struct {
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *harness.SyncBuffer
 	done chan error
 }
-
-// syncBuffer is a bytes.Buffer safe for the process's writes and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func startWorker(t *testing.T, bin string, environ []string) *workerProc {
 	t.Helper()
 	admin := "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t))
 	cmd := exec.Command(filepath.Join(bin, "worker"))
 	cmd.Env = append(environ, "ADMIN_ADDR="+admin)
-	w := &workerProc{cmd: cmd, log: &syncBuffer{}, done: make(chan error, 1)}
+	w := &workerProc{cmd: cmd, log: &harness.SyncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr, cmd.Stdout = w.log, w.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -156,7 +144,11 @@ func startWorker(t *testing.T, bin string, environ []string) *workerProc {
 	}
 	go func() { w.done <- cmd.Wait() }()
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	waitReady(t, "http://"+admin+"/readyz")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := harness.WaitHTTP(ctx, "http://"+admin+"/readyz", nil); err != nil {
+		t.Fatalf("worker not ready: %v\n%s", err, w.log)
+	}
 	return w
 }
 
@@ -259,24 +251,6 @@ func TestBinaries_RedisCluster(t *testing.T) {
 	}
 	for _, w := range workers {
 		w.stop(t)
-	}
-}
-
-func waitReady(t *testing.T, url string) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready within 60s (last: %v)", url, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -13,9 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +25,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -64,7 +63,7 @@ func run() error {
 	var procs processes
 	defer procs.stopAll()
 
-	redisPort, err := freePort()
+	redisPort, err := harness.FreePort()
 	if err != nil {
 		return err
 	}
@@ -86,7 +85,7 @@ func run() error {
 	}
 	var adminAddrs []string
 	for i := 1; i <= 2; i++ {
-		port, err := freePort()
+		port, err := harness.FreePort()
 		if err != nil {
 			return err
 		}
@@ -99,7 +98,10 @@ func run() error {
 		}
 	}
 	for i, addr := range adminAddrs {
-		if err := waitReady("http://"+addr+"/readyz", 60*time.Second); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		err := harness.WaitHTTP(ctx, "http://"+addr+"/readyz", nil)
+		cancel()
+		if err != nil {
 			return fmt.Errorf("worker-%d not ready: %w (log: %s)", i+1, err, filepath.Join(demoDir, fmt.Sprintf("worker-%d.log", i+1)))
 		}
 	}
@@ -281,15 +283,6 @@ func (p *processes) stopAll() {
 	}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func waitTCP(addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -301,31 +294,5 @@ func waitTCP(addr string, timeout time.Duration) error {
 			return err
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func waitReady(url string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	client := &http.Client{Timeout: 3 * time.Second}
-	last := "no answer"
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		if err == nil {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Sprintf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %s", url, last)
-		case <-time.After(100 * time.Millisecond):
-		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
@@ -133,23 +134,11 @@ func envValue(env []string, name string) string {
 type worker struct {
 	name  string
 	cmd   *exec.Cmd
-	log   *syncBuffer
+	log   *harness.SyncBuffer
 	admin string
 	done  chan struct{}
 	err   error // exit status, valid after done
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func (w *worker) pid() int { return w.cmd.Process.Pid }
 
@@ -180,7 +169,7 @@ func (c *cluster) startWorker(extraEnv ...string) *worker {
 	admin := "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(c.t))
 	cmd := exec.Command(filepath.Join(c.bin, "worker"))
 	cmd.Env = append(append(append([]string(nil), c.env...), extraEnv...), "ADMIN_ADDR="+admin, "TMPDIR="+tmp)
-	w := &worker{name: name, cmd: cmd, log: &syncBuffer{}, admin: admin, done: make(chan struct{})}
+	w := &worker{name: name, cmd: cmd, log: &harness.SyncBuffer{}, admin: admin, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = w.log, w.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

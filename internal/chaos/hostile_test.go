@@ -22,6 +22,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
@@ -205,13 +206,17 @@ func TestHostileInputs(t *testing.T) {
 	apiAddr := "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t))
 	serve := exec.Command(filepath.Join(c.bin, "enqueue"), "serve", "--addr", apiAddr)
 	serve.Env = c.env
-	var serveLog syncBuffer
+	var serveLog harness.SyncBuffer
 	serve.Stdout, serve.Stderr = &serveLog, &serveLog
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = serve.Process.Signal(syscall.SIGTERM); _ = serve.Wait() })
-	waitHTTP(t, "http://"+apiAddr+"/healthz")
+	hctx, hcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer hcancel()
+	if err := harness.WaitHTTP(hctx, "http://"+apiAddr+"/healthz", nil); err != nil {
+		t.Fatalf("enqueue serve did not answer: %v", err)
+	}
 
 	inspector := asynq.NewInspector(asynq.RedisClientOpt{Addr: c.redis.Addr()})
 	defer inspector.Close()
@@ -375,23 +380,6 @@ func (h *hostileEnv) pdfText(url string) (string, error) {
 	}
 	out, err := exec.Command("pdftotext", path, "-").CombinedOutput()
 	return string(out), err
-}
-
-func waitHTTP(t *testing.T, url string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for ctx.Err() == nil {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s did not answer", url)
 }
 
 func truncate(s string, n int) string {

@@ -14,6 +14,7 @@ import (
 // Proc is one entry of the process table.
 type Proc struct {
 	PID, PPID int
+	PGID      int    // process group
 	State     string // R, S, D, Z, T, …
 	Comm      string
 	StartTime string // clock ticks after boot; tells a reused PID from the original
@@ -34,22 +35,41 @@ func Stat(pid int) (Proc, bool) {
 		return Proc{}, false
 	}
 	ppid, _ := strconv.Atoi(f[1])
-	return Proc{PID: pid, PPID: ppid, State: f[0], Comm: string(b[open+1 : closing]), StartTime: f[19]}, true
+	pgid, _ := strconv.Atoi(f[2])
+	return Proc{PID: pid, PPID: ppid, PGID: pgid, State: f[0], Comm: string(b[open+1 : closing]), StartTime: f[19]}, true
+}
+
+// Live lists every live (not zombie, not dead) process on the machine.
+func Live() []Proc {
+	entries, _ := os.ReadDir("/proc")
+	var out []Proc
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if p, ok := Stat(pid); ok && p.State != "Z" && p.State != "X" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Cmdline returns a process's arguments, or nil when it is gone.
+func Cmdline(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
 }
 
 // Descendants lists the live (non-zombie) processes below any of roots,
 // breadth first.
 func Descendants(roots ...int) []int {
 	children := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if p, ok := Stat(pid); ok && p.State != "Z" {
-			children[p.PPID] = append(children[p.PPID], pid)
-		}
+	for _, p := range Live() {
+		children[p.PPID] = append(children[p.PPID], p.PID)
 	}
 	var out []int
 	queue := append([]int(nil), roots...)

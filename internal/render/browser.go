@@ -1,14 +1,13 @@
 package render
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/proctree"
 )
 
 // Config configures a Renderer. The zero value of every field but
@@ -565,47 +565,16 @@ func killStragglers(pgid int, dir string) int {
 // chromiumPIDs lists live (not zombie) processes in group pgid or with
 // --user-data-dir=dir on their command line.
 func chromiumPIDs(pgid int, dir string) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	self := os.Getpid()
-	want := []byte("--user-data-dir=" + dir)
+	want := "--user-data-dir=" + dir
 	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// Fields after the parenthesised command: state ppid pgrp ...
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if g, _ := strconv.Atoi(f[2]); pgid > 0 && g == pgid {
-			pids = append(pids, pid)
-			continue
-		}
-		if dir == "" {
-			continue
-		}
-		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		for arg := range bytes.SplitSeq(cmdline, []byte{0}) {
-			if bytes.Equal(arg, want) {
-				pids = append(pids, pid)
-				break
-			}
+	for _, p := range proctree.Live() {
+		switch {
+		case p.PID == self:
+		case pgid > 0 && p.PGID == pgid:
+			pids = append(pids, p.PID)
+		case dir != "" && slices.Contains(proctree.Cmdline(p.PID), want):
+			pids = append(pids, p.PID)
 		}
 	}
 	return pids

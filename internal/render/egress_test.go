@@ -17,6 +17,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
 const forbiddenMarker = "FORBIDDEN-MARKER"
@@ -339,7 +340,7 @@ func TestRender_EgressGuardedInEveryContext(t *testing.T) {
 func TestRender_EgressProxyRefusedSourceIsBlocked(t *testing.T) {
 	sites := newEgressSites(t)
 	aPort := strconv.Itoa(sites.a.Listener.Addr().(*net.TCPAddr).Port)
-	allow := allowlist.MustParse(sites.a.hostPort() + ",localhost:" + aPort + ",127.0.0.1:" + strconv.Itoa(freePort(t)))
+	allow := allowlist.MustParse(sites.a.hostPort() + ",localhost:" + aPort + ",127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t)))
 	t.Run("tab guard off", func(t *testing.T) {
 		r := newRenderer(t, Config{AllowedHosts: allow}, func(r *Renderer) { r.skipTabGuard = true })
 		out := render(t, r, context.Background(), Source{URL: "http://localhost:" + aPort + "/embeds"}, settings(spec.Options{WaitFor: "window.__done === true"}))

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
 // proxyHarness is an egress proxy with recording resolver and dialler seams.
@@ -125,7 +126,7 @@ func proxyConnect(t *testing.T, proxy, hostPort string) (int, string) {
 func TestEgressProxy_NumericHostFormsAreNormalized(t *testing.T) {
 	target := newSite(t, func(w http.ResponseWriter, req *http.Request) { fmt.Fprint(w, "TARGET") })
 	port := strconv.Itoa(target.Listener.Addr().(*net.TCPAddr).Port)
-	other := strconv.Itoa(freePort(t))
+	other := strconv.Itoa(testsupport.FreePort(t))
 	spellings := []string{"127.0.0.1", "2130706433", "0x7f000001", "0177.0.0.1", "0x7f.1", "127.1", "[::ffff:127.0.0.1]", "[::ffff:7f00:1]"}
 
 	t.Run("refused when the address is not listed", func(t *testing.T) {

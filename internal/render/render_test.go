@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,6 +25,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
@@ -86,25 +86,13 @@ func ourChromiums(r *Renderer) []string {
 			found = append(found, fmt.Sprintf("%d (group %d)", pid, g))
 		}
 	}
-	entries, _ := os.ReadDir("/proc")
 	self := os.Getpid()
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
+	for _, p := range proctree.Live() {
+		if p.PPID != self {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(stat, ')')
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 2 || f[0] == "Z" {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if ppid, _ := strconv.Atoi(f[1]); ppid == self && bytes.Contains(cmdline, []byte("chrom")) {
-			found = append(found, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(cmdline[:min(len(cmdline), 120)], []byte{0}, []byte{' '})))
+		if cmd := strings.Join(proctree.Cmdline(p.PID), " "); strings.Contains(cmd, "chrom") {
+			found = append(found, fmt.Sprintf("%d %s", p.PID, cmd[:min(len(cmd), 120)]))
 		}
 	}
 	return found
@@ -316,7 +304,7 @@ func TestRender_URLSourceAndRequestGuard(t *testing.T) {
 			http.NotFound(w, req)
 		}
 	})
-	closedPort := freePort(t)
+	closedPort := testsupport.FreePort(t)
 	r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(allowed.hostPort() + ",127.0.0.1:" + strconv.Itoa(closedPort))})
 
 	tests := []struct {
@@ -378,16 +366,6 @@ func TestRender_URLSourceAndRequestGuard(t *testing.T) {
 			}
 		})
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // lateHTML adds LATE-TEXT and sets window.__PDF_READY__ after delay.

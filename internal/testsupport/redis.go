@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/pdfexport/pdfexport/internal/harness"
 )
 
 // Redis is a private redis-server process bound to 127.0.0.1.
@@ -99,12 +101,11 @@ func (r *Redis) Stop() {
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := harness.FreePort()
 	if err != nil {
 		t.Fatalf("finding a free port: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // String describes the server for failure messages.
