@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -45,6 +46,7 @@ type options struct {
 	renderCount  int           // -count of the render benchmarks
 	goBenchLimit time.Duration // bound on all go test invocations together
 	keep         bool          // keep the work directory (logs, PDFs)
+	only         string        // run only these scenarios (comma-separated keys), for iterating
 	command      string        // how this run was invoked, for the report
 }
 
@@ -65,6 +67,7 @@ func main() {
 	flag.IntVar(&o.renderCount, "render-count", 1, "-count of the render benchmarks")
 	flag.DurationVar(&o.goBenchLimit, "gobench-timeout", 6*time.Minute, "bound on the go test subprocesses together")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (worker logs, PDFs) after the run")
+	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, distinct (pickup needs single); the report is then partial and written to -out all the same")
 	flag.Parse()
 	o.command = strings.TrimSpace("go run ./bench " + strings.Join(os.Args[1:], " "))
 	if o.quick {
@@ -163,14 +166,18 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 
 	env := &benchEnv{o: o, work: work, redis: redisSrv, manual: string(manual), keepWork: &keepWork}
 	for _, s := range []struct {
-		name string
-		f    func(context.Context, *benchEnv, *report) error
+		key, name string
+		f         func(context.Context, *benchEnv, *report) error
 	}{
-		{"pipeline overhead, long document, cache-hit breakdown (1 in-process worker)", scenarioSingleWorker},
-		{"enqueue → render start latency (default interval vs asynq's 1s)", scenarioPickup},
-		{"K duplicates, in-process workers, gate vs no gate", scenarioDedupInProcess},
-		{"K duplicates and cache hits on worker processes (bin/worker)", scenarioBinaries},
+		{"single", "pipeline overhead, long document, cache-hit breakdown (1 in-process worker)", scenarioSingleWorker},
+		{"pickup", "enqueue → render start latency (default interval vs asynq's 1s)", scenarioPickup},
+		{"dedup", "K duplicates, in-process workers, gate vs no gate", scenarioDedupInProcess},
+		{"binaries", "K duplicates and cache hits on worker processes (bin/worker)", scenarioBinaries},
+		{"distinct", "distinct documents: bin/worker vs the bare tab of a peer and the old design", scenarioDistinct},
 	} {
+		if o.only != "" && !slices.Contains(strings.Split(o.only, ","), s.key) {
+			continue
+		}
 		if err := step(s.name, func() error { return s.f(ctx, env, rep) }); err != nil {
 			return rep, err
 		}

@@ -17,9 +17,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/chromium"
 	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/proctree"
-	"github.com/pdfexport/pdfexport/internal/render"
 )
 
 // proc is a child process in its own process group, so that stopping it also
@@ -191,7 +191,7 @@ func describeMachine(ctx context.Context) machine {
 	}
 	path := os.Getenv("CHROMIUM_PATH")
 	if path == "" {
-		path, _ = render.FindChromium()
+		path, _ = chromium.Find()
 	}
 	if path != "" {
 		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)

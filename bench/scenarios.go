@@ -1,7 +1,9 @@
 package main
 
 import (
+	"github.com/pdfexport/pdfexport/internal/chromium"
 	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/peer"
 
 	"bytes"
 	"context"
@@ -12,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -82,8 +83,40 @@ func scenarioSingleWorker(ctx context.Context, e *benchEnv, rep *report) error {
 	}
 
 	// 4. Pipeline overhead.
-	var raw, pipe, renderMS, pickup dist
+	// The baseline: the peer's bare tab on the Chromium build the worker
+	// runs, printing the same document with the same settings and wait_for.
+	workerChromium, err := chromium.Find()
+	if p := os.Getenv("CHROMIUM_PATH"); p != "" {
+		workerChromium, err = p, nil
+	}
+	if err != nil {
+		return err
+	}
+	bare, err := peer.Start(ctx, workerChromium)
+	if err != nil {
+		return err
+	}
+	defer bare.Close()
+	manualParams := render.PrintParams(manualSettings)
+	if _, err := bare.Print(ctx, peer.SharedTab, e.manual, manualSettings.WaitFor, manualParams, io.Discard); err != nil {
+		return fmt.Errorf("warm-up of the bare tab: %w", err)
+	}
+
+	// 4. Pipeline overhead.
+	var bareMS, raw, pipe, renderMS, pickup dist
 	for i := range e.o.runs {
+		doBare := func() error {
+			t0 := time.Now()
+			n, err := bare.Print(ctx, peer.SharedTab, e.manual, manualSettings.WaitFor, manualParams, io.Discard)
+			if err != nil {
+				return fmt.Errorf("bare tab: %w", err)
+			}
+			if n == 0 {
+				return fmt.Errorf("%w: the bare tab printed nothing", errScenario)
+			}
+			bareMS = append(bareMS, msOf(time.Since(t0)))
+			return nil
+		}
 		doRaw := func() error {
 			d, st, _, err := rawRender(ctx, r, manualSrc, manualSettings, false)
 			if err != nil {
@@ -110,19 +143,16 @@ func scenarioSingleWorker(ctx context.Context, e *benchEnv, rep *report) error {
 			}
 			return nil
 		}
-		first, second := doRaw, doPipe
-		if i%2 == 1 {
-			first, second = doPipe, doRaw
-		}
-		if err := first(); err != nil {
-			return err
-		}
-		if err := second(); err != nil {
-			return err
+		// Rotate the order so that no design always runs first.
+		steps := []func() error{doBare, doRaw, doPipe}
+		for j := range steps {
+			if err := steps[(i+j)%len(steps)](); err != nil {
+				return err
+			}
 		}
 	}
-	rep.pipeline = pipelineResult{raw: raw, pipe: pipe, renderMS: renderMS, pickup: pickup}
-	logf("   pipeline %s vs raw %s", pipe.mmm(" ms"), raw.mmm(" ms"))
+	rep.pipeline = pipelineResult{bare: bareMS, raw: raw, pipe: pipe, renderMS: renderMS, pickup: pickup}
+	logf("   pipeline %s vs bare tab %s (Renderer alone %s)", pipe.mmm(" ms"), bareMS.mmm(" ms"), raw.mmm(" ms"))
 
 	// 6. The Go specification with an outline.
 	specHTML, specPath, err := goSpecHTML(ctx)
@@ -368,34 +398,8 @@ func scenarioBinaries(ctx context.Context, e *benchEnv, rep *report) error {
 		return err
 	}
 	defer f.stop()
-	// Warm every worker's Chromium: distinct exports until each process has
-	// rendered at least once (which worker takes a task is asynq's choice).
-	for round := 1; ; round++ {
-		counts, err := f.metric(ctx, metricRendersOK)
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(counts, 0) {
-			break
-		}
-		if round > 6 {
-			return fmt.Errorf("%w: warm-up: after %d rounds renders per worker are %v", errScenario, round-1, counts)
-		}
-		var reqs []*request
-		for range 2 * e.o.workers {
-			// Spaced out: an idle worker takes every task it finds in one poll.
-			if err := sleepCtx(ctx, 150*time.Millisecond); err != nil {
-				return err
-			}
-			r, err := f.enqueue(ctx, e.manualRequest(freshVersion("warm")))
-			if err != nil {
-				return err
-			}
-			reqs = append(reqs, r)
-		}
-		if err := f.await(ctx, reqs, pollMany, 3*time.Minute); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
+	if err := warmWorkers(ctx, f, e.manualRequest("")); err != nil {
+		return err
 	}
 	sum := func(ctx context.Context, sample string) (int, error) {
 		c, err := f.metric(ctx, sample)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what pdfexport needs to build, test and demo, only where missing:
-# redis-server, Chromium, fonts and poppler-utils from apt, and the pinned
+# redis-server, Chromium (the headless shell the worker prefers, and the full
+# browser the tests also cover), fonts and poppler-utils from apt, and the pinned
 # versitygw S3 server (built with go install into ./bin). Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,7 @@ have_cmd() { command -v "$1" >/dev/null 2>&1; }
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 have_cmd redis-server || missing+=(redis-server)
+{ [ -x /usr/lib/chromium/chromium-headless-shell ] || have_cmd chromium-headless-shell || have_cmd chrome-headless-shell; } || missing+=(chromium-headless-shell)
 { [ -x /usr/lib/chromium/chromium ] || have_cmd chromium || have_cmd chromium-browser || have_cmd google-chrome; } || missing+=(chromium)
 have_cmd pdfinfo || missing+=(poppler-utils)
 for font in fonts-dejavu-core fonts-liberation; do
@@ -41,4 +43,4 @@ fi
 if [ -x scripts/install-versitygw.sh ]; then
 	scripts/install-versitygw.sh
 fi
-echo "setup: ok (redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), $( { /usr/lib/chromium/chromium --version 2>/dev/null || chromium --version; } | head -1))"
+echo "setup: ok (redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), $( { /usr/lib/chromium/chromium --version 2>/dev/null || chromium --version; } | head -1), headless shell $( { /usr/lib/chromium/chromium-headless-shell --version 2>/dev/null || chromium-headless-shell --version; } | head -1 | awk '{print $NF}'))"

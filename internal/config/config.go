@@ -37,7 +37,7 @@ type Config struct {
 	S3CreateBucket   bool          `env:"S3_CREATE_BUCKET" envDefault:"false" help:"Create the bucket at start if missing (development only)."`
 	S3PresignTTL     time.Duration `env:"S3_PRESIGN_TTL" envDefault:"24h" help:"Lifetime of presigned download URLs in results."`
 
-	ChromiumPath        string        `env:"CHROMIUM_PATH" help:"Chromium binary (empty: auto-detect /usr/lib/chromium/chromium, chromium, google-chrome)."`
+	ChromiumPath        string        `env:"CHROMIUM_PATH" help:"Chromium binary (empty: auto-detect, the headless shell first: chromium-headless-shell, chrome-headless-shell, then /usr/lib/chromium/chromium, chromium, google-chrome)."`
 	RenderConcurrency   int           `env:"RENDER_CONCURRENCY" envDefault:"2" help:"Tabs rendering at once per worker process."`
 	RenderTimeout       time.Duration `env:"RENDER_TIMEOUT" envDefault:"60s" help:"Deadline of one render (load, readiness, print, upload)."`
 	RenderMaxPerBrowser int           `env:"RENDER_MAX_PER_BROWSER" envDefault:"100" help:"Restart Chromium after this many renders."`

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/chromium"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
@@ -239,9 +240,18 @@ func (s *egressSites) allowlist() allowlist.List {
 // forbidden server from the page, a cross-site (out-of-process) iframe and
 // its nested frames, dedicated and blob workers and a service worker, by
 // embedding, redirecting, fetch, XHR, WebSocket, EventSource and beacons.
-// It runs with both guard layers and with the proxy alone: the forbidden
-// server must get no request and its text must not reach the PDF.
+// It runs with both guard layers and with the proxy alone, on both Chromium
+// builds: the forbidden server must get no request and its text must not
+// reach the PDF. The full browser runs the cross-site frame in another
+// process (site isolation); the headless shell runs it in the page's process,
+// where the tab guard sees its requests too.
 func TestRender_EgressGuardedInEveryContext(t *testing.T) {
+	for build, path := range testsupport.ChromiumBuilds(t) {
+		t.Run(build, func(t *testing.T) { testEgressGuarded(t, path, !chromium.IsHeadlessShell(path)) })
+	}
+}
+
+func testEgressGuarded(t *testing.T, chromiumPath string, siteIsolation bool) {
 	sites := newEgressSites(t)
 	fport := strconv.Itoa(sites.forbidden.Listener.Addr().(*net.TCPAddr).Port)
 	cases := []struct {
@@ -257,7 +267,7 @@ func TestRender_EgressGuardedInEveryContext(t *testing.T) {
 		t.Run(layers, func(t *testing.T) {
 			var mu sync.Mutex
 			var refusedTargets []string
-			r := newRenderer(t, Config{AllowedHosts: sites.allowlist(), Timeout: 30 * time.Second}, func(r *Renderer) {
+			r := newRenderer(t, Config{ChromiumPath: chromiumPath, AllowedHosts: sites.allowlist(), Timeout: 30 * time.Second}, func(r *Renderer) {
 				r.skipTabGuard = layers == "proxy only"
 				r.proxyOpts.onRefuse = func(hostPort, reason string) {
 					mu.Lock()
@@ -311,15 +321,18 @@ func TestRender_EgressGuardedInEveryContext(t *testing.T) {
 					refused := refusedF()
 					t.Logf("the proxy refused %d requests to the forbidden server: %v", len(refused), refused)
 					if tc.path == "/xsite" {
-						if !oopif.seen() {
+						switch {
+						case siteIsolation && !oopif.seen():
 							t.Errorf("the cross-site frame never showed as an iframe target: it is not out of process, the test proves less")
+						case !siteIsolation && oopif.seen():
+							t.Errorf("the cross-site frame ran out of process in the headless shell: it prints blank there")
 						}
 						if sites.b.count("/frame") == 0 || sites.b.count("/nested") == 0 {
 							t.Errorf("the allowed cross-site frames were not loaded: %v", sites.b.hits)
 						}
 						// The frame's own requests escape the tab-level guard
 						// (other process); the proxy must be the one refusing.
-						if len(refused) == 0 {
+						if siteIsolation && len(refused) == 0 {
 							t.Errorf("the proxy refused nothing for the cross-site frame")
 						}
 					}

@@ -9,115 +9,157 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
-// isolationSite serves /set, which leaves state of every kind behind (a
-// server cookie, a script cookie, localStorage, IndexedDB, Cache Storage, a
-// service worker and a cacheable script), and /see, which prints what of it
-// it finds.
-func isolationSite(t *testing.T) *site {
-	return newSite(t, func(w http.ResponseWriter, req *http.Request) {
+// setStateJS leaves state of every kind a script can leave behind, each
+// value marked with prefix: a script cookie, localStorage, IndexedDB, Cache
+// Storage and a service worker (registered from /sw.js, it answers
+// /sw-probe).
+func setStateJS(prefix string) string {
+	return fmt.Sprintf(`(async () => {
+		document.cookie = "js=%[1]s-JS-COOKIE; max-age=3600; path=/";
+		localStorage.setItem("k", "%[1]s-LOCAL-STORAGE");
+		await new Promise((res, rej) => {
+			const o = indexedDB.open("secretdb", 1);
+			o.onupgradeneeded = () => o.result.createObjectStore("s");
+			o.onsuccess = () => { const tx = o.result.transaction("s", "readwrite"); tx.objectStore("s").put("%[1]s-IDB", "k"); tx.oncomplete = res; tx.onerror = rej; };
+			o.onerror = rej;
+		});
+		const c = await caches.open("secret-cache");
+		await c.put("/cached-entry", new Response("%[1]s-CACHE-STORAGE"));
+		await navigator.serviceWorker.register("/sw.js?m=%[1]s");
+		await navigator.serviceWorker.ready;
+	})()`, prefix)
+}
+
+// seeStateJS resolves to a description of every kind of state setStateJS
+// leaves that the document finds.
+const seeStateJS = `(async () => {
+	const seen = [];
+	seen.push("cookie: [" + document.cookie + "]");
+	seen.push("localStorage: [" + localStorage.getItem("k") + "]");
+	const dbs = await indexedDB.databases();
+	seen.push("idb: [" + dbs.map(d => d.name).join(",") + "]");
+	for (const d of dbs) {
+		const db = await new Promise(r => { const o = indexedDB.open(d.name); o.onsuccess = () => r(o.result); });
+		if (db.objectStoreNames.contains("s")) {
+			seen.push("idb value: [" + await new Promise(r => { const g = db.transaction("s").objectStore("s").get("k"); g.onsuccess = () => r(g.result); }) + "]");
+		}
+	}
+	const keys = await caches.keys();
+	seen.push("caches: [" + keys.join(",") + "]");
+	for (const k of keys) {
+		const m = await (await caches.open(k)).match("/cached-entry");
+		if (m) seen.push("cache value: [" + await m.text() + "]");
+	}
+	const regs = await navigator.serviceWorker.getRegistrations();
+	seen.push("service workers: [" + regs.map(r => r.active ? r.active.scriptURL : "pending").join(",") + "]");
+	seen.push("controlled: [" + (navigator.serviceWorker.controller ? navigator.serviceWorker.controller.scriptURL : "") + "]");
+	seen.push("sw-probe: [" + await (await fetch("/sw-probe")).text() + "]");
+	return seen.join("\n");
+})()`
+
+// isolationSite serves, on two sites (127.0.0.1 and localhost, one server):
+// /set, which leaves state of every kind behind (a server cookie, script
+// state, a service worker and a cacheable script) and embeds /set-frame from
+// the other site, which leaves its own script state and cacheable script in
+// the cross-site frame; and /see and /see-frame, which print what of it they
+// find. otherOrigin is the frames' origin.
+func isolationSite(t *testing.T) (s *site, otherOrigin string) {
+	s = newSite(t, func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
 		switch req.URL.Path {
 		case "/set":
 			http.SetCookie(w, &http.Cookie{Name: "srv", Value: "SECRET-A-SERVER-COOKIE", MaxAge: 3600, Path: "/"})
-			w.Header().Set("Content-Type", "text/html")
-			fmt.Fprint(w, `<!doctype html><h1>SETTER</h1><script src="/cached.js"></script><script>
-				(async () => {
-				  document.cookie = "js=SECRET-A-JS-COOKIE; max-age=3600; path=/";
-				  localStorage.setItem("k", "SECRET-A-LOCAL-STORAGE");
-				  await new Promise((res, rej) => {
-				    const o = indexedDB.open("secretdb", 1);
-				    o.onupgradeneeded = () => o.result.createObjectStore("s");
-				    o.onsuccess = () => { const tx = o.result.transaction("s", "readwrite"); tx.objectStore("s").put("SECRET-A-IDB", "k"); tx.oncomplete = res; tx.onerror = rej; };
-				    o.onerror = rej;
-				  });
-				  const c = await caches.open("secret-cache");
-				  await c.put("/cached-entry", new Response("SECRET-A-CACHE-STORAGE"));
-				  await navigator.serviceWorker.register("/sw.js");
-				  await navigator.serviceWorker.ready;
-				})().then(() => { document.body.append("SET-DONE"); window.__done = true; },
+			fmt.Fprintf(w, `<!doctype html><h1>SETTER</h1><script src="/cached.js"></script><script>
+				const frameDone = new Promise(r => addEventListener("message", e => r(e.data)));
+				%s.then(() => frameDone).then(f => { document.body.append("SET-DONE " + f); window.__done = true; },
 				          e => { document.body.append("SET-FAILED " + e); window.__done = true; });
-				</script>`)
+				</script><iframe src="%s/set-frame"></iframe>`, setStateJS("SECRET-A"), otherOrigin)
+		case "/set-frame":
+			fmt.Fprintf(w, `<!doctype html><script src="/cached-frame.js"></script><script>
+				%s.then(() => parent.postMessage("FRAME-SET-DONE", "*"), e => parent.postMessage("FRAME-SET-FAILED " + e, "*"));
+				</script>`, setStateJS("SECRET-F"))
 		case "/see":
-			w.Header().Set("Content-Type", "text/html")
-			fmt.Fprintf(w, `<!doctype html><h1>SEER</h1><p>server saw cookies: [%s]</p><script src="/cached.js"></script><pre id=o></pre><script>
-				(async () => {
-				  const seen = [];
-				  seen.push("cookie: [" + document.cookie + "]");
-				  seen.push("localStorage: [" + localStorage.getItem("k") + "]");
-				  const dbs = await indexedDB.databases();
-				  seen.push("idb: [" + dbs.map(d => d.name).join(",") + "]");
-				  for (const d of dbs) {
-				    const db = await new Promise(r => { const o = indexedDB.open(d.name); o.onsuccess = () => r(o.result); });
-				    if (db.objectStoreNames.contains("s")) {
-				      seen.push("idb value: [" + await new Promise(r => { const g = db.transaction("s").objectStore("s").get("k"); g.onsuccess = () => r(g.result); }) + "]");
-				    }
-				  }
-				  const keys = await caches.keys();
-				  seen.push("caches: [" + keys.join(",") + "]");
-				  for (const k of keys) {
-				    const m = await (await caches.open(k)).match("/cached-entry");
-				    if (m) seen.push("cache value: [" + await m.text() + "]");
-				  }
-				  const regs = await navigator.serviceWorker.getRegistrations();
-				  seen.push("service workers: [" + regs.map(r => r.active ? r.active.scriptURL : "pending").join(",") + "]");
-				  seen.push("controlled: [" + (navigator.serviceWorker.controller ? "SECRET-A-SW-CONTROLS" : "") + "]");
-				  document.getElementById("o").textContent = seen.join("\n");
-				})().catch(e => document.body.append("SEE-FAILED " + e)).then(() => { document.body.append("SEE-DONE"); window.__done = true; });
-				</script>`, strings.ReplaceAll(req.Header.Get("Cookie"), "<", ""))
-		case "/cached.js":
+			fmt.Fprintf(w, `<!doctype html><h1>SEER</h1><p>server saw cookies: [%s]</p><script src="/cached.js"></script><pre id=o></pre><pre id=f></pre><script>
+				const frameSaw = new Promise(r => addEventListener("message", e => r(e.data)));
+				%s.then(s => { document.getElementById("o").textContent = s; return frameSaw; })
+				  .then(f => { document.getElementById("f").textContent = "frame saw:\n" + f; })
+				  .catch(e => document.body.append("SEE-FAILED " + e)).then(() => { document.body.append("SEE-DONE"); window.__done = true; });
+				</script><iframe src="%s/see-frame" style="display:none"></iframe>`, strings.ReplaceAll(req.Header.Get("Cookie"), "<", ""), seeStateJS, otherOrigin)
+		case "/see-frame":
+			fmt.Fprintf(w, `<!doctype html><script src="/cached-frame.js"></script><script>
+				%s.then(s => parent.postMessage(s, "*"), e => parent.postMessage("FRAME-SEE-FAILED " + e, "*"));
+				</script>`, seeStateJS)
+		case "/cached.js", "/cached-frame.js":
 			w.Header().Set("Content-Type", "text/javascript")
 			w.Header().Set("Cache-Control", "public, max-age=3600")
 			fmt.Fprint(w, "window.__cached = 1;")
 		case "/sw.js":
 			w.Header().Set("Content-Type", "text/javascript")
-			fmt.Fprint(w, `self.addEventListener("activate", e => e.waitUntil(self.clients.claim()));
-				self.addEventListener("fetch", e => { if (new URL(e.request.url).pathname === "/see") e.respondWith(new Response("<p>SECRET-A-SW-RESPONSE</p><script>window.__done = true</script>", {headers: {"Content-Type": "text/html"}})); });`)
+			fmt.Fprint(w, `const marker = new URL(location).searchParams.get("m");
+				self.addEventListener("activate", e => e.waitUntil(self.clients.claim()));
+				self.addEventListener("fetch", e => { if (new URL(e.request.url).pathname === "/sw-probe") e.respondWith(new Response(marker + "-SW-RESPONSE")); });`)
+		case "/sw-probe":
+			w.Header().Set("Content-Type", "text/plain")
+			fmt.Fprint(w, "network")
 		default:
 			http.NotFound(w, req)
 		}
 	})
+	return s, "http://localhost:" + s.URL[strings.LastIndexByte(s.URL, ':')+1:]
 }
 
 // TestRender_RendersAreIsolated: render A sets cookies, storage, caches and a
-// service worker on an allowed origin; render B on the same origin prints
-// what it sees, and none of A's state is there. With the old shared-context
-// design the same pages do leak, which shows the test can see a leak.
+// service worker on an allowed origin and in a cross-site frame of another
+// allowed origin (out of process in the full browser); render B on the same
+// pages prints what the page and its frame see, and none of A's state is
+// there, on both Chromium builds. With the old shared-context design the
+// same pages do leak, in the page and in the frame, which shows the test can
+// see a leak.
 func TestRender_RendersAreIsolated(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		design tabDesign
-		leaks  bool
-	}{
-		{"context per render (default)", designContextPerRender, false},
-		{"shared context leaks (sanity check of the test)", designSharedContext, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := isolationSite(t)
-			r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(s.hostPort()), Timeout: 20 * time.Second}, func(r *Renderer) { r.design = tc.design })
-			wait := settings(spec.Options{WaitFor: "window.__done === true"})
-			a := mustRender(t, r, Source{URL: s.URL + "/set"}, wait)
-			if text := pdfText(t, a.pdf); !strings.Contains(text, "SET-DONE") {
-				t.Fatalf("render A did not set its state:\n%s", text)
-			}
-			b := mustRender(t, r, Source{URL: s.URL + "/see"}, wait)
-			text := pdfText(t, b.pdf)
-			t.Logf("render B saw:\n%s", text)
-			if tc.leaks {
-				if !strings.Contains(text, "SECRET-A") {
-					t.Errorf("the shared context showed nothing of render A: the test cannot see a leak")
+	for build, path := range testsupport.ChromiumBuilds(t) {
+		for _, tc := range []struct {
+			name   string
+			design tabDesign
+			leaks  bool
+		}{
+			{"context per render (default)", designContextPerRender, false},
+			{"shared context leaks (sanity check of the test)", designSharedContext, true},
+		} {
+			t.Run(build+"/"+tc.name, func(t *testing.T) {
+				s, other := isolationSite(t)
+				allow := allowlist.MustParse(s.hostPort() + "," + strings.TrimPrefix(other, "http://"))
+				r := newRenderer(t, Config{ChromiumPath: path, AllowedHosts: allow, Timeout: 20 * time.Second}, func(r *Renderer) { r.design = tc.design })
+				wait := settings(spec.Options{WaitFor: "window.__done === true"})
+				a := mustRender(t, r, Source{URL: s.URL + "/set"}, wait)
+				if text := pdfText(t, a.pdf); !strings.Contains(text, "SET-DONE FRAME-SET-DONE") {
+					t.Fatalf("render A did not set its state in the page and the frame:\n%s", text)
 				}
-				return
-			}
-			if !strings.Contains(text, "SEE-DONE") || strings.Contains(text, "SEE-FAILED") {
-				t.Fatalf("render B did not finish looking")
-			}
-			if strings.Contains(text, "SECRET-A") {
-				t.Errorf("render B saw state of render A")
-			}
-			if n := s.count("/cached.js"); n != 2 {
-				t.Errorf("/cached.js fetched %d times, want 2 (render B must not use A's HTTP cache)", n)
-			}
-		})
+				b := mustRender(t, r, Source{URL: s.URL + "/see"}, wait)
+				text := pdfText(t, b.pdf)
+				t.Logf("render B saw:\n%s", text)
+				if tc.leaks {
+					for _, want := range []string{"SECRET-A", "SECRET-F"} {
+						if !strings.Contains(text, want) {
+							t.Errorf("the shared context showed nothing of render A's %s state: the test cannot see a leak there", want)
+						}
+					}
+					return
+				}
+				if !strings.Contains(text, "SEE-DONE") || !strings.Contains(text, "frame saw:") || strings.Contains(text, "SEE-FAILED") {
+					t.Fatalf("render B did not finish looking")
+				}
+				if strings.Contains(text, "SECRET") {
+					t.Errorf("render B saw state of render A")
+				}
+				for _, p := range []string{"/cached.js", "/cached-frame.js"} {
+					if n := s.count(p); n != 2 {
+						t.Errorf("%s fetched %d times, want 2 (render B must not use A's HTTP cache)", p, n)
+					}
+				}
+			})
+		}
 	}
 }

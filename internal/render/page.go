@@ -191,6 +191,9 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	if err != nil && runCtx.Err() == nil {
 		err = fmt.Errorf("%w: opening a tab: %v", ErrBrowserCrashed, err)
 	}
+	if err == nil && !r.keepChromedpDomains {
+		err = leanTab(runCtx, chromedp.FromContext(tabCtx).Target)
+	}
 	if err == nil {
 		stopDialogs := w.dismissDialogs(runCtx, chromedp.FromContext(tabCtx).Target, r.log)
 		err = r.runPage(runCtx, b, w, src, settings, sink, st, &stage)
@@ -268,6 +271,32 @@ func openTab(runCtx, tabCtx context.Context) error {
 	return runCtx.Err()
 }
 
+// leanTab turns off what chromedp enables on every tab that a render does
+// not use: the DOM and CSS agents (they track every node and style sheet of
+// the document as it loads), console log forwarding, and target discovery
+// and auto-attach (each tab would hear of every other tab, frame and worker).
+// The page keeps Page (lifecycle, dialogs), Runtime, Network (network idle),
+// Inspector (crashes) and the guard's Fetch. Measured in
+// BenchmarkRenderDesign as the "lean" candidate.
+func leanTab(ctx context.Context, t *chromedp.Target) error {
+	steps := []struct {
+		method string
+		params any
+	}{
+		{"CSS.disable", nil},
+		{"DOM.disable", nil},
+		{"Log.disable", nil},
+		{target.CommandSetAutoAttach, target.SetAutoAttachParams{AutoAttach: false, WaitForDebuggerOnStart: false}},
+		{target.CommandSetDiscoverTargets, target.SetDiscoverTargetsParams{Discover: false}},
+	}
+	for _, s := range steps {
+		if err := t.Call(ctx, s.method, s.params, nil); err != nil {
+			return fmt.Errorf("%w: preparing the tab (%s): %v", ErrNavigation, s.method, err)
+		}
+	}
+	return nil
+}
+
 func (r *Renderer) tabOpened() {
 	n := r.tabs.Add(1)
 	for {
@@ -325,16 +354,42 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	}
 
 	*stage = "waiting for network idle"
-	if err := w.waitNetworkIdle(ctx); err != nil {
+	quiet := networkQuiet
+	if settings.WaitFor != "" {
+		// The page says when it is ready: its expression replaces the
+		// guess that a quiet network means nothing more will come.
+		// Requests in flight are still waited for, before and after it.
+		quiet = 0
+	} else if static, err := isStatic(ctx, t); err != nil {
+		return err
+	} else if static {
+		// Nothing on the page can start a request later but style and
+		// layout, which the fonts wait below forces; waiting for quiet
+		// would only add its length to the render.
+		quiet = 0
+	}
+	if err := w.waitNetworkIdle(ctx, quiet); err != nil {
 		return err
 	}
+	requested := w.requestCount()
 	*stage = "waiting for web fonts"
 	if err := waitFonts(ctx, t); err != nil {
 		return err
 	}
+	if w.requestCount() != requested {
+		// The layout found more to load (background images, fonts).
+		*stage = "waiting for network idle after layout"
+		if err := w.waitNetworkIdle(ctx, quiet); err != nil {
+			return err
+		}
+	}
 	if settings.WaitFor != "" {
 		*stage = fmt.Sprintf("waiting for wait_for %q to become truthy", truncate(settings.WaitFor, 100))
 		if err := waitFor(ctx, t, settings.WaitFor, stage); err != nil {
+			return err
+		}
+		*stage = "waiting for requests in flight after wait_for"
+		if err := w.waitNetworkIdle(ctx, 0); err != nil {
 			return err
 		}
 	}
@@ -427,6 +482,23 @@ func loadHTML(ctx context.Context, t *chromedp.Target, w *pageWatch, frame cdp.F
 	}
 }
 
+// staticExpr is true for a document that runs no script and has no frame or
+// plugin: no element <script> (SVG's included), no attribute on* (inline
+// handlers), no iframe, frame, object or embed.
+const staticExpr = `!document.querySelector("script, iframe, frame, object, embed") &&
+	document.evaluate("count(//@*[starts-with(local-name(), 'on')])", document, null, XPathResult.NUMBER_TYPE, null).numberValue === 0`
+
+// isStatic reports whether the loaded document is static (staticExpr). A
+// page that is not may start a request at any time after its load event,
+// which is what the network quiet period waits for.
+func isStatic(ctx context.Context, t *chromedp.Target) (bool, error) {
+	res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: staticExpr, ReturnByValue: new(true)})
+	if err != nil {
+		return false, fmt.Errorf("%w: inspecting the document: %v", ErrNavigation, err)
+	}
+	return res.ExceptionDetails == nil && res.Result != nil && string(res.Result.Value) == "true", nil
+}
+
 // waitFonts waits (at most fontsMax) for document.fonts.ready after forcing a
 // layout, so that fonts that only the layout discovers are requested too.
 func waitFonts(ctx context.Context, t *chromedp.Target) error {
@@ -496,6 +568,7 @@ type pageWatch struct {
 	mu         sync.Mutex
 	frame      cdp.FrameID
 	inflight   map[network.RequestID]string // URL
+	requests   int                          // requests seen (redirects not counted)
 	quietSince time.Time
 	loaded     map[cdp.LoaderID]bool
 	responses  map[cdp.LoaderID]*network.Response // main-frame documents
@@ -537,6 +610,7 @@ func (w *pageWatch) onEvent(ev any) {
 				url = ev.Request.URL
 			}
 			w.inflight[ev.RequestID] = url
+			w.requests++
 			w.quietSince = time.Now()
 		}
 		if ev.Type == network.ResourceTypeDocument && ev.FrameID == w.frame && ev.LoaderID != "" {
@@ -574,6 +648,13 @@ func (w *pageWatch) onEvent(ev any) {
 	}
 	w.mu.Unlock()
 	w.wake()
+}
+
+// requestCount is how many requests the page has made so far.
+func (w *pageWatch) requestCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.requests
 }
 
 // wake makes a wait re-check its condition.
@@ -645,16 +726,16 @@ func (w *pageWatch) waitLoad(ctx context.Context, loader cdp.LoaderID) error {
 	return blocked
 }
 
-// waitNetworkIdle waits until no request was in flight for networkQuiet, for
-// at most networkIdleMax; a page that never goes quiet is printed anyway.
-func (w *pageWatch) waitNetworkIdle(ctx context.Context) error {
+// waitNetworkIdle waits until no request was in flight for quiet, for at
+// most networkIdleMax; a page that never goes quiet is printed anyway.
+func (w *pageWatch) waitNetworkIdle(ctx context.Context, quiet time.Duration) error {
 	ictx, cancel := context.WithTimeout(ctx, networkIdleMax)
 	defer cancel()
 	err := w.wait(ictx, func() (bool, time.Duration) {
 		if len(w.inflight) > 0 {
 			return false, 0
 		}
-		left := networkQuiet - time.Since(w.quietSince)
+		left := quiet - time.Since(w.quietSince)
 		return left <= 0, left
 	})
 	if err != nil && ctx.Err() == nil && ictx.Err() != nil {

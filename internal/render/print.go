@@ -21,8 +21,9 @@ const readChunk = 512 << 10
 
 const mmPerInch = 25.4
 
-// printParams maps resolved print settings to Page.printToPDF.
-func printParams(s spec.PrintSettings) page.PrintToPDFParams {
+// PrintParams maps resolved print settings to the Page.printToPDF call a
+// render makes (benchmarks give the same call to their baselines).
+func PrintParams(s spec.PrintSettings) page.PrintToPDFParams {
 	top, right := s.MarginTopMM/mmPerInch, s.MarginRightMM/mmPerInch
 	bottom, left := s.MarginBottomMM/mmPerInch, s.MarginLeftMM/mmPerInch
 	p := page.PrintToPDFParams{
@@ -60,7 +61,7 @@ func orEmptySpan(s string) string {
 
 // printPDF prints the page as a stream and hands a reader of it to sink.
 func printPDF(ctx context.Context, t *chromedp.Target, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string) error {
-	res, err := cdp.Call(ctx, t, page.PrintToPDF, printParams(settings))
+	res, err := cdp.Call(ctx, t, page.PrintToPDF, PrintParams(settings))
 	if err != nil {
 		if strings.Contains(strings.ToLower(err.Error()), "page range") {
 			return permanent{fmt.Errorf("%w: page_ranges %q: %v", ErrPrint, settings.PageRanges, err)}

@@ -34,7 +34,9 @@ import (
 // checked for leftover processes) at the end of the test.
 func newRenderer(t *testing.T, cfg Config, setup ...func(*Renderer)) *Renderer {
 	t.Helper()
-	cfg.ChromiumPath = testsupport.ChromiumPath(t)
+	if cfg.ChromiumPath == "" {
+		cfg.ChromiumPath = testsupport.ChromiumPath(t)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}

@@ -4,18 +4,14 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/pdfexport/pdfexport/internal/chromium"
 )
 
-// chromiumCandidates is the search order of ChromiumPath after CHROMIUM_PATH:
-// Debian's real binary first (its /usr/bin/chromium is a wrapper script).
-var chromiumCandidates = []string{
-	"/usr/lib/chromium/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable",
-}
-
 // ChromiumPath returns the Chromium binary the tests run: $CHROMIUM_PATH if
-// set, else the first of /usr/lib/chromium/chromium, chromium,
-// chromium-browser, google-chrome, google-chrome-stable. A missing browser
-// fails the test (it never skips) and says how to install one.
+// set, else what the worker would auto-detect (chromium.Find: the headless
+// shell first, then the full browser). A missing browser fails the test (it
+// never skips) and says how to install one.
 func ChromiumPath(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("CHROMIUM_PATH"); p != "" {
@@ -25,11 +21,25 @@ func ChromiumPath(t testing.TB) string {
 		}
 		return found
 	}
-	for _, c := range chromiumCandidates {
-		if found, err := exec.LookPath(c); err == nil {
-			return found
-		}
+	p, err := chromium.Find()
+	if err != nil {
+		t.Fatalf("%v", err)
 	}
-	t.Fatalf("Chromium not found (tried %v): run `make setup` (apt-get install chromium) or set CHROMIUM_PATH", chromiumCandidates)
-	return ""
+	return p
+}
+
+// ChromiumBuilds returns both Chromium builds the product supports, the
+// headless shell and the full browser, by name, for tests that must hold on
+// each. Both are installed by make setup; a missing one fails the test.
+func ChromiumBuilds(t testing.TB) map[string]string {
+	t.Helper()
+	shell, err := chromium.HeadlessShell()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	full, err := chromium.FullBrowser()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return map[string]string{"headless-shell": shell, "full": full}
 }

@@ -1,0 +1,143 @@
+// Package peer drives Chromium the way a peer of pdfexport does, with
+// nothing of pdfexport in the way, so that benchmarks can measure pdfexport
+// against the design a user would pick instead, in the same run and on the
+// same machine: Gotenberg's HTML route, a new tab per conversion in the
+// browser's shared default context of one long-lived Chromium started with
+// chromedp's default flags. It also reproduces pdfexport's previous design
+// (a new browser context per render) as a baseline. It is benchmark support,
+// never used by the product.
+package peer
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	cdpio "github.com/chromedp/cdproto/io"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// Design is how a print gets its tab.
+type Design int
+
+const (
+	// SharedTab is the peer's design: a new tab in the default browser
+	// context (a tab of the browser's window).
+	SharedTab Design = iota
+	// ContextPerRender is pdfexport's previous design: a new browser
+	// context per render, which in the full browser opens a window.
+	ContextPerRender
+)
+
+func (d Design) String() string {
+	if d == ContextPerRender {
+		return "browser context per render"
+	}
+	return "tab in the shared context"
+}
+
+// Browser is one Chromium started with chromedp's default flags.
+type Browser struct {
+	ctx    context.Context
+	cancel func()
+	pid    int
+}
+
+// Start starts the Chromium at path (no sandbox when running as root, as
+// every container deployment of a peer does).
+func Start(ctx context.Context, path string) (*Browser, error) {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path))
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox)
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancel := chromedp.NewContext(alloc)
+	b := &Browser{ctx: bctx, cancel: func() { cancel(); cancelAlloc() }}
+	stop := context.AfterFunc(ctx, b.cancel)
+	err := chromedp.Do(bctx)
+	if !stop() {
+		err = fmt.Errorf("starting %s: %w", path, context.Cause(ctx))
+	}
+	if err != nil {
+		b.cancel()
+		return nil, fmt.Errorf("starting %s: %w", path, err)
+	}
+	b.pid = chromedp.FromContext(bctx).Browser.Process().Pid
+	return b, nil
+}
+
+// PID is the browser's main process.
+func (b *Browser) PID() int { return b.pid }
+
+// Close stops the browser and waits for it.
+func (b *Browser) Close() { b.cancel() }
+
+// pollInterval is how often Print re-checks readiness (readyState, waitFor).
+const pollInterval = 10 * time.Millisecond
+
+// Print renders html in a tab of design d: it sets the document, waits for
+// readyState "complete" and, if waitFor is not empty, for that expression to
+// be truthy, prints with params (as a stream), copies the PDF to w and closes
+// the tab. It returns the PDF's size.
+func (b *Browser) Print(ctx context.Context, d Design, html, waitFor string, params page.PrintToPDFParams, w io.Writer) (int64, error) {
+	opt := chromedp.WithNewWindow(false)
+	if d == ContextPerRender {
+		opt = chromedp.WithNewBrowserContext()
+	}
+	tctx, cancel := chromedp.NewContext(b.ctx, opt)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	if err := chromedp.Do(tctx); err != nil {
+		return 0, fmt.Errorf("opening a tab: %w", err)
+	}
+	t := chromedp.FromContext(tctx).Target
+	if _, err := cdp.Call(tctx, t, page.SetDocumentContent, page.SetDocumentContentParams{FrameID: cdp.FrameID(t.TargetID), HTML: html}); err != nil {
+		return 0, fmt.Errorf("setting the document: %w", err)
+	}
+	ready := `document.readyState === "complete"`
+	if waitFor != "" {
+		ready += " && !!(" + waitFor + ")"
+	}
+	for {
+		res, err := cdp.Call(tctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: ready, ReturnByValue: new(true)})
+		if err != nil {
+			return 0, fmt.Errorf("waiting for the page: %w", err)
+		}
+		if res.Result != nil && string(res.Result.Value) == "true" {
+			break
+		}
+		select {
+		case <-tctx.Done():
+			return 0, tctx.Err()
+		case <-time.After(pollInterval):
+		}
+	}
+	params.TransferMode = page.PrintToPDFTransferModeReturnAsStream
+	res, err := cdp.Call(tctx, t, page.PrintToPDF, params)
+	if err != nil {
+		return 0, fmt.Errorf("printing: %w", err)
+	}
+	var n int64
+	for {
+		chunk, err := cdp.Call(tctx, t, cdpio.Read, cdpio.ReadParams{Handle: res.Stream, Size: 512 << 10})
+		if err != nil {
+			return n, fmt.Errorf("reading the PDF: %w", err)
+		}
+		m, err := w.Write(chunk.Data)
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+		if chunk.EOF {
+			break
+		}
+	}
+	_, err = cdp.Call(tctx, t, cdpio.Close, cdpio.CloseParams{Handle: res.Stream})
+	return n, err
+}

@@ -1,0 +1,192 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pdfexport/pdfexport/internal/chromium"
+	"github.com/pdfexport/pdfexport/internal/peer"
+	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+// cpuSeconds is the CPU time, user and system, of process pid and of all its
+// descendants, those alive and those already reaped (a parent's cutime and
+// cstime hold its reaped children's), as of now. Chromium's renderer
+// processes live for one render; their parent, the zygote, reaps them.
+func cpuSeconds(pid int) float64 {
+	total := 0.0
+	for _, p := range append([]int{pid}, proctree.Descendants(pid)...) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime
+			v, _ := strconv.ParseFloat(f[i], 64)
+			total += v
+		}
+	}
+	return total / 100 // USER_HZ
+}
+
+// selfCPU is the CPU time of this process (all its threads).
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// goSpecDocument is the Go specification of the toolchain that runs the
+// benchmark (50 pages, no script), wrapped as the bench command wraps it.
+func goSpecDocument(b *testing.B) string {
+	b.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "doc", "go_spec.html"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>The Go Programming Language Specification</title></head><body>
+<h1>The Go Programming Language Specification</h1>
+` + string(data) + "\n</body></html>\n"
+}
+
+// BenchmarkRenderDesign measures, in one run and interleaved (each b.Loop
+// iteration renders every document once per design), the CPU-seconds (the
+// browser's whole process tree, reaped renderers included, plus this
+// process) and the wall time of one render of the Go specification
+// (50 pages, static) and of the sample manual (22 pages, one script), for:
+//
+//   - bare-full, bare-shell: the peer's design, a tab in the shared default
+//     context of a Chromium with chromedp's default flags (full browser;
+//     headless shell), setting the document and printing, nothing else;
+//   - old-full: this package's previous design, a new browser context (and
+//     so a window) per render on the full browser with default flags;
+//   - ours-shell, ours-full: the Renderer as configured by default (a
+//     browser context per render, browser UI off, lean tab, readiness
+//     waits), on each build;
+//   - ours-shell-chromedp-domains: the Renderer without leanTab.
+//
+// Ratios compare each design with the bare design on the same build
+// (…/bare) and ours-shell with the peer on the full browser it ships with
+// (ours-shell/bare-full). Figures only; the package documentation quotes
+// them.
+func BenchmarkRenderDesign(b *testing.B) {
+	shell, err := chromium.HeadlessShell()
+	if err != nil {
+		b.Fatal(err)
+	}
+	full, err := chromium.FullBrowser()
+	if err != nil {
+		b.Fatal(err)
+	}
+	docs := []struct{ name, html string }{{"gospec", goSpecDocument(b)}, {"manual", manualHTML(b)}}
+	s := settings(spec.Options{})
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	newOurs := func(path string, setup ...func(*Renderer)) (func(string) error, int) {
+		r, err := New(Config{ChromiumPath: path, Logger: quiet})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range setup {
+			f(r)
+		}
+		if err := r.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { r.Close() })
+		return func(html string) error {
+			_, err := r.Render(context.Background(), Source{HTML: html}, s, discard)
+			return err
+		}, r.current().pid
+	}
+	startPeer := func(path string) *peer.Browser {
+		p, err := peer.Start(context.Background(), path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(p.Close)
+		return p
+	}
+	bareFull, bareShell := startPeer(full), startPeer(shell)
+	bare := func(p *peer.Browser, d peer.Design) func(string) error {
+		return func(html string) error {
+			_, err := p.Print(context.Background(), d, html, "", PrintParams(s), io.Discard)
+			return err
+		}
+	}
+	oursShell, oursShellPID := newOurs(shell)
+	oursFull, oursFullPID := newOurs(full)
+	oursDomains, oursDomainsPID := newOurs(shell, func(r *Renderer) { r.keepChromedpDomains = true })
+	designs := []struct {
+		name string
+		pid  int
+		run  func(string) error
+	}{
+		{"bare-full", bareFull.PID(), bare(bareFull, peer.SharedTab)},
+		{"bare-shell", bareShell.PID(), bare(bareShell, peer.SharedTab)},
+		{"old-full", bareFull.PID(), bare(bareFull, peer.ContextPerRender)},
+		{"ours-shell", oursShellPID, oursShell},
+		{"ours-full", oursFullPID, oursFull},
+		{"ours-shell-chromedp-domains", oursDomainsPID, oursDomains},
+	}
+	type sample struct{ cpu, wall []float64 }
+	samples := map[string]*sample{}
+	for _, d := range docs {
+		for _, ds := range designs {
+			if err := ds.run(d.html); err != nil { // warm up: first tab, caches
+				b.Fatalf("%s %s: %v", ds.name, d.name, err)
+			}
+			samples[d.name+"/"+ds.name] = &sample{}
+		}
+	}
+	for b.Loop() {
+		for _, d := range docs {
+			for _, ds := range designs {
+				time.Sleep(100 * time.Millisecond) // let the previous design's processes exit
+				c0, s0, t0 := cpuSeconds(ds.pid), selfCPU(), time.Now()
+				if err := ds.run(d.html); err != nil {
+					b.Fatalf("%s %s: %v", ds.name, d.name, err)
+				}
+				wall := time.Since(t0)
+				time.Sleep(150 * time.Millisecond) // the tab's renderer exits and is reaped
+				sm := samples[d.name+"/"+ds.name]
+				sm.cpu = append(sm.cpu, cpuSeconds(ds.pid)-c0+selfCPU()-s0)
+				sm.wall = append(sm.wall, wall.Seconds())
+			}
+		}
+	}
+	med := func(v []float64) float64 {
+		d := make([]time.Duration, len(v))
+		for i, x := range v {
+			d[i] = time.Duration(x * 1e9)
+		}
+		return median(d).Seconds()
+	}
+	for _, d := range docs {
+		cpu := func(design string) float64 { return med(samples[d.name+"/"+design].cpu) }
+		for _, ds := range designs {
+			sm := samples[d.name+"/"+ds.name]
+			b.ReportMetric(med(sm.cpu), fmt.Sprintf("%s-%s-cpu-s", d.name, ds.name))
+			b.ReportMetric(med(sm.wall)*1000, fmt.Sprintf("%s-%s-ms", d.name, ds.name))
+		}
+		b.ReportMetric(cpu("ours-shell")/cpu("bare-shell"), d.name+"-ours-shell/bare-shell")
+		b.ReportMetric(cpu("ours-full")/cpu("bare-full"), d.name+"-ours-full/bare-full")
+		b.ReportMetric(cpu("old-full")/cpu("bare-full"), d.name+"-old-full/bare-full")
+		b.ReportMetric(cpu("ours-shell")/cpu("bare-full"), d.name+"-ours-shell/bare-full")
+	}
+}
