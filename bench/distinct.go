@@ -16,6 +16,7 @@ import (
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/chromium"
 	"github.com/pdfexport/pdfexport/internal/peer"
+	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/render"
 )
 
@@ -50,6 +51,57 @@ type distinctCell struct {
 	n           int
 	wall        float64 // seconds, first request to last PDF
 	cpu         float64 // machine CPU-seconds in that time, idle-corrected
+	parts       cpuParts
+}
+
+// cpuParts attributes CPU-seconds per PDF to the processes of the system:
+// the workers' Go code, Chromium (every browser below a worker, or the
+// peer's), Redis, and the clients (this process).
+type cpuParts struct{ worker, chromium, redis, client float64 }
+
+func (p cpuParts) String() string {
+	return fmt.Sprintf("Chromium %s · worker %s · Redis %s · clients %s", num(p.chromium), num(p.worker), num(p.redis), num(p.client))
+}
+
+// usage is a snapshot of the CPU of a system's processes.
+type usage struct {
+	workers, chromiums []int
+	redis              int
+	worker, chromium   time.Duration
+	redisCPU, client   time.Duration
+}
+
+func startUsage(workers []int, redis int, chromiums []int) *usage {
+	u := &usage{workers: workers, chromiums: chromiums, redis: redis}
+	u.worker, u.chromium, u.redisCPU, u.client = u.read()
+	return u
+}
+
+// read returns the CPU so far of the workers (own), of Chromium (the
+// workers' process trees without the workers, plus the peer browsers'
+// trees), of Redis and of this process.
+func (u *usage) read() (worker, chrome, redis, client time.Duration) {
+	for _, pid := range u.workers {
+		own, tree := proctree.CPU(pid)
+		worker += own
+		chrome += tree - own
+	}
+	for _, pid := range u.chromiums {
+		_, tree := proctree.CPU(pid)
+		chrome += tree
+	}
+	if u.redis > 0 {
+		redis, _ = proctree.CPU(u.redis)
+	}
+	client, _ = proctree.CPU(os.Getpid())
+	return worker, chrome, redis, client
+}
+
+// perPDF is the CPU since startUsage, per PDF of n.
+func (u *usage) perPDF(n int) cpuParts {
+	w, c, r, cl := u.read()
+	per := func(d time.Duration) float64 { return d.Seconds() / float64(n) }
+	return cpuParts{worker: per(w - u.worker), chromium: per(c - u.chromium), redis: per(r - u.redisCPU), client: per(cl - u.client)}
 }
 
 func (c distinctCell) rate() float64   { return float64(c.n) / c.wall }
@@ -185,8 +237,8 @@ func scenarioDistinct(ctx context.Context, e *benchEnv, rep *report) error {
 				}
 				cell.cpu -= res.idle * float64(res.cores) * cell.wall
 				res.cells = append(res.cells, cell)
-				logf("   %-7s %d clients  %-26s %5.2f PDF/s  %5.2f CPU-s/PDF  (%d in %.1f s)",
-					doc.name, c, sys, cell.rate(), cell.cpuPer(), cell.n, cell.wall)
+				logf("   %-7s %d clients  %-26s %5.2f PDF/s  %5.2f CPU-s/PDF  (%d in %.1f s; %s)",
+					doc.name, c, sys, cell.rate(), cell.cpuPer(), cell.n, cell.wall, cell.parts)
 			}
 		}
 	}
@@ -198,6 +250,8 @@ func scenarioDistinct(ctx context.Context, e *benchEnv, rep *report) error {
 func runDistinctCell(ctx context.Context, e *benchEnv, doc distinctDoc, sys string, c int, shell, full string) (distinctCell, error) {
 	cell := distinctCell{doc: doc.name, system: sys, clients: c, n: doc.n}
 	var one func(context.Context, int) error
+	var workerPIDs, chromiumPIDs []int // whose CPU the breakdown attributes
+	redisPID := 0
 	switch sys {
 	case sysPipeline1, sysPipeline2:
 		workers := 1
@@ -209,6 +263,10 @@ func runDistinctCell(ctx context.Context, e *benchEnv, doc distinctDoc, sys stri
 			return cell, err
 		}
 		defer f.stop()
+		for _, p := range f.procs {
+			workerPIDs = append(workerPIDs, p.cmd.Process.Pid)
+		}
+		redisPID = e.redis.p.cmd.Process.Pid
 		if err := warmWorkers(ctx, f, exportclient.Request{ManualID: "warm", HTML: doc.html, Options: doc.opts}); err != nil {
 			return cell, err
 		}
@@ -241,6 +299,7 @@ func runDistinctCell(ctx context.Context, e *benchEnv, doc distinctDoc, sys stri
 			return cell, err
 		}
 		defer b.Close()
+		chromiumPIDs = append(chromiumPIDs, b.PID())
 		params := render.PrintParams(doc.opts.Settings())
 		one = func(ctx context.Context, _ int) error {
 			n, err := b.Print(ctx, design, doc.html, doc.opts.WaitFor, params, io.Discard)
@@ -256,10 +315,12 @@ func runDistinctCell(ctx context.Context, e *benchEnv, doc distinctDoc, sys stri
 	if err := sleepCtx(ctx, 300*time.Millisecond); err != nil { // the warm-up's processes exit
 		return cell, err
 	}
+	usage := startUsage(workerPIDs, redisPID, chromiumPIDs)
 	wall, cpu, err := closedLoop(ctx, c, doc.n, one)
 	if err != nil {
 		return cell, err
 	}
+	cell.parts = usage.perPDF(doc.n)
 	cell.wall, cell.cpu = wall, cpu
 	return cell, nil
 }
@@ -358,7 +419,7 @@ func (d *distinctResult) markdown() string {
 	same := d.sameBuild()
 	fmt.Fprintf(&b, "\n## 7. Distinct documents\n\n")
 	fmt.Fprintf(&b, "Workers run `%s` (auto-detected). CPU is the whole machine's (all processes: Redis, workers, Chromium, the clients), from `/proc/stat`, minus the idle rate measured before the section (%.1f %% of %d cores) over the same time. Ratios are against the bare tab on the same build (%s).\n\n", d.worker, 100*d.idle, d.cores, same)
-	fmt.Fprintf(&b, "| document | clients | system | exports | wall s | PDF/s | CPU-s/PDF | throughput vs bare | CPU vs bare |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| document | clients | system | exports | wall s | PDF/s | CPU-s/PDF | throughput vs bare | CPU vs bare | CPU-s/PDF by process |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, doc := range d.docs {
 		for _, c := range distinctClients {
 			base, hasBase := d.cell(doc.name, same, c)
@@ -371,7 +432,7 @@ func (d *distinctResult) markdown() string {
 				if hasBase {
 					tr, cr = ratio(x.rate()/base.rate()), ratio(x.cpuPer()/base.cpuPer())
 				}
-				fmt.Fprintf(&b, "| %s | %d | %s | %d | %s | %s | %s | %s | %s |\n", doc.name, c, sys, x.n, num(x.wall), num(x.rate()), num(x.cpuPer()), tr, cr)
+				fmt.Fprintf(&b, "| %s | %d | %s | %d | %s | %s | %s | %s | %s | %s |\n", doc.name, c, sys, x.n, num(x.wall), num(x.rate()), num(x.cpuPer()), tr, cr, x.parts)
 			}
 		}
 	}

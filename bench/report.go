@@ -341,14 +341,31 @@ instead of 50/s at the 20 ms default).
 pauses, from enqueue to the client seeing the result: on the worker processes, and on one in-process
 worker where middleware splits it into queue pick-up, handler, and the client seeing the result.
 
-**4. Pipeline overhead.** One in-process worker. Raw = `+"`Renderer.Render`"+` of the manual straight
-into `+"`io.Discard`"+` on the worker's own renderer (same Chromium, same settings); pipeline = enqueue →
-pick-up → storage check → gate → the same render streamed into file storage (fsync, link) → release →
-result → the client reading it. The two alternate, %[7]d of each; ratio = median / median.
+**4. Pipeline overhead.** One in-process worker. Baseline = the bare design of a peer (`+"`internal/peer`"+`,
+Gotenberg's HTML route: a new tab in the shared default context of one Chromium started with chromedp's
+default flags, on the same Chromium build the worker runs) setting the manual as the document, waiting for
+the same `+"`wait_for`"+`, printing with the same settings and reading the PDF into `+"`io.Discard`"+`; pipeline =
+enqueue → pick-up → storage check → gate → render streamed into file storage (fsync, link) → release →
+result → the client reading it; `+"`Renderer.Render`"+` alone (a browser context per render, guard,
+readiness) into `+"`io.Discard`"+` is shown too. The three rotate, %[7]d of each; ratio = median / median.
 
 **5. Lock and render benchmarks** are the repository's Go benchmarks, run as above; whatever benchmarks
 those packages have are included (lock: wake-up latency of the gate vs a 500 ms polling loop,
 acquire+release ops/s vs redislock and redsync; render: see the benchmark names).
+
+**7. Distinct documents** (every first export of a version, every catalogue re-render: no gate saves
+these). For the Go specification (no script, 50 pages) and the manual (with `+"`wait_for`"+`), at 1, 2 and 4
+closed-loop clients (each waits for its PDF before asking for the next, as an API server does; the
+pipeline's clients use `+"`exportclient.Enqueue`"+` and `+"`Wait`"+` with a 20 ms poll), N distinct exports
+through `+"`bin/worker`"+` (one process; two at 2 and 4 clients, to show that a second process on the same
+machine does not deliver less), and N prints of the same document by the peer's bare tab on the headless
+shell and on the full Chromium, and by the old design of this project (a new browser context, hence a
+window, per render on the full Chromium with default flags). Each system is started for its cell, warmed
+with one render (every worker process), measured, and stopped, so no idle process of another system is
+counted. CPU = the whole machine's busy time from `+"`/proc/stat`"+` over the cell, minus the idle rate
+measured before the section; the breakdown by process (`+"`proctree.CPU`"+`: own and reaped children) shows
+where it goes. One run per cell (a full grid of repetitions does not fit the budget): expect ±8 %%
+between runs of the same cell on this machine.
 
 **6. A long document.** %[8]s wrapped in a `+"`<html>`"+` with a title, printed with
 `+"`outline: true`"+` (which implies a tagged PDF) by `+"`Renderer.Render`"+` on the warm renderer of 4,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -83,6 +84,7 @@ type Client struct {
 	allowed   allowlist.List
 	client    *asynq.Client
 	inspector *asynq.Inspector
+	rdb       redis.UniversalClient // Wait's light polls
 }
 
 // New returns a Client. Close it when done.
@@ -109,12 +111,16 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Retention <= 0 {
 		cfg.Retention = 24 * time.Hour
 	}
-	return &Client{cfg: cfg, allowed: allowed, client: asynq.NewClient(cfg.Redis), inspector: asynq.NewInspector(cfg.Redis)}, nil
+	rdb, ok := cfg.Redis.MakeRedisClient().(redis.UniversalClient)
+	if !ok {
+		return nil, fmt.Errorf("exportclient: Config.Redis (%T) does not make a go-redis client", cfg.Redis)
+	}
+	return &Client{cfg: cfg, allowed: allowed, client: asynq.NewClient(cfg.Redis), inspector: asynq.NewInspector(cfg.Redis), rdb: rdb}, nil
 }
 
 // Close releases the Redis connections.
 func (c *Client) Close() error {
-	return errors.Join(c.client.Close(), c.inspector.Close())
+	return errors.Join(c.client.Close(), c.inspector.Close(), c.rdb.Close())
 }
 
 // Validate checks a payload with the worker's rules and this client's allowlist.
@@ -238,21 +244,29 @@ func statusOf(info *asynq.TaskInfo) (Status, error) {
 	return s, nil
 }
 
-// Wait polls Status every interval (default 100ms) until the export is final
-// or ctx ends. A task in retry keeps being waited for.
+// Wait polls until the export is final or ctx ends, every interval (default
+// 100ms). A task in retry keeps being waited for. It reads the whole task once
+// to learn its queue and again once it is final; in between each poll reads
+// only the task's state (one HGET of a few bytes), not its payload, which
+// for inline HTML can be hundreds of kilobytes.
 func (c *Client) Wait(ctx context.Context, taskID string, interval time.Duration) (Status, error) {
 	if interval <= 0 {
 		interval = 100 * time.Millisecond
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var s Status
+	var err error
+	full := true // read the whole task: first poll, unknown queue, or a final state
 	for {
-		s, err := c.Status(ctx, taskID)
-		if err != nil && !errors.Is(err, ErrUnavailable) {
-			return s, err
-		}
-		if err == nil && s.Final() {
-			return s, nil
+		if full {
+			s, err = c.Status(ctx, taskID)
+			if err != nil && !errors.Is(err, ErrUnavailable) {
+				return s, err
+			}
+			if err == nil && s.Final() {
+				return s, nil
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -262,5 +276,19 @@ func (c *Client) Wait(ctx context.Context, taskID string, interval time.Duration
 			return s, fmt.Errorf("waiting for %s (state %s): %w", taskID, s.State, ctx.Err())
 		case <-t.C:
 		}
+		full = s.Queue == "" || c.finalOrGone(ctx, s.Queue, taskID)
 	}
 }
+
+// finalOrGone reads only the state field of asynq's task hash. It answers
+// true when the state is final (completed, archived), when the task is gone
+// (retention ended, deleted) and when the read fails, so that the caller
+// reads the whole task and reports exactly what happened.
+func (c *Client) finalOrGone(ctx context.Context, queue, taskID string) bool {
+	state, err := c.rdb.HGet(ctx, taskKey(queue, taskID), "state").Result()
+	return err != nil || state == "completed" || state == "archived"
+}
+
+// taskKey is asynq's Redis hash of a task (asynq/internal/base.TaskKey);
+// TestTaskKey_IsAsynqs checks it against a task asynq enqueued.
+func taskKey(queue, taskID string) string { return "asynq:{" + queue + "}:t:" + taskID }

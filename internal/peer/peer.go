@@ -56,7 +56,11 @@ func Start(ctx context.Context, path string) (*Browser, error) {
 		opts = append(opts, chromedp.NoSandbox)
 	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	bctx, cancel := chromedp.NewContext(alloc)
+	// chromedp logs harmless protocol noise of such tabs (DOM events of a
+	// document set without a navigation); a benchmark's output is not the
+	// place for it.
+	quiet := func(string, ...any) {}
+	bctx, cancel := chromedp.NewContext(alloc, chromedp.WithBrowserOption(chromedp.WithBrowserLogf(quiet), chromedp.WithBrowserErrorf(quiet)))
 	b := &Browser{ctx: bctx, cancel: func() { cancel(); cancelAlloc() }}
 	stop := context.AfterFunc(ctx, b.cancel)
 	err := chromedp.Do(bctx)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Proc is one entry of the process table.
@@ -93,4 +94,49 @@ func Alive(pids []int) []int {
 		}
 	}
 	return out
+}
+
+// userHZ is the unit of the CPU times in /proc/PID/stat (USER_HZ, 100 on
+// every Linux architecture Go supports).
+const userHZ = 100
+
+// CPU returns the CPU time, user and system, that process pid has used
+// (own) and that it and all its descendants have used (tree): those alive,
+// and those already reaped, whose times the kernel adds to their parent's
+// cutime and cstime. A process that is gone counts as zero. Chromium's
+// renderers live for one page and are reaped by its zygote, so tree is the
+// whole browser's cost.
+func CPU(pid int) (own, tree time.Duration) {
+	own, _ = cpuOf(pid, false)
+	for _, p := range append([]int{pid}, Descendants(pid)...) {
+		t, _ := cpuOf(p, true)
+		tree += t
+	}
+	return own, tree
+}
+
+// cpuOf reads utime+stime (and cutime+cstime with children) of pid.
+func cpuOf(pid int, children bool) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	closing := bytes.LastIndexByte(b, ')')
+	if closing < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[closing+1:]))
+	if len(f) < 15 {
+		return 0, false
+	}
+	fields := []int{11, 12} // utime stime (fields 14, 15 of stat)
+	if children {
+		fields = append(fields, 13, 14) // cutime cstime
+	}
+	var ticks int64
+	for _, i := range fields {
+		v, _ := strconv.ParseInt(f[i], 10, 64)
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / userHZ, true
 }

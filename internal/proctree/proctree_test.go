@@ -42,3 +42,33 @@ func TestDescendantsAndAlive(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestCPU_CountsReapedDescendants: a subshell that burns CPU and exits is
+// reaped by its parent sh; CPU of sh's tree still holds what it burned,
+// and sh's own time does not.
+func TestCPU_CountsReapedDescendants(t *testing.T) {
+	cmd := exec.Command("sh", "-c", `(end=$(( $(date +%s) + 1 )); while [ "$(date +%s)" -lt "$end" ] || [ "$n" = "" ]; do n=$((n+1)); :; done; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done); echo done; sleep 30`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	buf := make([]byte, 5)
+	if _, err := out.Read(buf); err != nil || string(buf[:4]) != "done" {
+		t.Fatalf("the subshell did not finish: %q, %v", buf, err)
+	}
+	own, tree := CPU(cmd.Process.Pid)
+	t.Logf("sh: own %v, tree %v", own, tree)
+	if tree < 200*time.Millisecond {
+		t.Errorf("tree CPU %v: the reaped subshell's work is missing", tree)
+	}
+	if own >= tree/2 {
+		t.Errorf("own CPU %v is not sh's alone (tree %v)", own, tree)
+	}
+	if o, tr := CPU(1 << 30); o != 0 || tr != 0 {
+		t.Errorf("CPU of a missing process = %v, %v; want 0", o, tr)
+	}
+}

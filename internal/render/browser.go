@@ -118,6 +118,25 @@ var disabledFeatures = []string{
 	"WebUIOmniboxPopup", "WebUIOmniboxAimPopup", "PreloadTopChromeWebUI",
 }
 
+// devShm is where Chromium keeps its shared memory unless told not to.
+const devShm = "/dev/shm"
+
+// minDevShmFree is the free space of /dev/shm from which Chromium may use it.
+// Docker's default of 64 MiB is too small for large pages and crashes
+// renderers, which is why chromedp turns /dev/shm off by default; its
+// fallback keeps shared memory in files under /tmp, on a disk.
+const minDevShmFree = 512 << 20
+
+// shmUsable reports whether dir is a tmpfs with at least minDevShmFree free.
+func shmUsable(dir string) bool {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return false
+	}
+	const tmpfsMagic = 0x01021994
+	return st.Type == tmpfsMagic && st.Bavail*uint64(st.Bsize) >= minDevShmFree
+}
+
 // stopTimeout bounds the graceful Browser.close before the process is killed.
 const stopTimeout = 3 * time.Second
 
@@ -414,7 +433,7 @@ func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-dev-shm-usage", !shmUsable(devShm)),
 		chromedp.Flag("disable-crash-reporter", true),
 		chromedp.Flag("no-first-run", true),
 		chromedp.Flag("headless", true),
@@ -485,7 +504,7 @@ func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 		r.cfg.Observer.BrowserRestarted()
 		r.log.Info("browser started", "pid", b.pid, "version", b.version, "took", time.Since(started))
 	} else {
-		r.log.Info("browser started", "pid", b.pid, "version", b.version, "took", time.Since(started), "path", r.cfg.ChromiumPath)
+		r.log.Info("browser started", "pid", b.pid, "version", b.version, "took", time.Since(started), "path", r.cfg.ChromiumPath, "dev_shm", shmUsable(devShm))
 	}
 	return b, nil
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,25 +19,11 @@ import (
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
-// cpuSeconds is the CPU time, user and system, of process pid and of all its
-// descendants, those alive and those already reaped (a parent's cutime and
-// cstime hold its reaped children's), as of now. Chromium's renderer
-// processes live for one render; their parent, the zygote, reaps them.
+// cpuSeconds is the CPU time of process pid and all its descendants, alive
+// or reaped (proctree.CPU).
 func cpuSeconds(pid int) float64 {
-	total := 0.0
-	for _, p := range append([]int{pid}, proctree.Descendants(pid)...) {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime
-			v, _ := strconv.ParseFloat(f[i], 64)
-			total += v
-		}
-	}
-	return total / 100 // USER_HZ
+	_, tree := proctree.CPU(pid)
+	return tree.Seconds()
 }
 
 // selfCPU is the CPU time of this process (all its threads).

@@ -1,0 +1,55 @@
+package peer
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+
+	"github.com/pdfexport/pdfexport/internal/testsupport"
+)
+
+// TestPrint_BothDesignsPrintTheDocument: the baseline prints what it is
+// given, in both designs, waiting for waitFor, on both Chromium builds; a
+// benchmark baseline that printed an empty page would make any comparison
+// meaningless.
+func TestPrint_BothDesignsPrintTheDocument(t *testing.T) {
+	for build, path := range testsupport.ChromiumBuilds(t) {
+		t.Run(build, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			b, err := Start(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(b.Close)
+			html := `<h1>PEER-TEXT</h1><script>setTimeout(() => { document.body.append("LATE-TEXT"); window.__ready = true }, 300)</script>`
+			for _, d := range []Design{SharedTab, ContextPerRender} {
+				var pdf bytes.Buffer
+				n, err := b.Print(ctx, d, html, "window.__ready === true", page.PrintToPDFParams{}, &pdf)
+				if err != nil {
+					t.Fatalf("%v: %v", d, err)
+				}
+				if n != int64(pdf.Len()) || !bytes.HasPrefix(pdf.Bytes(), []byte("%PDF-")) {
+					t.Fatalf("%v: %d bytes reported, %d written, not a PDF", d, n, pdf.Len())
+				}
+				cmd := exec.Command("pdftotext", "-", "-")
+				cmd.Stdin = &pdf
+				out, err := cmd.Output()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(string(out), "PEER-TEXT") || !strings.Contains(string(out), "LATE-TEXT") {
+					t.Errorf("%v: PDF text %q lacks the document or what waitFor waited for", d, out)
+				}
+			}
+			if b.PID() <= 0 {
+				t.Errorf("PID = %d", b.PID())
+			}
+		})
+	}
+}
