@@ -54,7 +54,8 @@ func goSpecDocument(b *testing.B) string {
 // iteration renders every document once per design), the CPU-seconds (the
 // browser's whole process tree, reaped renderers included, plus this
 // process) and the wall time of one render of the Go specification
-// (50 pages, static) and of the sample manual (22 pages, one script), for:
+// (50 pages, static) and of the sample manual (22 pages, one script, with
+// its wait_for), for:
 //
 //   - bare-full, bare-shell: the peer's design, a tab in the shared default
 //     context of a Chromium with chromedp's default flags (full browser;
@@ -79,10 +80,17 @@ func BenchmarkRenderDesign(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	docs := []struct{ name, html string }{{"gospec", goSpecDocument(b)}, {"manual", manualHTML(b)}}
-	s := settings(spec.Options{})
+	// The manual waits for its readiness flag, as the demo and make bench
+	// export it; the peer waits for the same expression.
+	docs := []struct {
+		name, html string
+		s          spec.PrintSettings
+	}{
+		{"gospec", goSpecDocument(b), settings(spec.Options{})},
+		{"manual", manualHTML(b), settings(spec.Options{WaitFor: "window.__PDF_READY__===true"})},
+	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	newOurs := func(path string, setup ...func(*Renderer)) (func(string) error, int) {
+	newOurs := func(path string, setup ...func(*Renderer)) (func(string, spec.PrintSettings) error, int) {
 		r, err := New(Config{ChromiumPath: path, Logger: quiet})
 		if err != nil {
 			b.Fatal(err)
@@ -94,7 +102,7 @@ func BenchmarkRenderDesign(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { r.Close() })
-		return func(html string) error {
+		return func(html string, s spec.PrintSettings) error {
 			_, err := r.Render(context.Background(), Source{HTML: html}, s, discard)
 			return err
 		}, r.current().pid
@@ -108,9 +116,9 @@ func BenchmarkRenderDesign(b *testing.B) {
 		return p
 	}
 	bareFull, bareShell := startPeer(full), startPeer(shell)
-	bare := func(p *peer.Browser, d peer.Design) func(string) error {
-		return func(html string) error {
-			_, err := p.Print(context.Background(), d, html, "", PrintParams(s), io.Discard)
+	bare := func(p *peer.Browser, d peer.Design) func(string, spec.PrintSettings) error {
+		return func(html string, s spec.PrintSettings) error {
+			_, err := p.Print(context.Background(), d, html, s.WaitFor, PrintParams(s), io.Discard)
 			return err
 		}
 	}
@@ -120,7 +128,7 @@ func BenchmarkRenderDesign(b *testing.B) {
 	designs := []struct {
 		name string
 		pid  int
-		run  func(string) error
+		run  func(string, spec.PrintSettings) error
 	}{
 		{"bare-full", bareFull.PID(), bare(bareFull, peer.SharedTab)},
 		{"bare-shell", bareShell.PID(), bare(bareShell, peer.SharedTab)},
@@ -133,7 +141,7 @@ func BenchmarkRenderDesign(b *testing.B) {
 	samples := map[string]*sample{}
 	for _, d := range docs {
 		for _, ds := range designs {
-			if err := ds.run(d.html); err != nil { // warm up: first tab, caches
+			if err := ds.run(d.html, d.s); err != nil { // warm up: first tab, caches
 				b.Fatalf("%s %s: %v", ds.name, d.name, err)
 			}
 			samples[d.name+"/"+ds.name] = &sample{}
@@ -144,7 +152,7 @@ func BenchmarkRenderDesign(b *testing.B) {
 			for _, ds := range designs {
 				time.Sleep(100 * time.Millisecond) // let the previous design's processes exit
 				c0, s0, t0 := cpuSeconds(ds.pid), selfCPU(), time.Now()
-				if err := ds.run(d.html); err != nil {
+				if err := ds.run(d.html, d.s); err != nil {
 					b.Fatalf("%s %s: %v", ds.name, d.name, err)
 				}
 				wall := time.Since(t0)

@@ -1,25 +1,93 @@
 // Package render turns a web page into a PDF with one long-lived headless
 // Chromium per Renderer. It promises: a render runs in its own tab in its own
 // browser context (no cookie, storage, service worker or cache of one render
-// is visible to another), at most Config.Concurrency tabs render at once, each
-// render ends by Config.Timeout (or the caller's deadline, if sooner) and
-// fails with one of the sentinel errors in errors.go, the page waits for its
-// load event, network quiet, web fonts and an optional JavaScript condition
-// before printing, and the PDF is streamed to the caller through the DevTools
-// IO domain without being held in memory. A browser that dies is replaced on
-// the next render; one that served Config.MaxRendersPerBrowser renders is
-// replaced once its renders end. It does not retry, cache or store anything.
+// is visible to another, in the page or in its frames), at most
+// Config.Concurrency tabs render at once, each render ends by Config.Timeout
+// (or the caller's deadline, if sooner) and fails with one of the sentinel
+// errors in errors.go, the page waits for its load event, the network,
+// web fonts and an optional JavaScript condition before printing, and the PDF
+// is streamed to the caller through the DevTools IO domain without being held
+// in memory. A browser that dies is replaced on the next render; one that
+// served Config.MaxRendersPerBrowser renders is replaced once its renders
+// end. It does not retry, cache or store anything.
 //
-// Egress policy (guard.go, proxy.go): two layers enforce Config.AllowedHosts.
-// The tab-level guard (Fetch interception) fails every request of the tab's
-// own process to a scheme other than http(s), ws(s), data:, blob: or about:
-// (file: included) or to a host off the allowlist, and turns a blocked main
-// document into ErrBlocked. It does not see WebSockets, requests of
-// cross-site frames (another process), of service workers or Chromium's own
-// background traffic. The egress proxy sees all of those: Chromium sends
-// every network request through it, loopback included, and it allows a
-// connection only when the host passes AllowsHost and the address it dials,
-// resolved once, passes AllowsAddr. WebRTC may not use UDP. Neither layer
-// sees requests Chromium never makes over the network (file: is the tab
-// guard's).
+// # Readiness
+//
+// After the load event a render waits until no request of the page is in
+// flight; for a page that runs script and gave no wait_for, until none was
+// for 300 ms (a script may fetch more after load). A static page (no script,
+// no inline handler, no frame or plugin) and a page with wait_for skip that
+// quiet period: nothing can start a request later but style and layout, and
+// wait_for is the page's own word for "ready". Then it forces a layout and
+// waits for document.fonts.ready (at most 10 s), then, if new requests
+// started, for them; then for wait_for and the requests in flight after it.
+//
+// # The render design, and why
+//
+// Isolation by construction: a new browser context per render, created and
+// disposed of by us. The alternatives measured (BenchmarkRenderDesign, and the
+// session notes of issue 11) were a tab in the shared default context (what
+// Gotenberg does; it leaks cookies, storage, service workers and the HTTP
+// cache from one render to the next, which TestRender_RendersAreIsolated
+// shows), a pool of contexts reset between renders, creating the next context
+// ahead, and Chromium switches (spare renderer off, renderer process limit,
+// site isolation trials off, font hinting off, in-process GPU). A pool of
+// reused contexts cost exactly as much as a fresh context each time, so the
+// cost was not the context; none of the switches moved the CPU beyond the
+// noise (±8 % between runs on the 2-core machine).
+//
+// The cost was the window. A new browser context has no window, so its first
+// tab opens one, and each window of the full Chromium starts the web UI of
+// its omnibox popup (chrome://omnibox-popup.top-chrome/ and its AI-mode
+// variant) in two renderer processes of its own: two extra renderers per
+// render, which doubled the CPU of a render of the Go specification (2.0 vs
+// 0.96 CPU-s for the peer's tab in the shared window, same run). The
+// Renderer therefore:
+//
+//   - prefers Chromium's headless shell (chromium-headless-shell; package
+//     chromium finds it), which has no browser UI at all and a lighter
+//     browser process: a render costs ≈ 30 % less CPU than in the full
+//     browser, and a browser starts in ≈ 150 ms instead of ≈ 400 ms;
+//   - starts any Chromium without the features that create per-window UI
+//     (disabledFeatures; TestRender_StartsNoBrowserUI fails if another
+//     Chromium adds such UI under a new name);
+//   - turns off, in each tab, what chromedp enables but a render does not
+//     use: the DOM and CSS agents, console forwarding, target discovery and
+//     auto-attach (leanTab);
+//   - lets Chromium keep its shared memory in /dev/shm when that is a tmpfs
+//     with at least 512 MiB free (chromedp's default puts it in files under
+//     /tmp, which Docker's 64 MiB /dev/shm needs, at the price of disk
+//     writes);
+//   - skips the network quiet period where it cannot change the output
+//     (static pages, pages with wait_for).
+//
+// Measured with BenchmarkRenderDesign (make bench; figures in BENCHMARKS.md),
+// CPU-seconds per render, whole browser process tree plus the driving
+// process, sequential renders, same run: Go specification — this design on
+// the headless shell 0.65, the peer's bare tab on the same build 0.64
+// (1.01×), the peer's bare tab on the full browser 0.90, this package's
+// previous design (context and window per render, full browser) 1.93; the
+// sample manual — 0.49 vs 0.51 (0.96×), 0.73 and 1.60. On the full browser
+// the Renderer costs 0.91 (gospec) and 0.70 (manual) CPU-s, 1.01× and 0.96×
+// the peer's bare tab there.
+//
+// The headless shell runs cross-site frames in the page's process (it does
+// not print out-of-process frames, so site isolation must stay off there);
+// the tab guard then sees their requests too. The full browser isolates them
+// in their own processes, where only the egress proxy sees their requests.
+// Both builds are tested for isolation and egress.
+//
+// # Egress policy
+//
+// Two layers enforce Config.AllowedHosts (guard.go, proxy.go). The tab-level
+// guard (Fetch interception) fails every request of the tab's own process to
+// a scheme other than http(s), ws(s), data:, blob: or about: (file: included)
+// or to a host off the allowlist, and turns a blocked main document into
+// ErrBlocked. It does not see WebSockets, requests of out-of-process frames,
+// of service workers or Chromium's own background traffic. The egress proxy
+// sees all of those: Chromium sends every network request through it,
+// loopback included, and it allows a connection only when the host passes
+// AllowsHost and the address it dials, resolved once, passes AllowsAddr.
+// WebRTC may not use UDP. Neither layer sees requests Chromium never makes
+// over the network (file: is the tab guard's).
 package render
