@@ -16,10 +16,11 @@ help: ## list targets
 setup: ## install redis-server, Chromium, fonts, poppler-utils (apt) and versitygw where missing
 	@scripts/setup.sh
 
-build: ## build bin/worker and bin/enqueue
+build: ## build bin/worker, bin/enqueue and bin/api
 	@mkdir -p bin
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/worker ./cmd/worker
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/enqueue ./cmd/enqueue
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/api ./cmd/api
 
 demo: setup build ## run the end-to-end demo: Redis + 2 workers + 7 concurrent exports
 	$(GO) run ./examples/demo
@@ -40,26 +41,8 @@ lint: ## gofmt, go vet and staticcheck (pinned)
 bench: setup build ## benchmarks vs same-run baselines: prints a table, writes BENCHMARKS.md (BENCH_FLAGS=-quick: harness check)
 	$(GO) run ./bench $(BENCH_FLAGS)
 
-# The reliability suite (issue 7): every chaos scenario including the soak,
-# the hostile-input table, and 60 s of fuzzing per target; the figures go
-# into RELIABILITY.md (rendered by internal/chaos/reliability, never by hand).
-CHAOS_TEST := PDFEXPORT_CHAOS=full PDFEXPORT_CHAOS_SUMMARY=$(CURDIR)/var/chaos/summary.json $(GO) test -race -count=1 -timeout 40m -v ./internal/chaos/
-FUZZ_TARGETS := FuzzDecode FuzzValidateURL FuzzArtifactKey
 chaos: setup ## reliability suite: fault scenarios, soak, hostile inputs, fuzzing → RELIABILITY.md (~20 min)
-	@mkdir -p var/chaos && rm -f var/chaos/summary.json var/chaos/fuzz-*.log
-	@start=$$(date +%s); rc=0; \
-	echo "$(CHAOS_TEST)  (log: var/chaos/chaos.log)"; \
-	$(CHAOS_TEST) > var/chaos/chaos.log 2>&1 || rc=1; \
-	grep -E '^(--- |ok |FAIL)|: passed (true|false) in' var/chaos/chaos.log; \
-	for f in $(FUZZ_TARGETS); do \
-	  echo "$(GO) test -run '^$$' -fuzz '^'$$f'$$' -fuzztime 60s ./internal/spec"; \
-	  $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime 60s ./internal/spec > var/chaos/fuzz-$$f.log 2>&1 || rc=1; \
-	  tail -n 2 var/chaos/fuzz-$$f.log; \
-	done; \
-	$(GO) run ./internal/chaos/reliability -summary var/chaos/summary.json -fuzz-dir var/chaos -wall $$(( $$(date +%s) - start )) \
-	  -command "make chaos   # = $(subst $(CURDIR)/,,$(CHAOS_TEST)); then per target in $(FUZZ_TARGETS): go test -run '^\$$' -fuzz '^<Target>\$$' -fuzztime 60s ./internal/spec" \
-	  -out RELIABILITY.md || rc=1; \
-	exit $$rc
+	@scripts/chaos.sh
 
 clean: ## remove build output and demo data
-	rm -rf bin/worker bin/enqueue var/demo
+	rm -rf bin/worker bin/enqueue bin/api var/demo

@@ -44,73 +44,77 @@ type distinctDoc struct {
 }
 
 // distinctCell is N distinct exports of one document by one system at one
-// client count.
+// client count, summed over its bursts.
 type distinctCell struct {
 	doc, system string
 	clients     int
 	n           int
-	wall        float64 // seconds, first request to last PDF
-	cpu         float64 // machine CPU-seconds in that time, idle-corrected
+	wall        float64 // seconds, summed over the bursts
+	cpu         float64 // machine CPU-seconds of the system in that time (see burst)
 	parts       cpuParts
-}
-
-// cpuParts attributes CPU-seconds per PDF to the processes of the system:
-// the workers' Go code, Chromium (every browser below a worker, or the
-// peer's), Redis, and the clients (this process).
-type cpuParts struct{ worker, chromium, redis, client float64 }
-
-func (p cpuParts) String() string {
-	return fmt.Sprintf("Chromium %s · worker %s · Redis %s · clients %s", num(p.chromium), num(p.worker), num(p.redis), num(p.client))
-}
-
-// usage is a snapshot of the CPU of a system's processes.
-type usage struct {
-	workers, chromiums []int
-	redis              int
-	worker, chromium   time.Duration
-	redisCPU, client   time.Duration
-}
-
-func startUsage(workers []int, redis int, chromiums []int) *usage {
-	u := &usage{workers: workers, chromiums: chromiums, redis: redis}
-	u.worker, u.chromium, u.redisCPU, u.client = u.read()
-	return u
-}
-
-// read returns the CPU so far of the workers (own), of Chromium (the
-// workers' process trees without the workers, plus the peer browsers'
-// trees), of Redis and of this process.
-func (u *usage) read() (worker, chrome, redis, client time.Duration) {
-	for _, pid := range u.workers {
-		own, tree := proctree.CPU(pid)
-		worker += own
-		chrome += tree - own
-	}
-	for _, pid := range u.chromiums {
-		_, tree := proctree.CPU(pid)
-		chrome += tree
-	}
-	if u.redis > 0 {
-		redis, _ = proctree.CPU(u.redis)
-	}
-	client, _ = proctree.CPU(os.Getpid())
-	return worker, chrome, redis, client
-}
-
-// perPDF is the CPU since startUsage, per PDF of n.
-func (u *usage) perPDF(n int) cpuParts {
-	w, c, r, cl := u.read()
-	per := func(d time.Duration) float64 { return d.Seconds() / float64(n) }
-	return cpuParts{worker: per(w - u.worker), chromium: per(c - u.chromium), redis: per(r - u.redisCPU), client: per(cl - u.client)}
 }
 
 func (c distinctCell) rate() float64   { return float64(c.n) / c.wall }
 func (c distinctCell) cpuPer() float64 { return c.cpu / float64(c.n) }
 
+// cpuParts attributes CPU-seconds to the processes of a system: the
+// workers' Go code, Chromium (every browser below a worker, or the peer's),
+// Redis, and the clients (this process).
+type cpuParts struct{ worker, chromium, redis, client float64 }
+
+func (p cpuParts) add(q cpuParts) cpuParts {
+	return cpuParts{p.worker + q.worker, p.chromium + q.chromium, p.redis + q.redis, p.client + q.client}
+}
+
+func (p cpuParts) per(n int) cpuParts {
+	f := 1 / float64(n)
+	return cpuParts{p.worker * f, p.chromium * f, p.redis * f, p.client * f}
+}
+
+func (p cpuParts) String() string {
+	return fmt.Sprintf("Chromium %s · worker %s · Redis %s · clients %s", num(p.chromium), num(p.worker), num(p.redis), num(p.client))
+}
+
+// distinctSystem is one system under test, started once per document and
+// kept warm while the others take their turns.
+type distinctSystem struct {
+	name      string
+	one       func(ctx context.Context, i int) error // one export (or print), i distinct
+	workers   []int                                  // worker processes (own CPU = worker, the rest of their trees = Chromium)
+	chromiums []int                                  // browsers driven from this process
+	redis     int                                    // the Redis it uses, 0 for none
+	stop      func()
+}
+
+// cpu reads the CPU so far of the system's processes (proctree.CPU).
+func (s *distinctSystem) cpu() (p cpuParts) {
+	for _, pid := range s.workers {
+		own, tree := proctree.CPU(pid)
+		p.worker += own.Seconds()
+		p.chromium += (tree - own).Seconds()
+	}
+	for _, pid := range s.chromiums {
+		_, tree := proctree.CPU(pid)
+		p.chromium += tree.Seconds()
+	}
+	if s.redis > 0 {
+		own, _ := proctree.CPU(s.redis)
+		p.redis = own.Seconds()
+	}
+	return p
+}
+
+func (p cpuParts) minus(q cpuParts) cpuParts {
+	return cpuParts{p.worker - q.worker, p.chromium - q.chromium, p.redis - q.redis, p.client - q.client}
+}
+
+func (p cpuParts) total() float64 { return p.worker + p.chromium + p.redis + p.client }
+
 type distinctResult struct {
 	idle   float64 // machine busy fraction before the section, with nothing of ours running
 	cores  int
 	worker string // the Chromium the workers auto-detect
+	rounds int    // bursts per cell
 	docs   []distinctDoc
 	cells  []distinctCell
 }
@@ -124,8 +128,19 @@ func (d *distinctResult) cell(doc, system string, clients int) (distinctCell, bo
 	return distinctCell{}, false
 }
 
-// machineBusySeconds is the CPU time all cores spent not idle since boot
-// (/proc/stat: everything but idle and iowait).
+func (d *distinctResult) cellPtr(doc, system string, clients int) *distinctCell {
+	for i := range d.cells {
+		if c := &d.cells[i]; c.doc == doc && c.system == system && c.clients == clients {
+			return c
+		}
+	}
+	d.cells = append(d.cells, distinctCell{doc: doc, system: system, clients: clients})
+	return &d.cells[len(d.cells)-1]
+}
+
+// machineBusySeconds is the CPU time all cores spent running since boot
+// (/proc/stat: user, nice, system, irq, softirq; not idle, iowait or steal,
+// the time the hypervisor gave to others).
 func machineBusySeconds() (float64, error) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
@@ -133,37 +148,31 @@ func machineBusySeconds() (float64, error) {
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	f := strings.Fields(line)
-	if len(f) < 5 || f[0] != "cpu" {
+	if len(f) < 8 || f[0] != "cpu" {
 		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
 	}
 	busy := 0.0
-	for i, v := range f[1:] {
-		if i == 3 || i == 4 { // idle, iowait
-			continue
-		}
-		x, _ := strconv.ParseFloat(v, 64)
+	for _, i := range []int{1, 2, 3, 6, 7} { // user nice system irq softirq
+		x, _ := strconv.ParseFloat(f[i], 64)
 		busy += x
 	}
 	return busy / 100, nil // USER_HZ
 }
 
 // closedLoop runs n jobs with c clients, each doing one job at a time
-// (one(ctx, i) for i in 1..n), and returns the wall time and the machine's
-// busy CPU-seconds over it.
-func closedLoop(ctx context.Context, c, n int, one func(context.Context, int) error) (wall, cpu float64, err error) {
+// (one(ctx, i) for i in first..first+n-1), and returns the wall time.
+func closedLoop(ctx context.Context, c, first, n int, one func(context.Context, int) error) (float64, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var next atomic.Int64
+	next := atomic.Int64{}
+	next.Store(int64(first - 1))
+	last := int64(first + n - 1)
 	var wg sync.WaitGroup
-	cpu0, err := machineBusySeconds()
-	if err != nil {
-		return 0, 0, err
-	}
 	t0 := time.Now()
 	for range c {
 		wg.Go(func() {
-			for i := int(next.Add(1)); i <= n && ctx.Err() == nil; i = int(next.Add(1)) {
-				if err := one(ctx, i); err != nil {
+			for i := next.Add(1); i <= last && ctx.Err() == nil; i = next.Add(1) {
+				if err := one(ctx, int(i)); err != nil {
 					cancel(err)
 					return
 				}
@@ -171,28 +180,19 @@ func closedLoop(ctx context.Context, c, n int, one func(context.Context, int) er
 		})
 	}
 	wg.Wait()
-	wall = time.Since(t0).Seconds()
-	cpu1, err := machineBusySeconds()
-	if err != nil {
-		return 0, 0, err
-	}
-	if err := context.Cause(ctx); err != nil {
-		return 0, 0, err
-	}
-	return wall, cpu1 - cpu0, nil
+	return time.Since(t0).Seconds(), context.Cause(ctx)
 }
 
 // scenarioDistinct (7): distinct documents, the work no gate can save. For
-// the Go specification and the sample manual, at 1, 2 and 4 closed-loop
-// clients (each waits for its PDF before asking for the next, as an API
-// server does), N distinct exports through bin/worker (1 process; 2
-// processes at 2 and 4 clients) and, as same-run baselines, N prints of the
-// same document by the peer's bare design (a tab in the shared context of a
-// chromedp Chromium, on the headless shell and on the full browser) and by
-// the old design of this project (a browser context per render, full
-// browser). Every system is started for its cell and stopped after it, so
-// that no idle process of another system counts; one warm-up render each,
-// not counted.
+// the Go specification and the sample manual, every system is started once
+// and warmed: bin/worker (one process, and two), and as same-run baselines
+// the peer's bare tab (a tab in the shared context of a chromedp Chromium)
+// on the headless shell and on the full browser, and the old design of this
+// project (a browser context per render, full browser). Then, at 1, 2 and 4
+// closed-loop clients (each waits for its PDF before asking for the next, as
+// an API server does), the systems take turns in bursts of N/rounds exports,
+// the order rotating each round, so that a drift of the machine's speed
+// hits all of them alike.
 func scenarioDistinct(ctx context.Context, e *benchEnv, rep *report) error {
 	shell, err := chromium.HeadlessShell()
 	if err != nil {
@@ -207,12 +207,14 @@ func scenarioDistinct(ctx context.Context, e *benchEnv, rep *report) error {
 		return err
 	}
 	n := map[string]int{"gospec": 12, "manual": 16}
+	rounds := 2
 	if e.o.quick {
-		n = map[string]int{"gospec": 4, "manual": 4}
+		n, rounds = map[string]int{"gospec": 4, "manual": 4}, 2
 	}
 	manual := e.manualRequest("x")
 	res := &distinctResult{
-		cores: rep.machine.cores,
+		cores:  rep.machine.cores,
+		rounds: rounds,
 		docs: []distinctDoc{
 			{name: "gospec", html: goSpec, n: n["gospec"]},
 			{name: "manual", html: manual.HTML, opts: manual.Options, n: n["manual"]},
@@ -226,52 +228,136 @@ func scenarioDistinct(ctx context.Context, e *benchEnv, rep *report) error {
 	res.idle = cpuBusy(ctx, 3*time.Second)
 	logf("   machine busy with other work before the section: %.1f %%", 100*res.idle)
 	for _, doc := range res.docs {
-		for _, c := range distinctClients {
-			for _, sys := range distinctSystems {
-				if sys == sysPipeline2 && c < 2 {
+		if err := runDistinctDoc(ctx, e, res, doc, shell, full); err != nil {
+			return fmt.Errorf("%s: %w", doc.name, err)
+		}
+	}
+	return nil
+}
+
+// runDistinctDoc starts every system for doc, measures its cells and stops
+// the systems.
+func runDistinctDoc(ctx context.Context, e *benchEnv, res *distinctResult, doc distinctDoc, shell, full string) error {
+	var systems []*distinctSystem
+	defer func() {
+		for _, s := range systems {
+			s.stop()
+		}
+	}()
+	for _, name := range distinctSystems {
+		s, err := startDistinctSystem(ctx, e, doc, name, shell, full)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		systems = append(systems, s)
+	}
+	if err := sleepCtx(ctx, 500*time.Millisecond); err != nil { // the warm-ups' processes exit
+		return err
+	}
+	seq := 0
+	for _, c := range distinctClients {
+		for round := range res.rounds {
+			for k := range systems {
+				s := systems[(k+round)%len(systems)]
+				if s.name == sysPipeline2 && c < 2 {
 					continue
 				}
-				cell, err := runDistinctCell(ctx, e, doc, sys, c, shell, full)
+				burst := doc.n / res.rounds
+				b, err := measureBurst(ctx, res, systems, s, c, seq+1, burst)
 				if err != nil {
-					return fmt.Errorf("%s, %s, %d clients: %w", doc.name, sys, c, err)
+					return fmt.Errorf("%s, %d clients: %w", s.name, c, err)
 				}
-				cell.cpu -= res.idle * float64(res.cores) * cell.wall
-				res.cells = append(res.cells, cell)
+				seq += burst
+				cell := res.cellPtr(doc.name, s.name, c)
+				cell.n += burst
+				cell.wall += b.wall
+				cell.cpu += b.cpu
+				cell.parts = cell.parts.add(b.parts)
+			}
+		}
+		for _, s := range systems {
+			if cell, ok := res.cell(doc.name, s.name, c); ok {
 				logf("   %-7s %d clients  %-26s %5.2f PDF/s  %5.2f CPU-s/PDF  (%d in %.1f s; %s)",
-					doc.name, c, sys, cell.rate(), cell.cpuPer(), cell.n, cell.wall, cell.parts)
+					doc.name, c, s.name, cell.rate(), cell.cpuPer(), cell.n, cell.wall, cell.parts.per(cell.n))
 			}
 		}
 	}
 	return nil
 }
 
-// runDistinctCell starts sys, warms it up, measures doc.n distinct exports
-// at c clients and stops sys.
-func runDistinctCell(ctx context.Context, e *benchEnv, doc distinctDoc, sys string, c int, shell, full string) (distinctCell, error) {
-	cell := distinctCell{doc: doc.name, system: sys, clients: c, n: doc.n}
-	var one func(context.Context, int) error
-	var workerPIDs, chromiumPIDs []int // whose CPU the breakdown attributes
-	redisPID := 0
-	switch sys {
+// burst is one measured run of a system.
+type burst struct {
+	wall, cpu float64
+	parts     cpuParts
+}
+
+// measureBurst runs n exports of s at c clients. Its CPU is the machine's
+// busy time over the burst, minus the rate of other work measured before
+// the section, minus what the processes of the other systems (idle, but
+// polling) used meanwhile; parts is what s's own processes and the clients
+// used.
+func measureBurst(ctx context.Context, res *distinctResult, all []*distinctSystem, s *distinctSystem, c, first, n int) (burst, error) {
+	var b burst
+	before := make([]cpuParts, len(all))
+	for i, x := range all {
+		before[i] = x.cpu()
+	}
+	_, client0 := proctree.CPU(os.Getpid())
+	m0, err := machineBusySeconds()
+	if err != nil {
+		return b, err
+	}
+	wall, err := closedLoop(ctx, c, first, n, s.one)
+	if err != nil {
+		return b, err
+	}
+	m1, err := machineBusySeconds()
+	if err != nil {
+		return b, err
+	}
+	_, client1 := proctree.CPU(os.Getpid())
+	others := 0.0
+	for i, x := range all {
+		d := x.cpu().minus(before[i])
+		if x == s {
+			b.parts = d
+			continue
+		}
+		if x.redis == s.redis && s.redis > 0 {
+			d.redis = 0 // the shared Redis served this burst
+		}
+		others += d.total()
+	}
+	b.parts.client = (client1 - client0).Seconds()
+	b.wall = wall
+	b.cpu = m1 - m0 - res.idle*float64(res.cores)*wall - others
+	return b, nil
+}
+
+// startDistinctSystem starts and warms system name for doc.
+func startDistinctSystem(ctx context.Context, e *benchEnv, doc distinctDoc, name, shell, full string) (*distinctSystem, error) {
+	s := &distinctSystem{name: name, stop: func() {}}
+	switch name {
 	case sysPipeline1, sysPipeline2:
 		workers := 1
-		if sys == sysPipeline2 {
+		if name == sysPipeline2 {
 			workers = 2
 		}
-		f, err := startBinaryFleet(ctx, e, fmt.Sprintf("distinct-%s-%d-%d", doc.name, c, workers), workers)
+		f, err := startBinaryFleet(ctx, e, fmt.Sprintf("distinct-%s-%d", doc.name, workers), workers)
 		if err != nil {
-			return cell, err
+			return nil, err
 		}
-		defer f.stop()
+		s.stop = f.stop
 		for _, p := range f.procs {
-			workerPIDs = append(workerPIDs, p.cmd.Process.Pid)
+			s.workers = append(s.workers, p.cmd.Process.Pid)
 		}
-		redisPID = e.redis.p.cmd.Process.Pid
+		s.redis = e.redis.p.cmd.Process.Pid
 		if err := warmWorkers(ctx, f, exportclient.Request{ManualID: "warm", HTML: doc.html, Options: doc.opts}); err != nil {
-			return cell, err
+			f.stop()
+			return nil, err
 		}
 		tag := freshVersion("d")
-		one = func(ctx context.Context, i int) error {
+		s.one = func(ctx context.Context, i int) error {
 			req := exportclient.Request{ManualID: "distinct-" + doc.name, Version: tag + "-" + strconv.Itoa(i), HTML: doc.html, Options: doc.opts}
 			job, err := f.client.Enqueue(ctx, req)
 			if err != nil {
@@ -288,7 +374,7 @@ func runDistinctCell(ctx context.Context, e *benchEnv, doc distinctDoc, sys stri
 		}
 	default:
 		path, design := full, peer.SharedTab
-		switch sys {
+		switch name {
 		case sysBareShell:
 			path = shell
 		case sysOldFull:
@@ -296,33 +382,24 @@ func runDistinctCell(ctx context.Context, e *benchEnv, doc distinctDoc, sys stri
 		}
 		b, err := peer.Start(ctx, path)
 		if err != nil {
-			return cell, err
+			return nil, err
 		}
-		defer b.Close()
-		chromiumPIDs = append(chromiumPIDs, b.PID())
+		s.stop = b.Close
+		s.chromiums = []int{b.PID()}
 		params := render.PrintParams(doc.opts.Settings())
-		one = func(ctx context.Context, _ int) error {
+		s.one = func(ctx context.Context, _ int) error {
 			n, err := b.Print(ctx, design, doc.html, doc.opts.WaitFor, params, io.Discard)
 			if err == nil && n == 0 {
 				err = errors.New("empty PDF")
 			}
 			return err
 		}
-		if err := one(ctx, 0); err != nil { // warm-up
-			return cell, fmt.Errorf("warm-up: %w", err)
+		if err := s.one(ctx, 0); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	if err := sleepCtx(ctx, 300*time.Millisecond); err != nil { // the warm-up's processes exit
-		return cell, err
-	}
-	usage := startUsage(workerPIDs, redisPID, chromiumPIDs)
-	wall, cpu, err := closedLoop(ctx, c, doc.n, one)
-	if err != nil {
-		return cell, err
-	}
-	cell.parts = usage.perPDF(doc.n)
-	cell.wall, cell.cpu = wall, cpu
-	return cell, nil
+	return s, nil
 }
 
 // warmWorkers makes every worker of f render req once (distinct versions,
@@ -369,7 +446,8 @@ func (d *distinctResult) sameBuild() string {
 
 // rows are the summary lines of section 7: per document and client count,
 // the pipeline against the bare tab on the same build, with the targets of
-// the issue (CPU per PDF ≤ 1.0×; throughput ≥ 0.95× at 2 and 4 clients).
+// the throughput work (CPU per PDF ≤ 1.0×; throughput ≥ 0.95× at 2 and 4
+// clients).
 func (d *distinctResult) rows() []row {
 	var rows []row
 	same := d.sameBuild()
@@ -418,7 +496,7 @@ func (d *distinctResult) markdown() string {
 	var b strings.Builder
 	same := d.sameBuild()
 	fmt.Fprintf(&b, "\n## 7. Distinct documents\n\n")
-	fmt.Fprintf(&b, "Workers run `%s` (auto-detected). CPU is the whole machine's (all processes: Redis, workers, Chromium, the clients), from `/proc/stat`, minus the idle rate measured before the section (%.1f %% of %d cores) over the same time. Ratios are against the bare tab on the same build (%s).\n\n", d.worker, 100*d.idle, d.cores, same)
+	fmt.Fprintf(&b, "Workers run `%s` (auto-detected). Every system is started once per document; at each client count they take turns in %d bursts each, the order rotating. CPU is the whole machine's busy time over a burst (`/proc/stat`: user, nice, system, irq, softirq), minus the rate of other work measured before the section (%.1f %% of %d cores) and minus what the other systems' idle processes used meanwhile; the breakdown is the system's own processes and the clients. Ratios are against the bare tab on the same build (%s).\n\n", d.worker, d.rounds, 100*d.idle, d.cores, same)
 	fmt.Fprintf(&b, "| document | clients | system | exports | wall s | PDF/s | CPU-s/PDF | throughput vs bare | CPU vs bare | CPU-s/PDF by process |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, doc := range d.docs {
 		for _, c := range distinctClients {
@@ -432,7 +510,7 @@ func (d *distinctResult) markdown() string {
 				if hasBase {
 					tr, cr = ratio(x.rate()/base.rate()), ratio(x.cpuPer()/base.cpuPer())
 				}
-				fmt.Fprintf(&b, "| %s | %d | %s | %d | %s | %s | %s | %s | %s | %s |\n", doc.name, c, sys, x.n, num(x.wall), num(x.rate()), num(x.cpuPer()), tr, cr, x.parts)
+				fmt.Fprintf(&b, "| %s | %d | %s | %d | %s | %s | %s | %s | %s | %s |\n", doc.name, c, sys, x.n, num(x.wall), num(x.rate()), num(x.cpuPer()), tr, cr, x.parts.per(x.n))
 			}
 		}
 	}

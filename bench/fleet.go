@@ -27,8 +27,8 @@ import (
 	"github.com/pdfexport/pdfexport/internal/redisconn"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/storage"
 	"github.com/pdfexport/pdfexport/internal/tasks"
+	"github.com/pdfexport/pdfexport/internal/worker"
 )
 
 // benchEnv is what the scenarios share: the options, the work directory, the
@@ -168,13 +168,6 @@ type workerSpec struct {
 	stub          *stubRenderer // replaces Chromium
 }
 
-// inprocWorker is one worker wired like cmd/worker's serve(), in this process.
-type inprocWorker struct {
-	renderer *render.Renderer // nil with a stub
-	srv      *asynq.Server
-	lockRDB  redis.UniversalClient
-}
-
 // fleet is a set of workers sharing one Redis database and one storage
 // folder, with a client that enqueues and observes results.
 type fleet struct {
@@ -185,10 +178,10 @@ type fleet struct {
 	insp     *asynq.Inspector
 	rdb      *redis.Client // the fleet's database, for cheap state polls
 
-	rec     *recorder       // in-process fleets
-	workers []*inprocWorker // in-process fleets
-	procs   []*proc         // worker processes
-	admins  []string        // their admin addresses
+	rec     *recorder        // in-process fleets
+	workers []*worker.Worker // in-process fleets
+	procs   []*proc          // worker processes
+	admins  []string         // their admin addresses
 
 	cl cleanups
 }
@@ -237,10 +230,11 @@ func (e *benchEnv) newFleet(name string) (*fleet, []string, error) {
 	return f, env, nil
 }
 
-// startInProcFleet starts n workers in this process, each wired like
-// cmd/worker (same config defaults, storage, renderer with its own Chromium,
-// lock mutex and gate, handler, asynq server settings and task deadline),
-// plus the recorder's hooks.
+// startInProcFleet starts n workers in this process, built by
+// internal/worker exactly as cmd/worker builds them (configuration defaults,
+// storage, Chromium, lock, handler, asynq server, task deadline, retry
+// delays, metrics), with the recorder's instrumentation around the renderer,
+// the gate and every task, and without an admin listener each.
 func startInProcFleet(ctx context.Context, e *benchEnv, name string, n int, ws workerSpec) (f *fleet, err error) {
 	f, env, err := e.newFleet(name)
 	if err != nil {
@@ -261,101 +255,50 @@ func startInProcFleet(ctx context.Context, e *benchEnv, name string, n int, ws w
 	if err != nil {
 		return f, err
 	}
+	cfg.AdminAddr = "" // n workers in one process cannot share one admin port
 	switch {
 	case ws.asynqDefault:
 		cfg.TaskCheckInterval = 0 // asynq applies its default, 1s
 	case ws.checkInterval > 0:
 		cfg.TaskCheckInterval = ws.checkInterval
 	}
-	// Start every Chromium first (concurrently), then the queue servers, so
-	// that no worker takes tasks while another is still booting.
-	f.workers = make([]*inprocWorker, n)
-	handlers := make([]*tasks.Handler, n)
+	f.workers = make([]*worker.Worker, n)
 	startErrs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		w := &inprocWorker{}
-		f.workers[i] = w
-		log := logging.New(logFile, cfg.LogLevel, cfg.LogFormat).With("worker", fmt.Sprintf("%s-%d", name, i))
-		store, err := storage.Open(ctx, storage.Config{URL: cfg.StorageURL, Logger: log})
-		if err != nil {
-			return f, err
-		}
-		var inner tasks.Renderer
-		if ws.stub != nil {
-			inner = *ws.stub
-		} else {
-			w.renderer, err = render.New(render.Config{ChromiumPath: cfg.ChromiumPath, Concurrency: cfg.RenderConcurrency,
-				Timeout: cfg.RenderTimeout, MaxRendersPerBrowser: cfg.RenderMaxPerBrowser, AllowedHosts: cfg.Allowed, Logger: log})
-			if err != nil {
-				return f, err
-			}
-			r := w.renderer
-			f.cl.add(func() { _ = r.Close() })
-			inner = r
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				defer cancel()
-				startErrs[i] = r.Start(sctx)
-			}()
-		}
-		w.lockRDB, err = redisconn.LockClient(cfg)
-		if err != nil {
-			return f, err
-		}
-		rdb := w.lockRDB
-		f.cl.add(func() { _ = rdb.Close() })
-		var gate tasks.Gate = lock.NewGate(lock.NewMutex(w.lockRDB, lock.Config{TTL: cfg.LockTTL, WaitTimeout: cfg.LockWaitTimeout,
-			Grace: cfg.LockGrace, FailOpen: cfg.LockFailOpen, Logger: log}))
-		if ws.noGate {
-			gate = noGate{}
-		}
-		gate = countingGate{inner: gate, failOpen: &f.rec.failOpen}
-		handlers[i], err = tasks.NewHandler(tasks.Config{Store: store, Renderer: recordingRenderer{inner: inner, rec: f.rec},
-			Gate: gate, AllowedHosts: cfg.Allowed, Namespace: cfg.StorageURL, Logger: log, Hostname: fmt.Sprintf("%s-%d", name, i)})
-		if err != nil {
-			return f, err
-		}
-		w.srv = asynq.NewServer(f.queueOpt, asynq.Config{
-			Concurrency:       cfg.WorkerConcurrency,
-			Queues:            cfg.QueueWeights,
-			TaskCheckInterval: cfg.TaskCheckInterval,
-			ShutdownTimeout:   cfg.ShutdownTimeout,
-			Logger:            logging.Asynq{L: log},
-			LogLevel:          asynq.WarnLevel,
+		hostname := fmt.Sprintf("%s-%d", name, i)
+		opts := worker.Options{
+			Logger: logging.New(logFile, cfg.LogLevel, cfg.LogFormat).With("worker", hostname),
 			// Unlike cmd/worker (which lets renders finish on SIGTERM), an
 			// interrupted benchmark cancels its renders at once.
-			BaseContext: func() context.Context { return ctx },
+			BaseContext:  ctx,
+			Hostname:     hostname,
+			Middleware:   []asynq.MiddlewareFunc{f.rec.middleware},
+			WrapRenderer: func(r tasks.Renderer) tasks.Renderer { return recordingRenderer{inner: r, rec: f.rec} },
+			WrapGate: func(g tasks.Gate) tasks.Gate {
+				if ws.noGate {
+					g = noGate{}
+				}
+				return countingGate{inner: g, failOpen: &f.rec.failOpen}
+			},
+		}
+		if ws.stub != nil {
+			opts.Renderer = *ws.stub
+		}
+		w := worker.New(cfg, opts)
+		f.workers[i] = w
+		f.cl.add(w.Shutdown)
+		wg.Go(func() {
+			sctx, cancel := context.WithTimeout(ctx, worker.StartTimeout)
+			defer cancel()
+			startErrs[i] = w.Start(sctx)
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(startErrs...); err != nil {
-		return f, fmt.Errorf("starting Chromium: %w", err)
-	}
-	for i, w := range f.workers {
-		mux := asynq.NewServeMux()
-		mux.Use(f.rec.middleware, taskDeadline(cfg.TaskTimeout))
-		mux.Handle(spec.TaskType, handlers[i])
-		if err := w.srv.Start(mux); err != nil {
-			return f, fmt.Errorf("starting the queue server: %w", err)
-		}
-		srv := w.srv
-		f.cl.add(srv.Shutdown)
+		return f, fmt.Errorf("starting in-process workers: %w", err)
 	}
 	return f, nil
-}
-
-// taskDeadline is cmd/worker's per-attempt deadline middleware.
-func taskDeadline(d time.Duration) asynq.MiddlewareFunc {
-	return func(next asynq.Handler) asynq.Handler {
-		return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
-			ctx, cancel := context.WithTimeout(ctx, d)
-			defer cancel()
-			return next.ProcessTask(ctx, t)
-		})
-	}
 }
 
 // startBinaryFleet starts n bin/worker processes with production defaults.

@@ -354,18 +354,18 @@ those packages have are included (lock: wake-up latency of the gate vs a 500 ms 
 acquire+release ops/s vs redislock and redsync; render: see the benchmark names).
 
 **7. Distinct documents** (every first export of a version, every catalogue re-render: no gate saves
-these). For the Go specification (no script, 50 pages) and the manual (with `+"`wait_for`"+`), at 1, 2 and 4
-closed-loop clients (each waits for its PDF before asking for the next, as an API server does; the
-pipeline's clients use `+"`exportclient.Enqueue`"+` and `+"`Wait`"+` with a 20 ms poll), N distinct exports
-through `+"`bin/worker`"+` (one process; two at 2 and 4 clients, to show that a second process on the same
-machine does not deliver less), and N prints of the same document by the peer's bare tab on the headless
-shell and on the full Chromium, and by the old design of this project (a new browser context, hence a
-window, per render on the full Chromium with default flags). Each system is started for its cell, warmed
-with one render (every worker process), measured, and stopped, so no idle process of another system is
-counted. CPU = the whole machine's busy time from `+"`/proc/stat`"+` over the cell, minus the idle rate
-measured before the section; the breakdown by process (`+"`proctree.CPU`"+`: own and reaped children) shows
-where it goes. One run per cell (a full grid of repetitions does not fit the budget): expect ±8 %%
-between runs of the same cell on this machine.
+these). For the Go specification (no script, 50 pages) and the manual (with `+"`wait_for`"+`), every system
+is started once and warmed (one render in every worker process): `+"`bin/worker`"+` (one process, and two,
+to show that a second process on the same machine does not deliver less), the peer's bare tab on the
+headless shell and on the full Chromium, and the old design of this project (a new browser context,
+hence a window, per render on the full Chromium with default flags). At 1, 2 and 4 closed-loop clients
+(each waits for its PDF before asking for the next, as an API server does; the pipeline's clients use
+`+"`exportclient.Enqueue`"+` and `+"`Wait`"+` with a 20 ms poll) the systems take turns in bursts of N/rounds
+exports, the order rotating each round, so that a drift in the machine's speed hits all alike. CPU = the
+whole machine's busy time over a burst from `+"`/proc/stat`"+` (not steal), minus the rate of other work
+measured before the section, minus what the other systems' idle processes used meanwhile
+(`+"`proctree.CPU`"+`: own and reaped children); the breakdown by process shows where it goes. Expect
+±10 %% between runs on this machine: its speed drifts.
 
 **6. A long document.** %[8]s wrapped in a `+"`<html>`"+` with a title, printed with
 `+"`outline: true`"+` (which implies a tagged PDF) by `+"`Renderer.Render`"+` on the warm renderer of 4,

@@ -61,7 +61,7 @@ func scenarioSingleWorker(ctx context.Context, e *benchEnv, rep *report) error {
 		return err
 	}
 	defer f.stop()
-	r := f.workers[0].renderer
+	r := f.workers[0].Chromium()
 	manualSrc := render.Source{HTML: e.manual}
 	manualSettings := e.manualRequest("x").Options.Settings()
 
@@ -316,7 +316,7 @@ func scenarioDedupInProcess(ctx context.Context, e *benchEnv, rep *report) error
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_, _, _, errs[i] = rawRender(ctx, w.renderer, render.Source{HTML: e.manual}, e.manualRequest("x").Options.Settings(), false)
+					_, _, _, errs[i] = rawRender(ctx, w.Chromium(), render.Source{HTML: e.manual}, e.manualRequest("x").Options.Settings(), false)
 				}()
 			}
 			wg.Wait()

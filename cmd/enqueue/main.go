@@ -22,7 +22,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/redisconn"
 )
 
-// Exit codes (DESIGN §5).
+// Exit codes: the CLI contract (README, docs/ARCHITECTURE.md).
 const (
 	exitOK          = 0
 	exitFailed      = 1 // the task failed (or was not done in time)
@@ -83,7 +83,7 @@ Usage:
   enqueue status TASK_ID [--json]
   enqueue batch --file F.csv|- [--rate N/s] [--force] [--wait[=DUR]] [--queue batch]
                                               CSV columns manual_id,version,url
-  enqueue serve [--addr 127.0.0.1:8080]      HTTP API: POST /v1/exports, GET /v1/exports/{id}
+  enqueue serve [--addr ADDR]                 the HTTP API of bin/api (default API_ADDR)
   enqueue --version | --help
 
 Run "enqueue COMMAND --help" for a command's flags.
@@ -105,17 +105,7 @@ func newClient(e env) (*exportclient.Client, config.Config, int) {
 		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
 		return nil, cfg, exitInvalid
 	}
-	opt, err := redisconn.QueueOpt(cfg)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
-		return nil, cfg, exitInvalid
-	}
-	maxRetry := cfg.MaxRetry
-	if maxRetry == 0 {
-		maxRetry = -1
-	}
-	c, err := exportclient.New(exportclient.Config{Redis: opt, AllowedHosts: cfg.AllowedHosts, MaxRetry: maxRetry,
-		Timeout: cfg.TaskTimeout, Retention: cfg.ResultRetention})
+	c, err := redisconn.ExportClient(cfg)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
 		return nil, cfg, exitInvalid

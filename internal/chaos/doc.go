@@ -1,4 +1,4 @@
-// Package chaos is the reliability suite (issue 7). Its tests drive the real
+// Package chaos is the reliability suite behind make chaos. Its tests drive the real
 // binaries (bin/worker, bin/enqueue, built once per test binary) against a
 // private Redis and file or S3 storage and inject faults: a render holder
 // SIGKILLed, SIGSTOPped past its lock TTL or SIGTERMed mid-render, Chromium

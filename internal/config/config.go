@@ -1,5 +1,5 @@
 // Package config reads the worker's and the CLI's settings from the
-// environment (DESIGN §6). Every variable has a documented default; Load
+// environment (README, "Configuration"). Every variable has a documented default; Load
 // reports every bad variable at once, each named with the reason, so an
 // operator fixes a deployment in one pass.
 package config
@@ -64,7 +64,8 @@ type Config struct {
 	LogFormat         string        `env:"LOG_FORMAT" envDefault:"json" help:"json or text."`
 	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"How long a stopping worker lets renders in flight finish."`
 
-	APIToken string `env:"API_TOKEN" help:"Bearer token required by enqueue serve's HTTP API (empty: no authentication; bind to a private address)."`
+	APIAddr  string `env:"API_ADDR" envDefault:"127.0.0.1:8080" help:"Listen address of bin/api, the HTTP enqueue API."`
+	APIToken string `env:"API_TOKEN" help:"Bearer token required by the HTTP enqueue API (bin/api) (empty: no authentication; bind to a private address)."`
 
 	// Parsed forms, filled by Load.
 	Allowed       allowlist.List `env:"-"`

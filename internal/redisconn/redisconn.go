@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/config"
 )
 
@@ -79,4 +80,20 @@ func trim(addrs []string) []string {
 		}
 	}
 	return out
+}
+
+// ExportClient returns the exportclient of the CLI and the HTTP API: the
+// queue Redis of c and the worker's allowlist, retry count, task deadline and
+// result retention, so that what they enqueue is what the worker expects.
+func ExportClient(c config.Config) (*exportclient.Client, error) {
+	opt, err := QueueOpt(c)
+	if err != nil {
+		return nil, err
+	}
+	maxRetry := c.MaxRetry
+	if maxRetry == 0 {
+		maxRetry = -1 // exportclient reads 0 as its default; MAX_RETRY=0 means none
+	}
+	return exportclient.New(exportclient.Config{Redis: opt, AllowedHosts: c.AllowedHosts, MaxRetry: maxRetry,
+		Timeout: c.TaskTimeout, Retention: c.ResultRetention})
 }

@@ -25,8 +25,8 @@
 // # The render design, and why
 //
 // Isolation by construction: a new browser context per render, created and
-// disposed of by us. The alternatives measured (BenchmarkRenderDesign, and the
-// session notes of issue 11) were a tab in the shared default context (what
+// disposed of by us. The alternatives measured (BenchmarkRenderDesign, and
+// one-off experiments on the same machine) were a tab in the shared default context (what
 // Gotenberg does; it leaks cookies, storage, service workers and the HTTP
 // cache from one render to the next, which TestRender_RendersAreIsolated
 // shows), a pool of contexts reset between renders, creating the next context

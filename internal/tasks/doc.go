@@ -1,7 +1,7 @@
 // Package tasks is the pdf:export handler: it decodes and validates a task,
 // reuses a stored artifact when there is one, and otherwise passes the render
 // gate so that exactly one worker renders each artifact while the others wait
-// and reuse it. It writes the result document of DESIGN §3 with the task's
+// and reuse it. It writes the result document (spec.Result) with the task's
 // ResultWriter.
 //
 // Bad input is archived at once (asynq.SkipRetry) with an error naming the

@@ -1,4 +1,4 @@
-package main
+package api
 
 import (
 	"encoding/json"
@@ -24,7 +24,7 @@ func newTestAPI(t *testing.T, redisAddr, token string) *httptest.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	srv := httptest.NewServer(newAPI(c, token, slog.New(slog.DiscardHandler)))
+	srv := httptest.NewServer(New(c, token, slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	return srv
 }

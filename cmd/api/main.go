@@ -1,0 +1,75 @@
+// Command api serves the HTTP enqueue API (internal/api) on API_ADDR for API
+// servers that are not written in Go. It reads the same environment as the
+// worker (REDIS_URL, ALLOWED_HOSTS, API_TOKEN, …) and validates with the
+// worker's rules. Exit codes: 0 stopped on SIGTERM/SIGINT, 1 failed, 2 bad
+// configuration or listen address.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pdfexport/pdfexport/internal/api"
+	"github.com/pdfexport/pdfexport/internal/buildinfo"
+	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/logging"
+	"github.com/pdfexport/pdfexport/internal/redisconn"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "--help", "-help", "help":
+			fmt.Fprintf(stdout, "pdfexport api %s\n\nServes POST /v1/exports, GET /v1/exports/{id} and GET /healthz on API_ADDR\n(contract: api/openapi.yaml). Configuration is the environment (see \"worker --help\").\n", buildinfo.String())
+			return exitOK
+		case "--version", "-version", "version":
+			fmt.Fprintln(stdout, "pdfexport api", buildinfo.String())
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "api: unexpected argument %q (configuration is read from the environment; see --help)\n", args[0])
+		return exitUsage
+	}
+	cfg, err := config.Load(environ)
+	if err != nil {
+		fmt.Fprintf(stderr, "api: %v\n", err)
+		return exitUsage
+	}
+	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+	redis.SetLogger(logging.Redis{L: log})
+	client, err := redisconn.ExportClient(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "api: %v\n", err)
+		return exitUsage
+	}
+	defer client.Close()
+	switch err := api.Serve(ctx, cfg.APIAddr, api.New(client, cfg.APIToken, log), log); {
+	case errors.Is(err, api.ErrListen):
+		fmt.Fprintf(stderr, "api: API_ADDR: %v\n", err)
+		return exitUsage
+	case err != nil:
+		log.Error("api stopped", "err", err)
+		return exitFailure
+	}
+	return exitOK
+}

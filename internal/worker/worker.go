@@ -1,0 +1,324 @@
+// Package worker builds and runs one pdfexport worker from its configuration:
+// artifact storage, Chromium, the lock Redis and render gate, the pdf:export
+// handler, the asynq server and the admin HTTP server. It is the one place
+// they are wired, for cmd/worker, the benchmark and the tests. Start brings
+// them up in dependency order (storage, Chromium, locks, queue server, admin);
+// Shutdown takes them down in the reverse order.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pdfexport/pdfexport/internal/admin"
+	"github.com/pdfexport/pdfexport/internal/buildinfo"
+	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/lock"
+	"github.com/pdfexport/pdfexport/internal/logging"
+	"github.com/pdfexport/pdfexport/internal/redisconn"
+	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/tasks"
+)
+
+// ErrUnavailable wraps a start failure of a dependency (Redis, storage,
+// Chromium, the admin listener): the configuration may be right, the world
+// is not. cmd/worker exits 3 on it.
+var ErrUnavailable = errors.New("unavailable")
+
+// StartTimeout bounds Run's start: storage, Chromium and the queue server.
+const StartTimeout = 30 * time.Second
+
+// staleTempAge is how old a temp file of the file backend must be to be
+// swept at start: no upload lives a day.
+const staleTempAge = 24 * time.Hour
+
+// Options override parts of a worker; the zero value runs it as cmd/worker
+// does.
+type Options struct {
+	// Logger receives the logs of every component. nil: slog.Default().
+	Logger *slog.Logger
+	// Metrics observes every component and backs /metrics. nil: a new
+	// admin.Metrics.
+	Metrics *admin.Metrics
+	// BaseContext is the parent of every task's context. nil:
+	// context.Background(), so that a SIGTERM lets renders in flight finish
+	// within SHUTDOWN_TIMEOUT; a benchmark passes its own to cancel them.
+	BaseContext context.Context
+	// Renderer replaces Chromium (a benchmark's stub). nil: a
+	// render.Renderer configured from the RENDER_* variables.
+	Renderer tasks.Renderer
+	// WrapRenderer and WrapGate wrap the renderer and the render gate the
+	// handler uses (instrumentation, a gate that always fails open).
+	WrapRenderer func(tasks.Renderer) tasks.Renderer
+	WrapGate     func(tasks.Gate) tasks.Gate
+	// Middleware runs around every task, outside the per-attempt deadline.
+	Middleware []asynq.MiddlewareFunc
+	// Hostname goes into the metadata of the artifacts this worker stores.
+	// "": os.Hostname.
+	Hostname string
+}
+
+// Worker is one worker process's components. Create it with New, then Run,
+// or Start and Shutdown.
+type Worker struct {
+	cfg     config.Config
+	opts    Options
+	log     *slog.Logger
+	metrics *admin.Metrics
+
+	chromium  *render.Renderer // nil when Options.Renderer replaces it
+	store     storage.Backend
+	lockRDB   redis.UniversalClient
+	srv       *asynq.Server
+	inspector *asynq.Inspector
+	admin     *http.Server
+	adminDone chan struct{}
+
+	// undo holds what Start set up, for Shutdown to take down in reverse.
+	undo []func()
+}
+
+// New returns a worker for cfg (as config.Load returned it). It does no I/O.
+func New(cfg config.Config, opts Options) *Worker {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = admin.NewMetrics()
+	}
+	if opts.BaseContext == nil {
+		opts.BaseContext = context.Background()
+	}
+	return &Worker{cfg: cfg, opts: opts, log: opts.Logger, metrics: opts.Metrics}
+}
+
+// Chromium is the worker's renderer, nil when Options.Renderer replaced it.
+// It is started by Start.
+func (w *Worker) Chromium() *render.Renderer { return w.chromium }
+
+// Metrics are the worker's metrics.
+func (w *Worker) Metrics() *admin.Metrics { return w.metrics }
+
+// Run starts the worker (bounded by StartTimeout), serves until ctx ends,
+// then shuts it down.
+func (w *Worker) Run(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(ctx, StartTimeout)
+	err := w.Start(sctx)
+	cancel()
+	if err != nil {
+		w.Shutdown()
+		return err
+	}
+	<-ctx.Done()
+	w.log.Info("shutting down: no new tasks; renders in flight get SHUTDOWN_TIMEOUT", "timeout", w.cfg.ShutdownTimeout)
+	w.Shutdown()
+	w.log.Info("worker stopped")
+	return nil
+}
+
+// Start opens storage, starts Chromium, connects the lock Redis, starts the
+// queue server and the admin HTTP server; ctx bounds it. On an error, what
+// was started stays until Shutdown. Errors from unreachable dependencies wrap
+// ErrUnavailable.
+func (w *Worker) Start(ctx context.Context) error {
+	cfg, log := w.cfg, w.log
+	store, err := storage.Open(ctx, storage.Config{URL: cfg.StorageURL, S3Endpoint: cfg.S3Endpoint, S3Region: cfg.S3Region,
+		S3ForcePathStyle: cfg.S3ForcePathStyle, S3CreateBucket: cfg.S3CreateBucket, PresignTTL: cfg.S3PresignTTL, Logger: log})
+	if err != nil {
+		return fmt.Errorf("%w: opening storage %s: %w", ErrUnavailable, cfg.StorageURL, err)
+	}
+	w.store = store
+	if err := store.Ping(ctx); err != nil {
+		return fmt.Errorf("%w: storage %s not usable: %w", ErrUnavailable, store.Describe(), err)
+	}
+	if files, ok := store.(*storage.File); ok {
+		if n, err := files.RemoveStaleTemp(ctx, staleTempAge); err != nil {
+			log.Warn("removing stale temp files", "err", err)
+		} else if n > 0 {
+			log.Info("removed temp files left by a crash", "count", n)
+		}
+	}
+
+	renderer := w.opts.Renderer
+	if renderer == nil {
+		w.chromium, err = render.New(render.Config{ChromiumPath: cfg.ChromiumPath, Concurrency: cfg.RenderConcurrency,
+			Timeout: cfg.RenderTimeout, MaxRendersPerBrowser: cfg.RenderMaxPerBrowser, AllowedHosts: cfg.Allowed, Logger: log,
+			Observer: w.metrics})
+		if err != nil {
+			return fmt.Errorf("configuring the renderer: %w", err)
+		}
+		chromium := w.chromium
+		w.undo = append(w.undo, func() {
+			if err := chromium.Close(); err != nil {
+				log.Warn("closing Chromium", "err", err)
+			}
+		})
+		if err := chromium.Start(ctx); err != nil {
+			return fmt.Errorf("%w: starting Chromium: %w", ErrUnavailable, err)
+		}
+		renderer = chromium
+	}
+	if w.opts.WrapRenderer != nil {
+		renderer = w.opts.WrapRenderer(renderer)
+	}
+
+	w.lockRDB, err = redisconn.LockClient(cfg)
+	if err != nil {
+		return err
+	}
+	lockRDB := w.lockRDB
+	w.undo = append(w.undo, func() { _ = lockRDB.Close() })
+	var gate tasks.Gate = lock.NewGate(lock.NewMutex(lockRDB, lock.Config{TTL: cfg.LockTTL, WaitTimeout: cfg.LockWaitTimeout,
+		Grace: cfg.LockGrace, FailOpen: cfg.LockFailOpen, Logger: log, Observer: w.metrics}))
+	if w.opts.WrapGate != nil {
+		gate = w.opts.WrapGate(gate)
+	}
+	handler, err := tasks.NewHandler(tasks.Config{Store: store, Renderer: renderer, Gate: gate, AllowedHosts: cfg.Allowed,
+		Namespace: cfg.StorageURL, Logger: log, Observer: w.metrics, Hostname: w.opts.Hostname})
+	if err != nil {
+		return err
+	}
+
+	queueOpt, err := redisconn.QueueOpt(cfg)
+	if err != nil {
+		return err
+	}
+	base := w.opts.BaseContext
+	w.srv = asynq.NewServer(queueOpt, asynq.Config{
+		Concurrency:       cfg.WorkerConcurrency,
+		Queues:            cfg.QueueWeights,
+		TaskCheckInterval: cfg.TaskCheckInterval,
+		ShutdownTimeout:   cfg.ShutdownTimeout,
+		RetryDelayFunc:    retryDelay,
+		Logger:            logging.Asynq{L: log},
+		LogLevel:          asynqLevel(cfg.LogLevel),
+		BaseContext:       func() context.Context { return base },
+	})
+	mux := asynq.NewServeMux()
+	mux.Use(w.opts.Middleware...)
+	mux.Use(taskDeadline(cfg.TaskTimeout))
+	mux.Handle(spec.TaskType, handler)
+
+	w.inspector = asynq.NewInspector(queueOpt)
+	inspector := w.inspector
+	w.undo = append(w.undo, func() { _ = inspector.Close() })
+	w.metrics.WithQueueMetrics(inspector)
+	checks := map[string]admin.Check{
+		"redis":    func(ctx context.Context) error { return w.srv.Ping() },
+		"locks":    func(ctx context.Context) error { return lockRDB.Ping(ctx).Err() },
+		"storage":  store.Ping,
+		"chromium": func(ctx context.Context) error { return nil },
+	}
+	if w.chromium != nil {
+		checks["chromium"] = w.chromium.Ping
+	}
+	if err := w.startAdmin(checks, queueOpt); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+
+	if err := w.srv.Start(mux); err != nil {
+		return fmt.Errorf("%w: starting the queue server: %w", ErrUnavailable, err)
+	}
+	srv := w.srv
+	// Shutdown waits up to SHUTDOWN_TIMEOUT for tasks in flight; unfinished
+	// tasks go back to the queue.
+	w.undo = append(w.undo, srv.Shutdown)
+	log.Info("worker started", "version", buildinfo.String(), "queues", cfg.Queues, "concurrency", cfg.WorkerConcurrency,
+		"render_concurrency", cfg.RenderConcurrency, "storage", store.Describe(), "admin", cfg.AdminAddr,
+		"allowed_hosts", cfg.Allowed.String())
+	return nil
+}
+
+// Shutdown stops taking tasks and lets those in flight finish for up to
+// SHUTDOWN_TIMEOUT, then stops the admin server, closes Chromium and the
+// Redis clients: the reverse of Start. It is safe after a failed Start and
+// more than once.
+func (w *Worker) Shutdown() {
+	for i := len(w.undo) - 1; i >= 0; i-- {
+		w.undo[i]()
+	}
+	w.undo = nil
+}
+
+// startAdmin listens on ADMIN_ADDR (none when empty) and serves health,
+// readiness, metrics and the dashboard.
+func (w *Worker) startAdmin(checks map[string]admin.Check, queueOpt asynq.RedisConnOpt) error {
+	cfg := w.cfg
+	if cfg.AdminAddr == "" {
+		return nil
+	}
+	var dashboard *admin.DashboardConfig
+	if cfg.Dashboard {
+		dashboard = &admin.DashboardConfig{Redis: queueOpt, User: cfg.DashboardUser, Password: cfg.DashboardPassword, ReadOnly: cfg.DashboardReadOnly}
+	}
+	ln, err := net.Listen("tcp", cfg.AdminAddr)
+	if err != nil {
+		return fmt.Errorf("admin listener on ADMIN_ADDR=%s: %w", cfg.AdminAddr, err)
+	}
+	srv := &http.Server{
+		Handler:           admin.Handler(admin.Config{Metrics: w.metrics, Checks: checks, Version: buildinfo.String(), Dashboard: dashboard}),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			w.log.Error("admin server failed", "err", err)
+		}
+	}()
+	w.undo = append(w.undo, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	})
+	return nil
+}
+
+// taskDeadline bounds one attempt of a task, waiting for another worker's
+// render included, whatever deadline the enqueuer set.
+func taskDeadline(d time.Duration) asynq.MiddlewareFunc {
+	return func(next asynq.Handler) asynq.Handler {
+		return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+			ctx, cancel := context.WithTimeout(ctx, d)
+			defer cancel()
+			return next.ProcessTask(ctx, t)
+		})
+	}
+}
+
+// retryDelay backs off exponentially from 1s to 5m with ±25 % jitter, so a
+// fleet retrying after a shared outage does not return in lock-step.
+func retryDelay(n int, _ error, _ *asynq.Task) time.Duration {
+	d := time.Second << min(n, 9)
+	d = min(d, 5*time.Minute)
+	jitter := time.Duration(rand.Int64N(int64(d) / 2))
+	return d*3/4 + jitter
+}
+
+func asynqLevel(level string) asynq.LogLevel {
+	switch strings.ToLower(level) {
+	case "debug":
+		return asynq.DebugLevel
+	case "warn":
+		return asynq.WarnLevel
+	case "error":
+		return asynq.ErrorLevel
+	}
+	return asynq.InfoLevel
+}

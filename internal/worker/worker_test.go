@@ -1,0 +1,135 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os/exec"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/lock"
+	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
+)
+
+// onePagePDF is a minimal valid one-page PDF, printed once by Chromium.
+func onePagePDF(t *testing.T) []byte {
+	t.Helper()
+	r, err := render.New(render.Config{ChromiumPath: testsupport.ChromiumPath(t), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var pdf bytes.Buffer
+	if _, err := r.Render(context.Background(), render.Source{HTML: "<p>stub"}, spec.Options{}.Settings(),
+		func(_ context.Context, rd io.Reader) error { _, err := io.Copy(&pdf, rd); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return pdf.Bytes()
+}
+
+type stubRenderer struct{ pdf []byte }
+
+func (s stubRenderer) Render(ctx context.Context, _ render.Source, _ spec.PrintSettings, sink func(context.Context, io.Reader) error) (render.Stats, error) {
+	return render.Stats{Pages: 1, Bytes: int64(len(s.pdf))}, sink(ctx, bytes.NewReader(s.pdf))
+}
+
+type countingGate struct {
+	inner tasks.Gate
+	n     *atomic.Int64
+}
+
+func (g countingGate) Enter(ctx context.Context, id, stale string) (lock.Entry, error) {
+	g.n.Add(1)
+	return g.inner.Enter(ctx, id, stale)
+}
+
+func testConfig(t *testing.T, redisURL string) config.Config {
+	t.Helper()
+	cfg, err := config.Load([]string{"REDIS_URL=" + redisURL, "STORAGE_URL=file://" + t.TempDir(),
+		"ADMIN_ADDR=127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestWorker_ExportsWithOverrides: a worker built from the configuration,
+// with a stub renderer and instrumentation around the gate and the tasks,
+// completes an export; its admin server answers; Shutdown stops it.
+func TestWorker_ExportsWithOverrides(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	cfg := testConfig(t, redis.URL())
+	var gates, tasksSeen atomic.Int64
+	w := New(cfg, Options{
+		Logger:   slog.New(slog.DiscardHandler),
+		Renderer: stubRenderer{pdf: onePagePDF(t)},
+		WrapGate: func(g tasks.Gate) tasks.Gate { return countingGate{inner: g, n: &gates} },
+		Middleware: []asynq.MiddlewareFunc{func(next asynq.Handler) asynq.Handler {
+			return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+				tasksSeen.Add(1)
+				return next.ProcessTask(ctx, t)
+			})
+		}},
+		Hostname: "test-worker",
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Shutdown)
+	if w.Chromium() != nil {
+		t.Error("Chromium() is not nil with a replaced renderer")
+	}
+	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "m", Version: "1", HTML: "<p>x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Wait(ctx, job.TaskID, 20*time.Millisecond)
+	if err != nil || st.State != exportclient.StateCompleted || !st.Result.Rendered || st.Result.Pages != 1 {
+		t.Fatalf("Wait = %+v (%+v), %v", st, st.Result, err)
+	}
+	if gates.Load() != 1 || tasksSeen.Load() != 1 {
+		t.Errorf("gate entries %d, tasks seen by the middleware %d; want 1 and 1", gates.Load(), tasksSeen.Load())
+	}
+	out, err := exec.CommandContext(ctx, "curl", "-sf", "http://"+cfg.AdminAddr+"/readyz").CombinedOutput()
+	if err != nil {
+		t.Errorf("/readyz: %v %s", err, out)
+	}
+	w.Shutdown()
+	w.Shutdown() // twice is fine
+}
+
+// TestWorker_StartWithoutStorageIsUnavailable: a worker whose storage
+// cannot be opened fails to start with ErrUnavailable (cmd/worker's exit 3),
+// and Shutdown after the failed start is safe.
+func TestWorker_StartWithoutStorageIsUnavailable(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	cfg := testConfig(t, redis.URL())
+	cfg.StorageURL = "file:///proc/pdfexport-cannot-create-this"
+	w := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Renderer: stubRenderer{}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := w.Start(ctx)
+	w.Shutdown()
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Start = %v, want ErrUnavailable", err)
+	}
+}

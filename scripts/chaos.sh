@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The reliability suite behind `make chaos`: every chaos scenario (the soak
+# included) and the hostile-input table with the race detector, then 60 s of
+# fuzzing per target of internal/spec; RELIABILITY.md is generated from the
+# run by internal/chaos/reliability, never written by hand. Logs stay in
+# var/chaos. Exits non-zero when any part failed (the report is still
+# written when the summary exists).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+GO=${GO:-go}
+FUZZ_TIME=${FUZZ_TIME:-60s}
+FUZZ_TARGETS=(FuzzDecode FuzzValidateURL FuzzArtifactKey)
+out=var/chaos
+mkdir -p "$out"
+rm -f "$out/summary.json" "$out"/fuzz-*.log
+
+start=$(date +%s)
+rc=0
+chaos_cmd=("$GO" test -race -count=1 -timeout 40m -v ./internal/chaos/)
+echo "PDFEXPORT_CHAOS=full ${chaos_cmd[*]}  (log: $out/chaos.log)"
+PDFEXPORT_CHAOS=full PDFEXPORT_CHAOS_SUMMARY="$PWD/$out/summary.json" "${chaos_cmd[@]}" >"$out/chaos.log" 2>&1 || rc=1
+grep -E '^(--- |ok |FAIL)|: passed (true|false) in' "$out/chaos.log"
+
+for target in "${FUZZ_TARGETS[@]}"; do
+	fuzz_cmd=("$GO" test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZ_TIME" ./internal/spec)
+	echo "${fuzz_cmd[*]}"
+	"${fuzz_cmd[@]}" >"$out/fuzz-$target.log" 2>&1 || rc=1
+	tail -n 2 "$out/fuzz-$target.log"
+done
+
+"$GO" run ./internal/chaos/reliability -summary "$out/summary.json" -fuzz-dir "$out" -wall $(($(date +%s) - start)) \
+	-command "make chaos   # = scripts/chaos.sh: PDFEXPORT_CHAOS=full ${chaos_cmd[*]}; then per target in ${FUZZ_TARGETS[*]}: $GO test -run '^\$' -fuzz '^<Target>\$' -fuzztime $FUZZ_TIME ./internal/spec" \
+	-out RELIABILITY.md || rc=1
+exit $rc
