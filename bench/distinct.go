@@ -302,7 +302,7 @@ func measureBurst(ctx context.Context, res *distinctResult, all []*distinctSyste
 	for i, x := range all {
 		before[i] = x.cpu()
 	}
-	_, client0 := proctree.CPU(os.Getpid())
+	client0, _ := proctree.CPU(os.Getpid())
 	m0, err := machineBusySeconds()
 	if err != nil {
 		return b, err
@@ -315,7 +315,7 @@ func measureBurst(ctx context.Context, res *distinctResult, all []*distinctSyste
 	if err != nil {
 		return b, err
 	}
-	_, client1 := proctree.CPU(os.Getpid())
+	client1, _ := proctree.CPU(os.Getpid())
 	others := 0.0
 	for i, x := range all {
 		d := x.cpu().minus(before[i])

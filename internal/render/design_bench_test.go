@@ -124,7 +124,7 @@ func BenchmarkRenderDesign(b *testing.B) {
 	}
 	oursShell, oursShellPID := newOurs(shell)
 	oursFull, oursFullPID := newOurs(full)
-	oursDomains, oursDomainsPID := newOurs(shell, func(r *Renderer) { r.keepChromedpDomains = true })
+	oursDomains, oursDomainsPID := newOurs(shell, func(r *Renderer) { r.hooks.keepChromedpDomains = true })
 	designs := []struct {
 		name string
 		pid  int

@@ -268,8 +268,8 @@ func testEgressGuarded(t *testing.T, chromiumPath string, siteIsolation bool) {
 			var mu sync.Mutex
 			var refusedTargets []string
 			r := newRenderer(t, Config{ChromiumPath: chromiumPath, AllowedHosts: sites.allowlist(), Timeout: 30 * time.Second}, func(r *Renderer) {
-				r.skipTabGuard = layers == "proxy only"
-				r.proxyOpts.onRefuse = func(hostPort, reason string) {
+				r.hooks.skipTabGuard = layers == "proxy only"
+				r.hooks.proxy.onRefuse = func(hostPort, reason string) {
 					mu.Lock()
 					refusedTargets = append(refusedTargets, hostPort)
 					mu.Unlock()
@@ -355,7 +355,7 @@ func TestRender_EgressProxyRefusedSourceIsBlocked(t *testing.T) {
 	aPort := strconv.Itoa(sites.a.Listener.Addr().(*net.TCPAddr).Port)
 	allow := allowlist.MustParse(sites.a.hostPort() + ",localhost:" + aPort + ",127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t)))
 	t.Run("tab guard off", func(t *testing.T) {
-		r := newRenderer(t, Config{AllowedHosts: allow}, func(r *Renderer) { r.skipTabGuard = true })
+		r := newRenderer(t, Config{AllowedHosts: allow}, func(r *Renderer) { r.hooks.skipTabGuard = true })
 		out := render(t, r, context.Background(), Source{URL: "http://localhost:" + aPort + "/embeds"}, settings(spec.Options{WaitFor: "window.__done === true"}))
 		if out.err != nil {
 			t.Errorf("name and address both listed: %v", out.err)

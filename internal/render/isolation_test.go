@@ -131,7 +131,7 @@ func TestRender_RendersAreIsolated(t *testing.T) {
 			t.Run(build+"/"+tc.name, func(t *testing.T) {
 				s, other := isolationSite(t)
 				allow := allowlist.MustParse(s.hostPort() + "," + strings.TrimPrefix(other, "http://"))
-				r := newRenderer(t, Config{ChromiumPath: path, AllowedHosts: allow, Timeout: 20 * time.Second}, func(r *Renderer) { r.design = tc.design })
+				r := newRenderer(t, Config{ChromiumPath: path, AllowedHosts: allow, Timeout: 20 * time.Second}, func(r *Renderer) { r.hooks.design = tc.design })
 				wait := settings(spec.Options{WaitFor: "window.__done === true"})
 				a := mustRender(t, r, Source{URL: s.URL + "/set"}, wait)
 				if text := pdfText(t, a.pdf); !strings.Contains(text, "SET-DONE FRAME-SET-DONE") {

@@ -1,0 +1,396 @@
+package render
+
+// Readiness: loading a URL or HTML, network idle, web fonts, wait_for, and
+// the page watch that follows the tab's events.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/inspector"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// Readiness bounds. The render deadline bounds them too.
+const (
+	networkQuiet   = 300 * time.Millisecond // no request in flight for this long = network idle
+	networkIdleMax = 10 * time.Second       // give up waiting for network idle (long polling) and print
+	fontsMax       = 10 * time.Second       // give up waiting for document.fonts.ready and print
+	pollInterval   = 50 * time.Millisecond  // readyState and WaitFor polling
+)
+
+// loadURL navigates the tab and waits for the load event of that navigation.
+func loadURL(ctx context.Context, t *chromedp.Target, w *pageWatch, u string) error {
+	res, err := cdp.Call(ctx, t, page.Navigate, page.NavigateParams{URL: u})
+	if err != nil {
+		return fmt.Errorf("%w: navigating to %s: %v", ErrNavigation, truncate(u, 200), err)
+	}
+	if err := w.guard.mainBlocked(); err != nil {
+		return err
+	}
+	if err := w.statusErr(res.LoaderID); err != nil {
+		return err
+	}
+	if res.ErrorText != "" {
+		if strings.Contains(res.ErrorText, "ERR_BLOCKED_BY_CLIENT") {
+			// Only the guard fails requests as BlockedByClient. It records
+			// why right after Fetch.failRequest returns, and this reply can
+			// overtake that: wait briefly for the reason.
+			return w.guard.awaitMainBlocked(ctx, u)
+		}
+		return fmt.Errorf("%w: %s: %s", ErrNavigation, truncate(u, 200), res.ErrorText)
+	}
+	if res.IsDownload {
+		return permanent{fmt.Errorf("%w: %s is a download, not a page", ErrNavigation, truncate(u, 200))}
+	}
+	if err := w.waitLoad(ctx, res.LoaderID); err != nil {
+		return err
+	}
+	if err := w.guard.mainBlocked(); err != nil {
+		return err
+	}
+	return w.statusErr(res.LoaderID)
+}
+
+// loadHTML replaces the document of the blank tab with html and waits until
+// it and its subresources loaded (readyState "complete").
+func loadHTML(ctx context.Context, t *chromedp.Target, w *pageWatch, frame cdp.FrameID, html string) error {
+	if _, err := cdp.Call(ctx, t, page.SetDocumentContent, page.SetDocumentContentParams{FrameID: frame, HTML: html}); err != nil {
+		return fmt.Errorf("%w: setting the document content: %v", ErrNavigation, err)
+	}
+	for {
+		res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{
+			Expression: `document.readyState`, ReturnByValue: new(true),
+		})
+		if err != nil {
+			return fmt.Errorf("%w: reading document.readyState: %v", ErrNavigation, err)
+		}
+		if res.Result != nil && string(res.Result.Value) == `"complete"` {
+			return nil
+		}
+		if err := w.checkCrashed(); err != nil {
+			return err
+		}
+		if err := sleep(ctx, pollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+// staticExpr is true for a document that runs no script and has no frame or
+// plugin: no element <script> (SVG's included), no attribute on* (inline
+// handlers), no iframe, frame, object or embed.
+const staticExpr = `!document.querySelector("script, iframe, frame, object, embed") &&
+	document.evaluate("count(//@*[starts-with(local-name(), 'on')])", document, null, XPathResult.NUMBER_TYPE, null).numberValue === 0`
+
+// isStatic reports whether the loaded document is static (staticExpr). A
+// page that is not may start a request at any time after its load event,
+// which is what the network quiet period waits for.
+func isStatic(ctx context.Context, t *chromedp.Target) (bool, error) {
+	res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: staticExpr, ReturnByValue: new(true)})
+	if err != nil {
+		return false, fmt.Errorf("%w: inspecting the document: %v", ErrNavigation, err)
+	}
+	return res.ExceptionDetails == nil && res.Result != nil && string(res.Result.Value) == "true", nil
+}
+
+// waitFonts waits (at most fontsMax) for document.fonts.ready after forcing a
+// layout, so that fonts that only the layout discovers are requested too.
+func waitFonts(ctx context.Context, t *chromedp.Target) error {
+	fctx, cancel := context.WithTimeout(ctx, fontsMax+time.Second)
+	defer cancel()
+	expr := fmt.Sprintf(`(async () => {
+		if (document.body) void document.body.offsetHeight;
+		await Promise.race([document.fonts.ready, new Promise(r => setTimeout(r, %d))]);
+		return true;
+	})()`, fontsMax.Milliseconds())
+	_, err := cdp.Call(fctx, t, runtime.Evaluate, runtime.EvaluateParams{
+		Expression: expr, AwaitPromise: new(true), ReturnByValue: new(true),
+	})
+	if err != nil && ctx.Err() != nil {
+		return err
+	}
+	return nil // fonts that never settle are not worth failing the render
+}
+
+// waitFor polls expr until it is truthy. An expression that throws counts as
+// falsy; its last exception is added to *stage for the timeout error.
+func waitFor(ctx context.Context, t *chromedp.Target, expr string, stage *string) error {
+	base := *stage
+	for {
+		res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{
+			Expression: "!!(" + expr + "\n)", ReturnByValue: new(true), AwaitPromise: new(true),
+		})
+		if err != nil {
+			return fmt.Errorf("%w: evaluating wait_for: %v", ErrNavigation, err)
+		}
+		if res.ExceptionDetails != nil {
+			*stage = base + " (last exception: " + exceptionText(res.ExceptionDetails) + ")"
+		} else if res.Result != nil && string(res.Result.Value) == "true" {
+			return nil
+		}
+		if err := sleep(ctx, pollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+func exceptionText(d *runtime.ExceptionDetails) string {
+	if d.Exception != nil && d.Exception.Description != "" {
+		s, _, _ := strings.Cut(d.Exception.Description, "\n")
+		return s
+	}
+	return d.Text
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// pageWatch follows the events of one tab. onEvent runs on chromedp's reader
+// goroutine: it only records and pokes.
+type pageWatch struct {
+	guard *guard
+	log   *slog.Logger
+
+	mu         sync.Mutex
+	frame      cdp.FrameID
+	inflight   map[network.RequestID]string // URL
+	requests   int                          // requests seen (redirects not counted)
+	quietSince time.Time
+	loaded     map[cdp.LoaderID]bool
+	responses  map[cdp.LoaderID]*network.Response // main-frame documents
+	navLoaders map[cdp.LoaderID]bool              // loaders of main-frame document requests
+	crashed    bool
+
+	poke    chan struct{}
+	dialogs chan page.DialogType // JavaScript dialogs waiting to be dismissed
+}
+
+func newPageWatch(log *slog.Logger) *pageWatch {
+	return &pageWatch{
+		log:        log,
+		inflight:   make(map[network.RequestID]string),
+		quietSince: time.Now(),
+		loaded:     make(map[cdp.LoaderID]bool),
+		responses:  make(map[cdp.LoaderID]*network.Response),
+		navLoaders: make(map[cdp.LoaderID]bool),
+		poke:       make(chan struct{}, 1),
+		dialogs:    make(chan page.DialogType, 8),
+	}
+}
+
+func (w *pageWatch) setMainFrame(f cdp.FrameID) {
+	w.mu.Lock()
+	w.frame = f
+	w.mu.Unlock()
+}
+
+func (w *pageWatch) onEvent(ev any) {
+	w.mu.Lock()
+	switch ev := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		// A request without a loader (a worker's script, measured: no
+		// later event reaches this session) finishes in another target.
+		if _, ok := w.inflight[ev.RequestID]; !ok && ev.LoaderID != "" { // a redirect keeps its id
+			url := ""
+			if ev.Request != nil {
+				url = ev.Request.URL
+			}
+			w.inflight[ev.RequestID] = url
+			w.requests++
+			w.quietSince = time.Now()
+		}
+		if ev.Type == network.ResourceTypeDocument && ev.FrameID == w.frame && ev.LoaderID != "" {
+			w.navLoaders[ev.LoaderID] = true
+		}
+	case *network.EventLoadingFinished:
+		w.done(ev.RequestID)
+	case *network.EventLoadingFailed:
+		w.done(ev.RequestID)
+	case *network.EventResponseReceived:
+		if ev.Type == network.ResourceTypeDocument && ev.FrameID == w.frame && ev.Response != nil {
+			w.responses[ev.LoaderID] = ev.Response
+		}
+		if ev.Type == network.ResourceTypeDocument && ev.FrameID != w.frame {
+			// A cross-site frame's document finishes loading in the frame's
+			// own process (measured: this session never gets its
+			// loadingFinished); the load event waits for the frame.
+			w.done(ev.RequestID)
+		}
+	case *page.EventLifecycleEvent:
+		if ev.Name == "load" && ev.FrameID == w.frame {
+			w.loaded[ev.LoaderID] = true
+		}
+	case *inspector.EventTargetCrashed:
+		w.crashed = true
+	case *page.EventJavascriptDialogOpening:
+		// A listener must not run commands; dismissDialogs answers it.
+		select {
+		case w.dialogs <- ev.Type:
+		default: // a burst beyond the buffer: the dialog after this one re-signals
+		}
+	default:
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+	w.wake()
+}
+
+// requestCount is how many requests the page has made so far.
+func (w *pageWatch) requestCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.requests
+}
+
+// wake makes a wait re-check its condition.
+func (w *pageWatch) wake() {
+	select {
+	case w.poke <- struct{}{}:
+	default:
+	}
+}
+
+func (w *pageWatch) done(id network.RequestID) {
+	if _, ok := w.inflight[id]; ok {
+		delete(w.inflight, id)
+		w.quietSince = time.Now()
+	}
+}
+
+// wait re-checks cond (under w.mu) on every event and at the interval it
+// asks for, until it is true or ctx ends.
+func (w *pageWatch) wait(ctx context.Context, cond func() (bool, time.Duration)) error {
+	for {
+		w.mu.Lock()
+		ok, recheck := cond()
+		crashed := w.crashed
+		w.mu.Unlock()
+		if ok {
+			return nil
+		}
+		if crashed {
+			return w.checkCrashed()
+		}
+		if recheck <= 0 {
+			recheck = time.Second
+		}
+		t := time.NewTimer(recheck)
+		select {
+		case <-w.poke:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		t.Stop()
+	}
+}
+
+// waitLoad waits for the load event of the navigation of loader, or of a
+// main-frame navigation that replaced it (a script or meta refresh redirect),
+// and ends early when the guard blocked a main-frame navigation.
+func (w *pageWatch) waitLoad(ctx context.Context, loader cdp.LoaderID) error {
+	var blocked error
+	err := w.wait(ctx, func() (bool, time.Duration) {
+		if blocked = w.guard.mainBlocked(); blocked != nil {
+			return true, 0
+		}
+		if w.loaded[loader] {
+			return true, 0
+		}
+		for l := range w.navLoaders {
+			if w.loaded[l] {
+				return true, 0
+			}
+		}
+		return false, 0
+	})
+	if err != nil {
+		return err
+	}
+	return blocked
+}
+
+// waitNetworkIdle waits until no request was in flight for quiet, for at
+// most networkIdleMax; a page that never goes quiet is printed anyway.
+func (w *pageWatch) waitNetworkIdle(ctx context.Context, quiet time.Duration) error {
+	ictx, cancel := context.WithTimeout(ctx, networkIdleMax)
+	defer cancel()
+	err := w.wait(ictx, func() (bool, time.Duration) {
+		if len(w.inflight) > 0 {
+			return false, 0
+		}
+		left := quiet - time.Since(w.quietSince)
+		return left <= 0, left
+	})
+	if err != nil && ctx.Err() == nil && ictx.Err() != nil {
+		w.mu.Lock()
+		var urls []string
+		for _, u := range w.inflight {
+			urls = append(urls, truncate(u, 100))
+		}
+		w.mu.Unlock()
+		w.log.Info("network never went idle; printing anyway", "after", networkIdleMax, "in_flight", urls)
+		return nil
+	}
+	return err
+}
+
+func (w *pageWatch) statusErr(loader cdp.LoaderID) error {
+	w.mu.Lock()
+	resp := w.responses[loader]
+	w.mu.Unlock()
+	if resp == nil {
+		return nil
+	}
+	switch egressHeader(resp.Headers) {
+	case "refused": // the egress proxy, not the server, answered
+		return fmt.Errorf("%w: the egress proxy refused %s", ErrBlocked, truncate(resp.URL, 200))
+	case "upstream-failed":
+		return fmt.Errorf("%w: %s: connecting failed", ErrNavigation, truncate(resp.URL, 200))
+	}
+	if resp.Status >= 400 {
+		return &StatusError{Code: int(resp.Status), Text: resp.StatusText, URL: truncate(resp.URL, 200)}
+	}
+	return nil
+}
+
+// egressHeader returns the value of egressRefusedHeader in h, which only
+// answers of the egress proxy carry (a server could send it too, but could
+// only turn its own error into another non-success).
+func egressHeader(h network.Headers) string {
+	for k, v := range h {
+		if strings.EqualFold(k, egressRefusedHeader) {
+			s, _ := v.(string)
+			return s
+		}
+	}
+	return ""
+}
+
+func (w *pageWatch) checkCrashed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.crashed {
+		return fmt.Errorf("%w: the page's renderer process crashed", ErrNavigation)
+	}
+	return nil
+}
