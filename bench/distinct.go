@@ -349,9 +349,9 @@ func startDistinctSystem(ctx context.Context, e *benchEnv, doc distinctDoc, name
 		}
 		s.stop = f.stop
 		for _, p := range f.procs {
-			s.workers = append(s.workers, p.cmd.Process.Pid)
+			s.workers = append(s.workers, p.PID())
 		}
-		s.redis = e.redis.p.cmd.Process.Pid
+		s.redis = e.redis.Proc.PID()
 		if err := warmWorkers(ctx, f, exportclient.Request{ManualID: "warm", HTML: doc.html, Options: doc.opts}); err != nil {
 			f.stop()
 			return nil, err

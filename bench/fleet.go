@@ -36,7 +36,7 @@ import (
 type benchEnv struct {
 	o      options
 	work   string
-	redis  *redisServer
+	redis  *harness.Redis
 	manual string
 
 	dbs      atomic.Int32
@@ -180,7 +180,7 @@ type fleet struct {
 
 	rec     *recorder        // in-process fleets
 	workers []*worker.Worker // in-process fleets
-	procs   []*proc          // worker processes
+	procs   []*harness.Proc  // worker processes
 	admins  []string         // their admin addresses
 
 	cl cleanups
@@ -191,7 +191,7 @@ func (f *fleet) stop() { f.cl.run() }
 // baseEnv is the worker environment of a fleet: production defaults except
 // where the fleet lives.
 func (e *benchEnv) baseEnv(db int, dir string) []string {
-	env := []string{"REDIS_URL=" + e.redis.url(db), "STORAGE_URL=file://" + filepath.Join(dir, "artifacts"),
+	env := []string{"REDIS_URL=" + e.redis.URL(db), "STORAGE_URL=file://" + filepath.Join(dir, "artifacts"),
 		"LOG_FORMAT=json", "LOG_LEVEL=info"}
 	if p := os.Getenv("CHROMIUM_PATH"); p != "" {
 		env = append(env, "CHROMIUM_PATH="+p)
@@ -325,17 +325,18 @@ func startBinaryFleet(ctx context.Context, e *benchEnv, name string, n int) (f *
 			return f, err
 		}
 		admin := "127.0.0.1:" + strconv.Itoa(port)
-		p, err := startProc(fmt.Sprintf("worker-%d", i+1), filepath.Join(f.dir, fmt.Sprintf("worker-%d.log", i+1)), bin,
-			append(append([]string{}, env...), "ADMIN_ADDR="+admin))
+		p, err := harness.Start(fmt.Sprintf("worker-%d", i+1), filepath.Join(f.dir, fmt.Sprintf("worker-%d.log", i+1)), bin,
+			append(append(os.Environ(), env...), "ADMIN_ADDR="+admin))
 		if err != nil {
 			return f, err
 		}
 		f.procs = append(f.procs, p)
 		f.admins = append(f.admins, admin)
 		f.cl.add(func() {
-			if !p.stop(45*time.Second) && ctx.Err() == nil {
-				logf("warning: %s did not exit cleanly on SIGTERM (log %s)", p.name, p.log)
+			if err := p.Stop(45 * time.Second); err != nil && ctx.Err() == nil {
+				logf("warning: %s did not exit cleanly on SIGTERM: %v (log %s)", p.Name, err, p.LogPath())
 			}
+			p.Kill() // anything of its process group still left
 		})
 	}
 	for i, a := range f.admins {

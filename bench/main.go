@@ -27,6 +27,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/pdfexport/pdfexport/internal/harness"
 )
 
 // options are the command-line settings of one benchmark run.
@@ -156,13 +158,13 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}
 	}
 
-	redisSrv, err := startRedis(ctx, filepath.Join(work, "redis"))
+	redisSrv, err := harness.StartRedis(ctx, filepath.Join(work, "redis"), 0, "--databases", "32")
 	if err != nil {
 		return rep, err
 	}
-	cl.add(redisSrv.stop)
-	logf("redis-server %s on %s", redisSrv.version, redisSrv.addr)
-	rep.machine.redis = redisSrv.version
+	cl.add(redisSrv.Stop)
+	logf("redis-server %s on %s", redisSrv.Version, redisSrv.Addr())
+	rep.machine.redis = redisSrv.Version
 
 	env := &benchEnv{o: o, work: work, redis: redisSrv, manual: string(manual), keepWork: &keepWork}
 	for _, s := range []struct {
@@ -183,7 +185,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}
 	}
 	rep.machine.loadEnd = loadAvg()
-	redisSrv.stop()
+	redisSrv.Stop()
 	rep.machine.busyEnd = cpuBusy(ctx, 3*time.Second)
 	return rep, nil
 }

@@ -7,140 +7,16 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/pdfexport/pdfexport/internal/chromium"
 	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/proctree"
 )
-
-// proc is a child process in its own process group, so that stopping it also
-// stops what it started (Chromium below a worker).
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  string
-}
-
-// startProc starts bin with args and env (added to os.Environ) in its own
-// process group, its output going to logPath.
-func startProc(name, logPath, bin string, env []string, args ...string) (*proc, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), log: logPath}
-	go func() { _ = cmd.Wait(); logFile.Close(); close(p.done) }()
-	return p, nil
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop sends SIGTERM to the process group, waits up to grace, then SIGKILLs
-// the group. It reports whether the process ended on SIGTERM with status 0.
-func (p *proc) stop(grace time.Duration) bool {
-	if p.exited() {
-		return p.cmd.ProcessState != nil && p.cmd.ProcessState.ExitCode() == 0
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return p.cmd.ProcessState.ExitCode() == 0
-	case <-time.After(grace):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-		return false
-	}
-}
-
-// tail returns the last n bytes of the process log, for error messages.
-func (p *proc) tail(n int) string {
-	b, _ := os.ReadFile(p.log)
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
-}
-
-// redisServer is a private redis-server without persistence.
-type redisServer struct {
-	p       *proc
-	addr    string
-	version string
-}
-
-func startRedis(ctx context.Context, dir string) (*redisServer, error) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		return nil, fmt.Errorf("redis-server not found: run `make setup` (apt-get install redis-server)")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	port, err := harness.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	p, err := startProc("redis-server", filepath.Join(dir, "redis.log"), "redis-server", nil,
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir,
-		"--databases", "32")
-	if err != nil {
-		return nil, err
-	}
-	r := &redisServer{p: p, addr: addr}
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		err := c.Ping(pctx).Err()
-		cancel()
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil || time.Now().After(deadline) || p.exited() {
-			r.stop()
-			return nil, fmt.Errorf("redis-server on %s did not answer: %v\n%s", addr, err, p.tail(2000))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if info, err := c.Info(ctx, "server").Result(); err == nil {
-		if m := regexp.MustCompile(`redis_version:(\S+)`).FindStringSubmatch(info); m != nil {
-			r.version = m[1]
-		}
-	}
-	return r, nil
-}
-
-func (r *redisServer) stop() { r.p.stop(5 * time.Second) }
-
-// url of database db (each fleet gets its own database, so fleets never take
-// each other's tasks).
-func (r *redisServer) url(db int) string { return fmt.Sprintf("redis://%s/%d", r.addr, db) }
 
 // killTree SIGKILLs pid's process group and every process below it, found
 // before anything is killed (a killed parent's children are re-parented and
@@ -255,12 +131,12 @@ func (m machine) oneLine() string {
 }
 
 // waitReady waits until url answers 200, failing early when p has exited.
-func waitReady(ctx context.Context, url string, p *proc, timeout time.Duration) error {
+func waitReady(ctx context.Context, url string, p *harness.Proc, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return harness.WaitHTTP(ctx, url, func() error {
-		if p != nil && p.exited() {
-			return fmt.Errorf("%s exited: %s", p.name, p.tail(3000))
+		if p != nil && p.Exited() {
+			return fmt.Errorf("%s exited: %s", p.Name, p.Tail(3000))
 		}
 		return nil
 	})

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -125,44 +124,31 @@ func exportConcurrently(t *testing.T, bin string, environ []string, n int, args 
 	return results
 }
 
-type workerProc struct {
-	cmd  *exec.Cmd
-	log  *harness.SyncBuffer
-	done chan error
-}
+// workerProc is one bin/worker process of a test.
+type workerProc struct{ *harness.Proc }
 
 func startWorker(t *testing.T, bin string, environ []string) *workerProc {
 	t.Helper()
 	admin := "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t))
-	cmd := exec.Command(filepath.Join(bin, "worker"))
-	cmd.Env = append(environ, "ADMIN_ADDR="+admin)
-	w := &workerProc{cmd: cmd, log: &harness.SyncBuffer{}, done: make(chan error, 1)}
-	cmd.Stderr, cmd.Stdout = w.log, w.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	p, err := harness.Start("worker", "", filepath.Join(bin, "worker"), append(environ, "ADMIN_ADDR="+admin))
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { w.done <- cmd.Wait() }()
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	t.Cleanup(p.Kill)
+	w := &workerProc{p}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := harness.WaitHTTP(ctx, "http://"+admin+"/readyz", nil); err != nil {
-		t.Fatalf("worker not ready: %v\n%s", err, w.log)
+		t.Fatalf("worker not ready: %v\n%s", err, w.Output())
 	}
 	return w
 }
 
-// stop sends SIGTERM and requires a clean exit.
+// stop sends SIGTERM and requires a clean exit within 45 s.
 func (w *workerProc) stop(t *testing.T) {
 	t.Helper()
-	_ = w.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-w.done:
-		if err != nil {
-			t.Fatalf("worker after SIGTERM: %v\n%s", err, w.log)
-		}
-	case <-time.After(45 * time.Second):
-		t.Fatalf("worker did not stop within 45s of SIGTERM\n%s", w.log)
+	if err := w.Stop(45 * time.Second); err != nil {
+		t.Fatalf("worker after SIGTERM: %v\n%s", err, w.Output())
 	}
 }
 
@@ -196,27 +182,27 @@ func TestBinaries_SIGTERMDuringRenderFinishesTheExport(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	var chromium []int
 	for {
-		chromium = proctree.Descendants(w.cmd.Process.Pid)
-		if len(chromium) >= 3 && strings.Contains(w.log.String(), "worker started") {
+		chromium = proctree.Descendants(w.PID())
+		if len(chromium) >= 3 && strings.Contains(w.Output(), "worker started") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("worker never started Chromium\n%s", w.log)
+			t.Fatalf("worker never started Chromium\n%s", w.Output())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(1200 * time.Millisecond) // the task is picked up and waits inside the 2.5 s wait_for
-	chromium = proctree.Descendants(w.cmd.Process.Pid)
+	chromium = proctree.Descendants(w.PID())
 	w.stop(t)
 	if err := enq.Wait(); err != nil {
-		t.Fatalf("export interrupted by SIGTERM: %v: %s\nworker log:\n%s", err, errOut.String(), w.log)
+		t.Fatalf("export interrupted by SIGTERM: %v: %s\nworker log:\n%s", err, errOut.String(), w.Output())
 	}
 	var res spec.Result
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil || !res.Rendered || res.Pages != 1 {
 		t.Fatalf("result %s: %v", out.String(), err)
 	}
-	if !strings.Contains(w.log.String(), "shutting down") || strings.Index(w.log.String(), "shutting down") > strings.Index(w.log.String(), "export done") {
-		t.Fatalf("SIGTERM did not arrive during the render:\n%s", w.log)
+	if log := w.Output(); !strings.Contains(log, "shutting down") || strings.Index(log, "shutting down") > strings.Index(log, "export done") {
+		t.Fatalf("SIGTERM did not arrive during the render:\n%s", w.Output())
 	}
 	if left := proctree.Alive(chromium); len(left) > 0 {
 		t.Fatalf("Chromium processes %v (of %v) left after the worker exited", left, chromium)
@@ -280,7 +266,7 @@ func TestBinaries_S3Storage(t *testing.T) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("export: %v: %s\n%s", err, stderr.String(), w.log)
+		t.Fatalf("export: %v: %s\n%s", err, stderr.String(), w.Output())
 	}
 	var res spec.Result
 	if err := json.Unmarshal(out, &res); err != nil {

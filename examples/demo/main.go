@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -60,23 +58,21 @@ func run() error {
 	if err := os.MkdirAll(filepath.Join(demoDir, "artifacts"), 0o755); err != nil {
 		return err
 	}
-	var procs processes
-	defer procs.stopAll()
-
-	redisPort, err := harness.FreePort()
+	redisSrv, err := harness.StartRedis(context.Background(), filepath.Join(demoDir, "redis"), 0)
 	if err != nil {
 		return err
 	}
-	redisAddr := "127.0.0.1:" + strconv.Itoa(redisPort)
-	if err := procs.start("redis", demoDir, "redis-server", nil, "--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", demoDir); err != nil {
-		return fmt.Errorf("starting redis-server (make setup installs it): %w", err)
-	}
-	if err := waitTCP(redisAddr, 10*time.Second); err != nil {
-		return fmt.Errorf("redis-server did not start: %w", err)
-	}
+	defer redisSrv.Stop()
+	redisAddr := redisSrv.Addr()
 	fmt.Printf("demo: redis-server on %s\n", redisAddr)
 
+	var workers []*harness.Proc
+	defer func() { // whatever happened: nothing outlives the demo
+		for _, w := range workers {
+			_ = w.Stop(15 * time.Second)
+			w.Kill()
+		}
+	}()
 	common := []string{
 		"REDIS_URL=redis://" + redisAddr + "/0",
 		"STORAGE_URL=file://./" + demoDir + "/artifacts",
@@ -93,9 +89,11 @@ func run() error {
 		adminAddrs = append(adminAddrs, addr)
 		env := append(append([]string{}, common...), "ADMIN_ADDR="+addr)
 		name := fmt.Sprintf("worker-%d", i)
-		if err := procs.start(name, demoDir, "bin/worker", env); err != nil {
+		w, err := harness.Start(name, filepath.Join(demoDir, name+".log"), "bin/worker", append(os.Environ(), env...))
+		if err != nil {
 			return err
 		}
+		workers = append(workers, w)
 	}
 	for i, addr := range adminAddrs {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -162,7 +160,7 @@ func run() error {
 			return fmt.Errorf("artifact %s was rendered %d times, want exactly 1", k, renders[k])
 		}
 		path := filepath.Join(demoDir, "artifacts", k)
-		pages, err := pdfPages(path)
+		pages, err := harness.PDFPages(path)
 		if err != nil {
 			return err
 		}
@@ -173,9 +171,14 @@ func run() error {
 	}
 	fmt.Println("\nEvery key was rendered exactly once; every other request reused it.")
 
-	if err := procs.stopWorkers(); err != nil {
-		return err
+	// SIGTERM to each worker: each must exit 0.
+	for _, w := range workers {
+		if err := w.Stop(30 * time.Second); err != nil {
+			return fmt.Errorf("%s after SIGTERM: %w (see %s)", w.Name, err, w.LogPath())
+		}
 	}
+	workers = nil
+	fmt.Println("demo: workers stopped cleanly (SIGTERM, exit 0)")
 	return nil
 }
 
@@ -193,106 +196,5 @@ func (ex *export) run(env []string) {
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &ex.result); err != nil {
 		ex.err = fmt.Errorf("bad --json output %q: %w", stdout.String(), err)
-	}
-}
-
-func pdfPages(path string) (int, error) {
-	out, err := exec.Command("pdfinfo", path).CombinedOutput()
-	if err != nil {
-		return 0, fmt.Errorf("pdfinfo %s: %v: %s", path, err, out)
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if v, ok := strings.CutPrefix(line, "Pages:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil || n < 1 {
-				return 0, fmt.Errorf("pdfinfo %s: page count %q", path, v)
-			}
-			return n, nil
-		}
-	}
-	return 0, fmt.Errorf("pdfinfo %s: no page count", path)
-}
-
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-type processes struct{ list []*proc }
-
-func (p *processes) start(name, logDir, bin string, env []string, args ...string) error {
-	logFile, err := os.Create(filepath.Join(logDir, name+".log"))
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return err
-	}
-	pr := &proc{name: name, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); logFile.Close(); close(pr.done) }()
-	p.list = append(p.list, pr)
-	return nil
-}
-
-// stopWorkers sends SIGTERM to the workers and checks that they exit cleanly.
-func (p *processes) stopWorkers() error {
-	for _, pr := range p.list {
-		if strings.HasPrefix(pr.name, "worker") {
-			_ = pr.cmd.Process.Signal(syscall.SIGTERM)
-		}
-	}
-	for _, pr := range p.list {
-		if !strings.HasPrefix(pr.name, "worker") {
-			continue
-		}
-		select {
-		case <-pr.done:
-			if code := pr.cmd.ProcessState.ExitCode(); code != 0 {
-				return fmt.Errorf("%s exited with %d after SIGTERM (see %s/%s.log)", pr.name, code, demoDir, pr.name)
-			}
-		case <-time.After(30 * time.Second):
-			return fmt.Errorf("%s did not stop within 30s of SIGTERM", pr.name)
-		}
-	}
-	fmt.Println("demo: workers stopped cleanly (SIGTERM, exit 0)")
-	return nil
-}
-
-// stopAll ends every process the demo started, whatever happened.
-func (p *processes) stopAll() {
-	for i := len(p.list) - 1; i >= 0; i-- {
-		pr := p.list[i]
-		select {
-		case <-pr.done:
-			continue
-		default:
-		}
-		_ = syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-pr.done:
-		case <-time.After(15 * time.Second):
-			_ = syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGKILL)
-			<-pr.done
-		}
-	}
-}
-
-func waitTCP(addr string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			return c.Close()
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

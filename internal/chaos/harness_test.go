@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -130,26 +128,15 @@ func envValue(env []string, name string) string {
 	return v
 }
 
-// worker is one bin/worker process.
+// worker is one bin/worker process (harness.Proc: its own process group,
+// output in memory).
 type worker struct {
+	*harness.Proc
 	name  string
-	cmd   *exec.Cmd
-	log   *harness.SyncBuffer
 	admin string
-	done  chan struct{}
-	err   error // exit status, valid after done
 }
 
-func (w *worker) pid() int { return w.cmd.Process.Pid }
-
-func (w *worker) exited() bool {
-	select {
-	case <-w.done:
-		return true
-	default:
-		return false
-	}
-}
+func (w *worker) pid() int { return w.PID() }
 
 // startWorker starts one more worker (its own TMPDIR and admin port) and
 // waits for /readyz.
@@ -167,32 +154,27 @@ func (c *cluster) startWorker(extraEnv ...string) *worker {
 	}
 	c.t.Cleanup(func() { _ = os.RemoveAll(tmp) })
 	admin := "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(c.t))
-	cmd := exec.Command(filepath.Join(c.bin, "worker"))
-	cmd.Env = append(append(append([]string(nil), c.env...), extraEnv...), "ADMIN_ADDR="+admin, "TMPDIR="+tmp)
-	w := &worker{name: name, cmd: cmd, log: &harness.SyncBuffer{}, admin: admin, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = w.log, w.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	env := append(append(append([]string(nil), c.env...), extraEnv...), "ADMIN_ADDR="+admin, "TMPDIR="+tmp)
+	p, err := harness.Start(name, "", filepath.Join(c.bin, "worker"), env)
+	if err != nil {
 		c.t.Fatal(err)
 	}
-	go func() { w.err = cmd.Wait(); close(w.done) }()
+	w := &worker{Proc: p, name: name, admin: admin}
 	c.mu.Lock()
 	c.workers = append(c.workers, w)
 	c.mu.Unlock()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		resp, err := http.Get("http://" + admin + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return w
-			}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	err = harness.WaitHTTP(ctx, "http://"+admin+"/readyz", func() error {
+		if w.Exited() {
+			return fmt.Errorf("exited: %v", w.Err())
 		}
-		if w.exited() || time.Now().After(deadline) {
-			c.t.Fatalf("worker %s not ready (exited: %v, %v)\n%s", name, w.exited(), w.err, tail(w.log.String(), 4000))
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		c.t.Fatalf("worker %s not ready: %v\n%s", name, err, w.Tail(4000))
 	}
+	return w
 }
 
 // live returns the workers that still run.
@@ -201,38 +183,27 @@ func (c *cluster) live() []*worker {
 	defer c.mu.Unlock()
 	var out []*worker
 	for _, w := range c.workers {
-		if !w.exited() {
+		if !w.Exited() {
 			out = append(out, w)
 		}
 	}
 	return out
 }
 
-// kill sends sig to the worker process alone (not its Chromium).
-func (w *worker) signal(sig syscall.Signal) { _ = syscall.Kill(w.pid(), sig) }
-
-// terminate sends SIGTERM and waits for the exit; it fails the test on a
-// non-zero status or no exit within 60 s.
+// terminate sends SIGTERM (after SIGCONT, should it be paused) and waits for
+// the exit; it fails the test on a non-zero status or no exit within 60 s.
 func (c *cluster) terminate(w *worker) {
 	c.t.Helper()
-	w.signal(syscall.SIGCONT)
-	w.signal(syscall.SIGTERM)
-	select {
-	case <-w.done:
-		if w.err != nil {
-			c.t.Errorf("worker %s after SIGTERM: %v\n%s", w.name, w.err, tail(w.log.String(), 4000))
-		}
-	case <-time.After(60 * time.Second):
-		c.t.Errorf("worker %s did not stop within 60s of SIGTERM\n%s", w.name, tail(w.log.String(), 4000))
-		w.signal(syscall.SIGKILL)
-		<-w.done
+	if err := w.Stop(60 * time.Second); err != nil {
+		c.t.Errorf("worker %s after SIGTERM: %v\n%s", w.name, err, w.Tail(4000))
 	}
 }
 
-// crash SIGKILLs a worker and waits until it is gone.
+// crash SIGKILLs a worker process alone (not its Chromium) and waits until it
+// is gone.
 func (c *cluster) crash(w *worker) {
-	w.signal(syscall.SIGKILL)
-	<-w.done
+	w.Signal(syscall.SIGKILL)
+	<-w.Done()
 }
 
 // shutdown stops every live worker with SIGTERM, then checks that no
@@ -254,7 +225,7 @@ func (c *cluster) shutdown() {
 	if c.t.Failed() {
 		c.mu.Lock()
 		for _, w := range c.workers {
-			c.t.Logf("---- log of worker %s (pid %d) ----\n%s", w.name, w.pid(), tail(w.log.String(), 6000))
+			c.t.Logf("---- log of worker %s (pid %d) ----\n%s", w.name, w.pid(), w.Tail(6000))
 		}
 		c.mu.Unlock()
 	}
@@ -272,9 +243,9 @@ func (c *cluster) sample() {
 			pids = append(pids, w.pid())
 		}
 		for _, p := range proctree.Descendants(pids...) {
-			if st, ok := readStat(p); ok && st.state != "Z" {
+			if st, ok := proctree.Stat(p); ok && st.State != "Z" {
 				c.mu.Lock()
-				c.procs[procKey{p, st.start}] = st.comm
+				c.procs[procKey{p, st.StartTime}] = st.Comm
 				c.mu.Unlock()
 			}
 		}
@@ -299,7 +270,7 @@ func (c *cluster) leakedProcesses(wait time.Duration) int {
 	for {
 		var left []procKey
 		for k := range procs {
-			if st, ok := readStat(k.pid); ok && st.start == k.start && st.state != "Z" {
+			if st, ok := proctree.Stat(k.pid); ok && st.StartTime == k.start && st.State != "Z" {
 				left = append(left, k)
 			}
 		}
@@ -321,8 +292,8 @@ func (c *cluster) leakedProcesses(wait time.Duration) int {
 // command is Chromium.
 func chromiumOf(w *worker) (int, bool) {
 	for _, p := range proctree.Descendants(w.pid()) {
-		st, ok := readStat(p)
-		if ok && st.ppid == w.pid() && st.state != "Z" && strings.Contains(st.comm, "chrom") {
+		st, ok := proctree.Stat(p)
+		if ok && st.PPID == w.pid() && st.State != "Z" && strings.Contains(st.Comm, "chrom") {
 			return p, true
 		}
 	}
@@ -343,35 +314,6 @@ func (c *cluster) tempFiles() int {
 		return nil
 	})
 	return n
-}
-
-type procStat struct {
-	state, comm, start string
-	ppid               int
-}
-
-func readStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procStat{}, false
-	}
-	open, closing := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-	if open < 0 || closing < open {
-		return procStat{}, false
-	}
-	f := strings.Fields(string(b[closing+1:]))
-	if len(f) < 20 {
-		return procStat{}, false
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return procStat{state: f[0], comm: string(b[open+1 : closing]), start: f[19], ppid: ppid}, true
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
 }
 
 // ---- exports ----
@@ -464,7 +406,7 @@ func waitLog(t *testing.T, workers []*worker, needle string, timeout time.Durati
 	deadline := time.Now().Add(timeout)
 	for {
 		for _, w := range workers {
-			if strings.Contains(w.log.String(), needle) {
+			if strings.Contains(w.Output(), needle) {
 				return w
 			}
 		}
@@ -556,21 +498,7 @@ func (c *cluster) pdfPages(key, url string) (int, error) {
 		f.Close()
 		path = f.Name()
 	}
-	return pdfinfoPages(path)
-}
-
-func pdfinfoPages(path string) (int, error) {
-	out, err := exec.Command("pdfinfo", path).CombinedOutput()
-	if err != nil {
-		return 0, fmt.Errorf("pdfinfo: %v: %s", err, out)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "Pages:"); ok {
-			return strconv.Atoi(strings.TrimSpace(v))
-		}
-	}
-	return 0, fmt.Errorf("pdfinfo printed no page count: %s", out)
+	return harness.PDFPages(path)
 }
 
 // info reads the artifact's info object (<key>.json) from the file store.

@@ -375,7 +375,7 @@ func (h *hostileEnv) result(t *testing.T, hc hostileCase, ok bool, got string) {
 // pdfText returns pdftotext's text of a stored artifact (file:// URL).
 func (h *hostileEnv) pdfText(url string) (string, error) {
 	path := strings.TrimPrefix(url, "file://")
-	if _, err := pdfinfoPages(path); err != nil {
+	if _, err := harness.PDFPages(path); err != nil {
 		return "", err
 	}
 	out, err := exec.Command("pdftotext", path, "-").CombinedOutput()

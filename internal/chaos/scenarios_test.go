@@ -84,7 +84,7 @@ func TestChaos_HolderSIGSTOPpedPastTTLDoesNotStore(t *testing.T) {
 	c := newCluster(t, clusterConfig{Workers: 2, Env: []string{"LOCK_TTL=3s", "WORKER_CONCURRENCY=1"}})
 	c.countLeaks(sc)
 	holder, exports := holderScenario(t, c, "s2-stop", 2*time.Second, 1)
-	holder.signal(syscall.SIGSTOP)
+	holder.Signal(syscall.SIGSTOP)
 	// The waiter takes over after ≤3 s and renders for ~2.5 s.
 	var other *worker
 	for _, w := range c.live() {
@@ -93,16 +93,16 @@ func TestChaos_HolderSIGSTOPpedPastTTLDoesNotStore(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(40 * time.Second)
-	for !strings.Contains(other.log.String(), "export done") && time.Now().Before(deadline) {
+	for !strings.Contains(other.Output(), "export done") && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	holder.signal(syscall.SIGCONT)
+	holder.Signal(syscall.SIGCONT)
 	c.waitAll(exports, 90*time.Second)
 	c.verdict(sc, exports)
 	if sc.Renders != 1 {
 		t.Errorf("%d renders, want exactly 1", sc.Renders)
 	}
-	if !strings.Contains(holder.log.String(), "lock lost") {
+	if !strings.Contains(holder.Output(), "lock lost") {
 		t.Errorf("the resumed holder did not notice it lost the lock")
 	}
 	if n := metric(t, holder, "pdfexport_lock_lost_total", ""); n < 1 {
@@ -216,7 +216,7 @@ func TestChaos_ChromiumKilledMidRender(t *testing.T) {
 	if sc.Renders != 1 {
 		t.Errorf("%d renders, want 1", sc.Renders)
 	}
-	if l := holder.log.String(); !strings.Contains(l, "browser crashed") && !strings.Contains(l, "browser died") || holder.exited() {
+	if l := holder.Output(); !strings.Contains(l, "browser crashed") && !strings.Contains(l, "browser died") || holder.Exited() {
 		t.Errorf("holder exited or did not notice the browser crash")
 	}
 	sc.Notes = "the holder's render failed as \"browser crashed\" (retryable) and released the lock; the waiting export took over and rendered once, the holder's task was retried and reused it"
@@ -246,7 +246,7 @@ func TestChaos_WorkerSIGTERMMidRender(t *testing.T) {
 			if sc.Renders != 1 {
 				t.Errorf("%d renders, want 1", sc.Renders)
 			}
-			doneHere := strings.Contains(holder.log.String(), "export done")
+			doneHere := strings.Contains(holder.Output(), "export done")
 			if doneHere != tc.wantHere {
 				t.Errorf("export done on the stopped worker: %v, want %v", doneHere, tc.wantHere)
 			}

@@ -96,9 +96,9 @@ func TestChaos_Soak(t *testing.T) {
 			c.startWorker()
 		case "sigstop":
 			w := randomWorker()
-			w.signal(syscall.SIGSTOP)
+			w.Signal(syscall.SIGSTOP)
 			time.Sleep(9 * time.Second)
-			w.signal(syscall.SIGCONT)
+			w.Signal(syscall.SIGCONT)
 		case "sigterm":
 			c.terminate(randomWorker())
 			c.startWorker()

@@ -1,7 +1,9 @@
-// Package harness holds the small pieces every program that starts pdfexport
-// processes needs — the demo, the benchmark, and the tests that drive the
-// binaries: a free loopback port, waiting until an HTTP endpoint answers 200,
-// and a goroutine-safe buffer for a child's output. Standard library only.
+// Package harness holds what every program that starts pdfexport processes
+// needs — the demo, the benchmark, the chaos suite and the tests that drive
+// the binaries: a child process in its own process group with its log (Proc),
+// a private redis-server (StartRedis), a free loopback port, waiting until an
+// HTTP endpoint answers 200, a goroutine-safe buffer for a child's output,
+// and pdfinfo's page count of a PDF. Standard library only.
 package harness
 
 import (

@@ -56,3 +56,58 @@ func TestFreePortAndSyncBuffer(t *testing.T) {
 		t.Fatalf("buffer %q lost a write", s)
 	}
 }
+
+// TestProc_StopAndKill: a clean stop reports nil; a process that ignores
+// SIGTERM is killed with its group after the grace period; a child it
+// started goes with it.
+func TestProc_StopAndKill(t *testing.T) {
+	p, err := Start("sleeper", "", "/bin/sh", nil, "-c", "echo started; exec sleep 30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(p.Output(), "started") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := p.Stop(5 * time.Second); err == nil || p.ExitCode() != -1 {
+		t.Fatalf("sleep on SIGTERM: Stop = %v, exit %d; want a signal exit", err, p.ExitCode())
+	}
+
+	stubborn, err := Start("stubborn", t.TempDir()+"/log", "/bin/sh", nil, "-c", `trap "" TERM; sleep 30 & echo child $!; wait`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(stubborn.Output(), "child") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := stubborn.Stop(300 * time.Millisecond); !errors.Is(err, ErrStopTimeout) {
+		t.Fatalf("Stop of a process that ignores SIGTERM = %v, want ErrStopTimeout", err)
+	}
+	if !strings.HasPrefix(stubborn.Tail(100), "child ") {
+		t.Errorf("Tail = %q", stubborn.Tail(100))
+	}
+
+	clean, err := Start("clean", "", "/bin/sh", nil, "-c", "exit 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-clean.Done()
+	if err := clean.Stop(time.Second); err != nil {
+		t.Errorf("Stop after a clean exit = %v", err)
+	}
+}
+
+// TestStartRedis answers PING on its port and stops.
+func TestStartRedis(t *testing.T) {
+	r, err := StartRedis(context.Background(), t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Version == "" || r.Port == 0 || !strings.HasPrefix(r.URL(3), "redis://127.0.0.1:") {
+		t.Errorf("Redis = %+v, URL %s", r, r.URL(3))
+	}
+	r.Stop()
+	if !r.Proc.Exited() {
+		t.Error("still running after Stop")
+	}
+}

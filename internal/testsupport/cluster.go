@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -35,22 +35,13 @@ func StartRedisCluster(t testing.TB) *RedisCluster {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-			"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--dir", dir,
-			"--logfile", filepath.Join(dir, "redis.log"))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
+		node, err := harness.StartRedis(context.Background(), dir, port,
+			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "2000")
+		if err != nil {
 			t.Fatalf("starting cluster node: %v", err)
 		}
-		t.Cleanup(func() {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			_ = cmd.Wait()
-		})
+		t.Cleanup(node.Stop)
 		c.Addrs = append(c.Addrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	}
-	for _, addr := range c.Addrs {
-		waitPing(t, addr)
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
@@ -81,17 +72,4 @@ func (c *RedisCluster) Client(t testing.TB) *redis.ClusterClient {
 	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs})
 	t.Cleanup(func() { _ = cl.Close() })
 	return cl
-}
-
-func waitPing(t testing.TB, addr string) {
-	t.Helper()
-	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer cl.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for cl.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server %s did not answer within 10s", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

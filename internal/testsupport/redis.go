@@ -4,35 +4,27 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/internal/harness"
 )
 
-// Redis is a private redis-server process bound to 127.0.0.1.
+// Redis is a private redis-server process bound to 127.0.0.1 that a test can
+// crash and restart on the same port (harness.StartRedis).
 type Redis struct {
 	t    testing.TB
 	Port int
 	dir  string
-	cmd  *exec.Cmd
-	done chan struct{}
+	srv  *harness.Redis
 }
 
 // StartRedis starts redis-server on a free port without persistence and
 // stops it when the test ends.
 func StartRedis(t testing.TB) *Redis {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatalf("redis-server not found on PATH: run `make setup` (apt-get install redis-server)")
-	}
 	r := &Redis{t: t, Port: FreePort(t), dir: t.TempDir()}
 	r.Start()
 	t.Cleanup(r.Stop)
@@ -55,47 +47,20 @@ func (r *Redis) Client() *redis.Client {
 // Start (re)starts the server on the same port and waits until it answers.
 func (r *Redis) Start() {
 	r.t.Helper()
-	r.cmd = exec.Command("redis-server",
-		"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", r.dir,
-		"--logfile", filepath.Join(r.dir, "redis.log"))
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatalf("starting redis-server: %v", err)
+	srv, err := harness.StartRedis(context.Background(), r.dir, r.Port)
+	if err != nil {
+		r.t.Fatal(err)
 	}
-	r.done = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(r.cmd, r.done)
-	c := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1})
-	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(r.dir, "redis.log"))
-			r.t.Fatalf("redis-server on %s did not answer within 10s: %v\n%s", r.Addr(), err, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	r.srv = srv
 }
 
 // Stop kills the server (SIGKILL, as a crash would) and waits for it to exit.
 // Calling Stop on a stopped server does nothing.
 func (r *Redis) Stop() {
-	if r.cmd == nil || r.cmd.Process == nil {
-		return
+	if r.srv != nil {
+		r.srv.Stop()
+		r.srv = nil
 	}
-	select {
-	case <-r.done:
-	default:
-		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-		<-r.done
-	}
-	r.cmd = nil
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.

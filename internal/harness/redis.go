@@ -1,0 +1,110 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// Redis is a private redis-server bound to 127.0.0.1, without persistence
+// unless its arguments ask for it.
+type Redis struct {
+	Proc    *Proc
+	Port    int
+	Version string
+}
+
+// Addr is host:port of the server.
+func (r *Redis) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.Port)) }
+
+// URL is the redis:// URL of database db.
+func (r *Redis) URL(db int) string { return fmt.Sprintf("redis://%s/%d", r.Addr(), db) }
+
+var redisVersion = regexp.MustCompile(`v=(\S+)`)
+
+// StartRedis starts redis-server on port (0: a free one) with its files and
+// log in dir, extra arguments after the defaults (--save "" --appendonly no
+// unless overridden), and waits until it answers PING (10 s at most).
+func StartRedis(ctx context.Context, dir string, port int, extra ...string) (*Redis, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("redis-server not found: run `make setup` (apt-get install redis-server)")
+	}
+	// Absolute: redis-server changes into --dir before it opens --logfile.
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if port == 0 {
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	r := &Redis{Port: port}
+	if out, err := exec.CommandContext(ctx, bin, "--version").Output(); err == nil {
+		if m := redisVersion.FindSubmatch(out); m != nil {
+			r.Version = string(m[1])
+		}
+	}
+	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, extra...)
+	r.Proc, err = Start("redis-server", "", bin, os.Environ(), args...)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitPing(ctx, r.Addr(), r.Proc, 10*time.Second); err != nil {
+		r.Proc.Kill()
+		log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+		return nil, fmt.Errorf("redis-server on %s: %w\n%s", r.Addr(), err, log)
+	}
+	return r, nil
+}
+
+// Stop SIGKILLs the server, as a crash would, and waits for it.
+func (r *Redis) Stop() { r.Proc.Kill() }
+
+// waitPing sends PING over a raw connection until +PONG comes back, the
+// process exits or timeout passes.
+func waitPing(ctx context.Context, addr string, p *Proc, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := "no answer"
+	for {
+		if p.Exited() {
+			return fmt.Errorf("exited: %v", p.Err())
+		}
+		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+			_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+			buf := make([]byte, 64)
+			_, err = c.Write([]byte("PING\r\n"))
+			n := 0
+			if err == nil {
+				n, err = c.Read(buf)
+			}
+			c.Close()
+			if err == nil && string(buf[:n]) == "+PONG\r\n" {
+				return nil
+			}
+			if err != nil {
+				last = err.Error()
+			} else {
+				last = fmt.Sprintf("answer %q", buf[:n])
+			}
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("did not answer PING within %v: %s", timeout, last)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
