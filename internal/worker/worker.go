@@ -83,8 +83,6 @@ type Worker struct {
 	lockRDB   redis.UniversalClient
 	srv       *asynq.Server
 	inspector *asynq.Inspector
-	admin     *http.Server
-	adminDone chan struct{}
 
 	// undo holds what Start set up, for Shutdown to take down in reverse.
 	undo []func()
