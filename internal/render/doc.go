@@ -53,7 +53,9 @@
 //     Chromium adds such UI under a new name);
 //   - turns off, in each tab, what chromedp enables but a render does not
 //     use: the DOM and CSS agents, console forwarding, target discovery and
-//     auto-attach (leanTab);
+//     auto-attach (leanTab). Its CPU effect is within the noise (−5 % to
+//     +8 % across runs); it stays because it stops every tab from hearing
+//     of every other tab, frame and worker;
 //   - lets Chromium keep its shared memory in /dev/shm when that is a tmpfs
 //     with at least 512 MiB free (chromedp's default puts it in files under
 //     /tmp, which Docker's 64 MiB /dev/shm needs, at the price of disk
@@ -62,14 +64,16 @@
 //     (static pages, pages with wait_for).
 //
 // Measured with BenchmarkRenderDesign (make bench; figures in BENCHMARKS.md),
-// CPU-seconds per render, whole browser process tree plus the driving
-// process, sequential renders, same run: Go specification — this design on
-// the headless shell 0.65, the peer's bare tab on the same build 0.64
-// (1.01×), the peer's bare tab on the full browser 0.90, this package's
-// previous design (context and window per render, full browser) 1.93; the
-// sample manual — 0.49 vs 0.51 (0.96×), 0.73 and 1.60. On the full browser
-// the Renderer costs 0.91 (gospec) and 0.70 (manual) CPU-s, 1.01× and 0.96×
-// the peer's bare tab there.
+// CPU-seconds per render (the browser's whole process tree plus the driving
+// process, sequential renders, same run), this design against the peer's
+// bare tab on the same build, over four runs on the 2-core machine: Go
+// specification 0.99–1.07× on the headless shell and 0.97–1.05× on the full
+// browser; sample manual 0.92–0.96× and 0.87–0.96×. The previous design
+// cost 2.05–2.2× the bare tab on the full browser; a render on the headless
+// shell costs 0.67–0.72× one on the full browser. The machine's speed
+// drifts by up to 1.5× between runs (absolute figures: 0.64–0.98 CPU-s for
+// the Go specification in the bare tab on the shell), so compare ratios
+// within one run.
 //
 // The headless shell runs cross-site frames in the page's process (it does
 // not print out-of-process frames, so site isolation must stay off there);
