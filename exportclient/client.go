@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -33,6 +35,9 @@ type (
 	// FieldError names a rejected field and the rule it broke.
 	FieldError = spec.FieldError
 )
+
+// DefaultQueues are the queues a worker serves by default (its QUEUES).
+var DefaultQueues = []string{"critical", "default", "batch"}
 
 // TaskType is the asynq task type the worker handles.
 const TaskType = spec.TaskType
@@ -73,9 +78,13 @@ type Config struct {
 	Redis        asynq.RedisConnOpt // required
 	AllowedHosts string             // the worker's ALLOWED_HOSTS; URLs elsewhere are rejected before enqueue
 	Queue        string             // default "default"
-	MaxRetry     int                // default 5; -1 for none
-	Timeout      time.Duration      // per-attempt deadline of the task, default 10m
-	Retention    time.Duration      // how long the result stays readable, default 24h
+	// Queues are the queues the workers serve (their QUEUES); a task on any
+	// other would never be picked up, so Enqueue refuses it. Default: the
+	// worker's default, critical, default and batch.
+	Queues    []string
+	MaxRetry  int           // default 5; -1 for none
+	Timeout   time.Duration // per-attempt deadline of the task, default 10m
+	Retention time.Duration // how long the result stays readable, default 24h
 }
 
 // Client enqueues exports and reads their state. Safe for concurrent use.
@@ -98,6 +107,12 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.Queue == "" {
 		cfg.Queue = "default"
+	}
+	if len(cfg.Queues) == 0 {
+		cfg.Queues = DefaultQueues
+	}
+	if !slices.Contains(cfg.Queues, cfg.Queue) {
+		return nil, fmt.Errorf("exportclient: Config.Queue %q is not one of Config.Queues %v", cfg.Queue, cfg.Queues)
 	}
 	switch {
 	case cfg.MaxRetry == 0:
@@ -155,6 +170,9 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	s := enqueueSettings{queue: c.cfg.Queue}
 	for _, o := range opts {
 		o(&s)
+	}
+	if !slices.Contains(c.cfg.Queues, s.queue) {
+		return Enqueued{}, &FieldError{Field: "queue", Rule: fmt.Sprintf("%q is not a queue the workers serve (%s)", s.queue, strings.Join(c.cfg.Queues, ", "))}
 	}
 	body, err := p.Encode()
 	if err != nil {

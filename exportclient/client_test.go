@@ -29,6 +29,39 @@ func TestClient_ValidationNamesTheField(t *testing.T) {
 	}
 }
 
+// TestClient_RejectsQueuesNoWorkerServes: a task on a queue no worker serves
+// would wait for ever; the client refuses it, naming the field.
+func TestClient_RejectsQueuesNoWorkerServes(t *testing.T) {
+	srv := testsupport.StartRedis(t)
+	for _, tc := range []struct {
+		queues []string
+		queue  string
+		ok     bool
+	}{
+		{nil, "batch", true},        // the worker's default QUEUES
+		{nil, "anything", false},
+		{[]string{"reports"}, "reports", true},
+		{[]string{"reports"}, "default", false},
+	} {
+		c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: srv.Addr()}, Queues: tc.queues, Queue: tc.queue})
+		if err != nil {
+			if tc.ok {
+				t.Fatalf("New(queues %v, queue %q): %v", tc.queues, tc.queue, err)
+			}
+			continue // a default queue no worker serves is refused at New
+		}
+		_, err = c.Enqueue(context.Background(), exportclient.Request{ManualID: "m", Version: "1", HTML: "x"}, exportclient.Queue(tc.queue))
+		var fe *exportclient.FieldError
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("queues %v, queue %q: %v", tc.queues, tc.queue, err)
+		case !tc.ok && (!errors.As(err, &fe) || fe.Field != "queue"):
+			t.Errorf("queues %v, queue %q: err %v, want a FieldError on queue", tc.queues, tc.queue, err)
+		}
+		c.Close()
+	}
+}
+
 func TestClient_EnqueueStatusNotFound(t *testing.T) {
 	srv := testsupport.StartRedis(t)
 	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: srv.Addr()}})

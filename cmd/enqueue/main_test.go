@@ -48,6 +48,8 @@ func TestExport_ExitCodes(t *testing.T) {
 		{"no source", up, []string{"export", "--manual", "m", "--version", "1"}, exitInvalid, "source: one of"},
 		{"host not allowed", up, []string{"export", "--manual", "m", "--version", "1", "--url", "https://evil.example.net/"}, exitInvalid, "source.url"},
 		{"metadata address", up, []string{"export", "--manual", "m", "--version", "1", "--url", "http://169.254.169.254/"}, exitInvalid, "source.url"},
+		{"queue no worker serves", up, []string{"export", "--manual", "m", "--version", "1", "--html-file", htmlFile, "--queue", "anything"}, exitInvalid, "queue: \"anything\" is not a queue the workers serve"},
+		{"queue outside QUEUES", append(up, "QUEUES=reports=1"), []string{"export", "--manual", "m", "--version", "1", "--html-file", htmlFile, "--queue", "reports"}, exitOK, ""},
 		{"bad paper", up, []string{"export", "--manual", "m", "--version", "1", "--html-file", htmlFile, "--paper", "B7"}, exitInvalid, "options.paper"},
 		{"bad scale flag", up, []string{"export", "--manual", "m", "--version", "1", "--html-file", htmlFile, "--scale", "big"}, exitInvalid, "--scale"},
 		{"missing html file", up, []string{"export", "--manual", "m", "--version", "1", "--html-file", "/nonexistent.html"}, exitInvalid, "--html-file"},

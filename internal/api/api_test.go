@@ -83,6 +83,7 @@ func TestAPI_Rejections(t *testing.T) {
 		{"ssrf", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"url":"http://[::ffff:169.254.169.254]/"}}`, http.StatusBadRequest, "source.url"},
 		{"oversize", "POST", "/v1/exports", "s3cret", `{"v":1,"source":{"html":"` + strings.Repeat("a", spec.MaxPayloadBytes) + `"}}`, http.StatusRequestEntityTooLarge, "payload"},
 		{"unknown task", "GET", "/v1/exports/nope", "s3cret", "", http.StatusNotFound, ""},
+		{"queue no worker serves", "POST", "/v1/exports?queue=anything", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"}}`, http.StatusBadRequest, "queue"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

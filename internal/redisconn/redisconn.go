@@ -7,6 +7,7 @@ package redisconn
 import (
 	"crypto/tls"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -94,6 +95,15 @@ func ExportClient(c config.Config) (*exportclient.Client, error) {
 	if maxRetry == 0 {
 		maxRetry = -1 // exportclient reads 0 as its default; MAX_RETRY=0 means none
 	}
+	queues := make([]string, 0, len(c.QueueWeights))
+	for q := range c.QueueWeights {
+		queues = append(queues, q)
+	}
+	slices.Sort(queues)
+	queue := "default" // unless QUEUES has none of that name: then its heaviest
+	if _, ok := c.QueueWeights[queue]; !ok && len(queues) > 0 {
+		queue = slices.MaxFunc(queues, func(a, b string) int { return c.QueueWeights[a] - c.QueueWeights[b] })
+	}
 	return exportclient.New(exportclient.Config{Redis: opt, AllowedHosts: c.AllowedHosts, MaxRetry: maxRetry,
-		Timeout: c.TaskTimeout, Retention: c.ResultRetention})
+		Timeout: c.TaskTimeout, Retention: c.ResultRetention, Queues: queues, Queue: queue})
 }
