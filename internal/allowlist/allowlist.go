@@ -181,16 +181,6 @@ func parseLegacyIPv4(h string) (netip.Addr, bool) {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
 }
 
-// IsSpecial reports whether an address is loopback, private, link-local,
-// unspecified, multicast or otherwise not a public unicast address.
-func IsSpecial(a netip.Addr) bool {
-	a = a.Unmap()
-	return !a.IsGlobalUnicast() || a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() ||
-		cgnat.Contains(a) || a.Is4() && a.As4()[0] == 0
-}
-
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
-
 // Empty reports whether the list allows nothing.
 func (l List) Empty() bool { return len(l.entries) == 0 }
 
@@ -243,6 +233,17 @@ func (l List) AllowsAddr(addr netip.Addr, port string) bool {
 	return l.namesAddr(addr, port)
 }
 
+// AddrRefusal is "" when AllowsAddr allows addr:port, and otherwise says
+// why not, naming the special-purpose rule the address falls under.
+func (l List) AddrRefusal(addr netip.Addr, port string) string {
+	if l.AllowsAddr(addr, port) {
+		return ""
+	}
+	reason, _ := Special(addr)
+	return fmt.Sprintf("blocked %s: special-purpose address: %s (an ALLOWED_HOSTS entry must name it exactly)",
+		net.JoinHostPort(addr.Unmap().WithZone("").String(), port), reason)
+}
+
 func (l List) namesAddr(addr netip.Addr, port string) bool {
 	for _, e := range l.entries {
 		if e.addr.IsValid() && e.addr == addr && (e.port == "" || e.port == port) {
@@ -261,7 +262,8 @@ func (l List) Check(host, port string) error {
 	hp := net.JoinHostPort(canon, port)
 	switch {
 	case isIP && IsSpecial(addr):
-		return fmt.Errorf("%w: %s is a loopback, private, link-local or reserved address (list it exactly to allow it)", ErrForbidden, hp)
+		reason, _ := Special(addr)
+		return fmt.Errorf("%w: blocked %s: special-purpose address: %s (list it exactly to allow it)", ErrForbidden, hp, reason)
 	default:
 		return fmt.Errorf("%w: %s", ErrForbidden, hp)
 	}

@@ -288,8 +288,8 @@ func (p *egressProxy) resolve(ctx context.Context, host, port string) ([]netip.A
 	canon, addr, isIP := allowlist.CanonicalHost(host)
 	if isIP {
 		// AllowsHost already required an entry naming it (or a public address).
-		if !p.allowed.AllowsAddr(addr, port) {
-			return nil, &refusal{net.JoinHostPort(canon, port) + " is not allowed"}
+		if why := p.allowed.AddrRefusal(addr, port); why != "" {
+			return nil, &refusal{why}
 		}
 		return []netip.AddrPort{netip.AddrPortFrom(addr, uint16(n))}, nil
 	}
@@ -303,17 +303,17 @@ func (p *egressProxy) resolve(ctx context.Context, host, port string) ([]netip.A
 	var refused []string
 	for _, a := range addrs {
 		a = a.Unmap().WithZone("")
-		if p.allowed.AllowsAddr(a, port) {
+		if why := p.allowed.AddrRefusal(a, port); why == "" {
 			ok = append(ok, netip.AddrPortFrom(a, uint16(n)))
 		} else {
-			refused = append(refused, a.String())
+			refused = append(refused, why)
 		}
 	}
 	if len(ok) == 0 {
 		if len(refused) == 0 {
 			return nil, fmt.Errorf("resolving %s: no address", canon)
 		}
-		return nil, &refusal{fmt.Sprintf("%s resolves to %s, which the allowlist does not name", canon, strings.Join(refused, ", "))}
+		return nil, &refusal{fmt.Sprintf("%s resolves only to addresses the allowlist does not name: %s", canon, strings.Join(refused, "; "))}
 	}
 	return ok, nil
 }

@@ -40,7 +40,10 @@ func newProxyHarness(t *testing.T, allow string, answer func(host string, n int6
 			h.mu.Lock()
 			h.dialled = append(h.dialled, addr)
 			h.mu.Unlock()
-			if strings.HasPrefix(addr, "203.0.113.") { // TEST-NET-3 stands in for a public server
+			// Only loopback is ever dialled: 93.184.216.x stands in for a
+			// public server, and a guard that lets anything else through
+			// must fail the test, not send traffic off the machine.
+			if ap, err := netip.ParseAddrPort(addr); err != nil || !ap.Addr().IsLoopback() {
 				return nil, fmt.Errorf("test: %s is not reachable", addr)
 			}
 			var d net.Dialer
@@ -212,7 +215,7 @@ func TestEgressProxy_NameMustResolveToAnAllowedAddress(t *testing.T) {
 		hits := target.total()
 		h := newProxyHarness(t, "rebind.test", func(_ string, n int64) []netip.Addr {
 			if n == 1 {
-				return []netip.Addr{netip.MustParseAddr("203.0.113.7")}
+				return []netip.Addr{netip.MustParseAddr("93.184.216.7")}
 			}
 			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 		})
@@ -223,8 +226,8 @@ func TestEgressProxy_NameMustResolveToAnAllowedAddress(t *testing.T) {
 		if got := h.lookups.Load(); got != 1 {
 			t.Errorf("%d lookups, want 1", got)
 		}
-		if d := h.dials(); len(d) != 1 || d[0] != "203.0.113.7:"+port {
-			t.Errorf("dialled %v, want only 203.0.113.7:%s", d, port)
+		if d := h.dials(); len(d) != 1 || d[0] != "93.184.216.7:"+port {
+			t.Errorf("dialled %v, want only 93.184.216.7:%s", d, port)
 		}
 		// Next connection: resolves again, now to loopback, and is refused.
 		if code, _ := proxyConnect(t, h.p.addr(), "rebind.test:"+port); code != http.StatusForbidden {
@@ -237,11 +240,11 @@ func TestEgressProxy_NameMustResolveToAnAllowedAddress(t *testing.T) {
 	t.Run("mixed answer: only the allowed address is dialled", func(t *testing.T) {
 		hits := target.total()
 		h := newProxyHarness(t, "rebind.test", func(string, int64) []netip.Addr {
-			return []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("203.0.113.9"), netip.MustParseAddr("169.254.169.254")}
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("93.184.216.9"), netip.MustParseAddr("169.254.169.254")}
 		})
 		proxyConnect(t, h.p.addr(), "rebind.test:"+port)
-		if d := h.dials(); len(d) != 1 || d[0] != "203.0.113.9:"+port {
-			t.Errorf("dialled %v, want only 203.0.113.9:%s", d, port)
+		if d := h.dials(); len(d) != 1 || d[0] != "93.184.216.9:"+port {
+			t.Errorf("dialled %v, want only 93.184.216.9:%s", d, port)
 		}
 		if n := target.total() - hits; n != 0 {
 			t.Errorf("target got %d requests", n)
@@ -335,4 +338,44 @@ func TestEgressProxy_CloseEndsTunnelsAndGoroutines(t *testing.T) {
 	ln.Close()
 	held.Wait()
 	waitUntil(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= before+1 })
+}
+
+// TestEgressProxy_SpecialPurposeAddressesBehindAWildcard: names under an
+// allowed wildcard that resolve into special-purpose ranges (the review's
+// NAT64 and 6to4 forms of 127.0.0.1 among them) are refused, named by their
+// rule, and never dialled.
+func TestEgressProxy_SpecialPurposeAddressesBehindAWildcard(t *testing.T) {
+	answers := map[string]string{
+		"nat64.example.test":   "64:ff9b::7f00:1",
+		"6to4.example.test":    "2002:7f00:1::1",
+		"teredo.example.test":  "2001:0:4136:e378:8000:63bf:80ff:fffe",
+		"bench.example.test":   "198.18.0.1",
+		"ietf.example.test":    "192.0.0.8",
+		"future.example.test":  "240.0.0.1",
+		"cgnat.example.test":   "100.64.0.1",
+		"site.example.test":    "fec0::1",
+		"compat.example.test":  "::7f00:1",
+		"local64.example.test": "64:ff9b:1::7f00:1",
+	}
+	h := newProxyHarness(t, "*.example.test", func(host string, _ int64) []netip.Addr {
+		return []netip.Addr{netip.MustParseAddr(answers[host])}
+	})
+	for host, addr := range answers {
+		if code, _, _ := proxyGet(t, h.p.addr(), host+":80"); code != http.StatusForbidden {
+			t.Errorf("GET %s (%s): %d, want 403", host, addr, code)
+		}
+	}
+	if d := h.dials(); len(d) != 0 {
+		t.Errorf("dialled %v", d)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.refused {
+		if !strings.Contains(r, "special-purpose address") {
+			t.Errorf("refusal does not name the rule: %s", r)
+		}
+	}
+	if len(h.refused) != len(answers) {
+		t.Errorf("%d refusals for %d names: %v", len(h.refused), len(answers), h.refused)
+	}
 }
