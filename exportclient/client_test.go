@@ -38,7 +38,7 @@ func TestClient_RejectsQueuesNoWorkerServes(t *testing.T) {
 		queue  string
 		ok     bool
 	}{
-		{nil, "batch", true},        // the worker's default QUEUES
+		{nil, "batch", true}, // the worker's default QUEUES
 		{nil, "anything", false},
 		{[]string{"reports"}, "reports", true},
 		{[]string{"reports"}, "default", false},
