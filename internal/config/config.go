@@ -41,6 +41,8 @@ type Config struct {
 	RenderConcurrency   int           `env:"RENDER_CONCURRENCY" envDefault:"2" help:"Tabs rendering at once per worker process."`
 	RenderTimeout       time.Duration `env:"RENDER_TIMEOUT" envDefault:"60s" help:"Deadline of one render (load, readiness, print, upload)."`
 	RenderMaxPerBrowser int           `env:"RENDER_MAX_PER_BROWSER" envDefault:"100" help:"Restart Chromium after this many renders."`
+	RenderMaxPages      int           `env:"RENDER_MAX_PAGES" envDefault:"5000" help:"Most pages of one PDF; a longer one fails for good, nothing stored."`
+	RenderMaxBytes      int64         `env:"RENDER_MAX_BYTES" envDefault:"536870912" help:"Most bytes of one PDF (default 512 MiB); a larger one fails for good, nothing stored."`
 	AllowedHosts        string        `env:"ALLOWED_HOSTS" help:"Hosts pages may load from: comma list of host, host:port or *.suffix. Loopback and private addresses only when listed exactly."`
 
 	WorkerConcurrency int           `env:"WORKER_CONCURRENCY" envDefault:"8" help:"asynq handler slots per worker process (waiting tasks hold a slot but no tab)."`
@@ -208,12 +210,16 @@ func (c *Config) validate() []VarError {
 	}{
 		{"RENDER_CONCURRENCY", c.RenderConcurrency, 64},
 		{"RENDER_MAX_PER_BROWSER", c.RenderMaxPerBrowser, 1_000_000},
+		{"RENDER_MAX_PAGES", c.RenderMaxPages, 1_000_000},
 		{"WORKER_CONCURRENCY", c.WorkerConcurrency, 10_000},
 	}
 	for _, p := range positive {
 		if p.v < 1 || p.v > p.max {
 			bad(p.name, "must be between 1 and %d, got %d", p.max, p.v)
 		}
+	}
+	if c.RenderMaxBytes < 1<<20 || c.RenderMaxBytes > 1<<40 {
+		bad("RENDER_MAX_BYTES", "must be between 1048576 (1 MiB) and 1099511627776 (1 TiB), got %d", c.RenderMaxBytes)
 	}
 	if c.MaxRetry < 0 || c.MaxRetry > 100 {
 		bad("MAX_RETRY", "must be between 0 and 100, got %d", c.MaxRetry)

@@ -40,6 +40,10 @@ var (
 	// ErrClosed: Close was called before or while the render ran.
 	ErrClosed = errors.New("renderer closed")
 
+	// ErrLimit: the PDF grew past Config.MaxPages or Config.MaxBytes; the
+	// stream was cut off. Not retryable: the same page prints the same PDF.
+	ErrLimit = errors.New("PDF over a limit")
+
 	// ErrSink: the sink returned an error (which this error wraps too), or it
 	// returned nil before it read the PDF to the end.
 	ErrSink = errors.New("PDF sink failed")

@@ -60,7 +60,13 @@ func orEmptySpan(s string) string {
 }
 
 // printPDF prints the page as a stream and hands a reader of it to sink.
-func printPDF(ctx context.Context, t *chromedp.Target, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string) error {
+// limits are Config.MaxPages and Config.MaxBytes (0: none).
+type limits struct {
+	pages int
+	bytes int64
+}
+
+func printPDF(ctx context.Context, t *chromedp.Target, settings spec.PrintSettings, limits limits, sink func(context.Context, io.Reader) error, st *Stats, stage *string) error {
 	res, err := cdp.Call(ctx, t, page.PrintToPDF, PrintParams(settings))
 	if err != nil {
 		if strings.Contains(strings.ToLower(err.Error()), "page range") {
@@ -68,7 +74,7 @@ func printPDF(ctx context.Context, t *chromedp.Target, settings spec.PrintSettin
 		}
 		return fmt.Errorf("%w: %v", ErrPrint, err)
 	}
-	s := &pdfStream{ctx: ctx, t: t, h: res.Stream}
+	s := &pdfStream{ctx: ctx, t: t, h: res.Stream, maxPages: limits.pages, maxBytes: limits.bytes}
 	defer s.close()
 
 	*stage = "streaming the PDF to the sink"
@@ -98,6 +104,9 @@ type pdfStream struct {
 	n      int64
 	pages  pageCounter
 	closed bool
+
+	maxPages int
+	maxBytes int64
 }
 
 func (s *pdfStream) Read(p []byte) (int, error) {
@@ -119,6 +128,16 @@ func (s *pdfStream) Read(p []byte) (int, error) {
 		s.pages.write(res.Data)
 		if s.srcEOF {
 			s.pages.finish()
+		}
+		switch {
+		case s.maxBytes > 0 && s.n > s.maxBytes:
+			s.err = permanent{fmt.Errorf("%w: the PDF is larger than RENDER_MAX_BYTES=%d (cut off at %d bytes)", ErrLimit, s.maxBytes, s.n)}
+		case s.maxPages > 0 && s.pages.count() > s.maxPages:
+			s.err = permanent{fmt.Errorf("%w: the PDF has more than RENDER_MAX_PAGES=%d pages (cut off at %d)", ErrLimit, s.maxPages, s.pages.count())}
+		}
+		if s.err != nil {
+			s.buf = nil
+			return 0, s.err
 		}
 	}
 	n := copy(p, s.buf)

@@ -389,7 +389,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	}
 
 	*stage = "printing"
-	return printPDF(ctx, t, settings, sink, st, stage)
+	return printPDF(ctx, t, settings, limits{r.cfg.MaxPages, r.cfg.MaxBytes}, sink, st, stage)
 }
 
 // closeTarget closes a tab through the browser session and waits (bounded)

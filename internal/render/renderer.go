@@ -40,6 +40,11 @@ type Config struct {
 	// (RENDER_MAX_PER_BROWSER); the old one stops once its renders end.
 	// Default 100.
 	MaxRendersPerBrowser int
+	// MaxPages and MaxBytes cut a PDF off once it has more pages or bytes
+	// (RENDER_MAX_PAGES, RENDER_MAX_BYTES); the render fails with ErrLimit.
+	// 0: no limit.
+	MaxPages int
+	MaxBytes int64
 	// AllowedHosts are the hosts the page and its sub-requests may reach.
 	AllowedHosts allowlist.List
 	// StartTimeout bounds a browser start. Default 20s.
@@ -167,6 +172,9 @@ func New(cfg Config) (*Renderer, error) {
 	}
 	if cfg.MaxRendersPerBrowser < 0 {
 		errs = append(errs, fmt.Errorf("max renders per browser %d: must be >= 1 (0 means %d)", cfg.MaxRendersPerBrowser, DefaultMaxRendersPerBrowser))
+	}
+	if cfg.MaxPages < 0 || cfg.MaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("max pages %d, max bytes %d: must be >= 0 (0: no limit)", cfg.MaxPages, cfg.MaxBytes))
 	}
 	if cfg.StartTimeout < 0 {
 		errs = append(errs, fmt.Errorf("start timeout %v: must be > 0", cfg.StartTimeout))

@@ -253,12 +253,16 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p spec.P
 	})
 	renderMS := time.Since(started).Milliseconds()
 	if err != nil {
-		if storeErr != nil {
+		// The sink (storage) failed on its own: retry. A stream that failed
+		// under the sink (a PDF over a limit, a crashed browser) fails the
+		// store too, but the render's error is the cause.
+		if storeErr != nil && errors.Is(err, render.ErrSink) {
 			return spec.Result{}, fmt.Errorf("storing %s: %w", key, storeErr)
 		}
 		// A render stopped by our own context (lease lost, task deadline,
 		// shutdown) says nothing about the document: retry. Only a failure the
-		// page itself caused (HTTP 404, a blocked source) is final.
+		// page itself caused (HTTP 404, a blocked source, a PDF over a limit)
+		// is final.
 		if !render.Retryable(err) && ctx.Err() == nil {
 			return spec.Result{}, fmt.Errorf("rendering %s: %w: %w", key, err, asynq.SkipRetry)
 		}

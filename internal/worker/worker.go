@@ -152,8 +152,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	renderer := w.opts.Renderer
 	if renderer == nil {
 		w.chromium, err = render.New(render.Config{ChromiumPath: cfg.ChromiumPath, Concurrency: cfg.RenderConcurrency,
-			Timeout: cfg.RenderTimeout, MaxRendersPerBrowser: cfg.RenderMaxPerBrowser, AllowedHosts: cfg.Allowed, Logger: log,
-			Observer: w.metrics})
+			Timeout: cfg.RenderTimeout, MaxRendersPerBrowser: cfg.RenderMaxPerBrowser, MaxPages: cfg.RenderMaxPages,
+			MaxBytes: cfg.RenderMaxBytes, AllowedHosts: cfg.Allowed, Logger: log, Observer: w.metrics})
 		if err != nil {
 			return fmt.Errorf("configuring the renderer: %w", err)
 		}

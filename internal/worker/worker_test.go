@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -131,5 +134,49 @@ func TestWorker_StartWithoutStorageIsUnavailable(t *testing.T) {
 	w.Shutdown()
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Start = %v, want ErrUnavailable", err)
+	}
+}
+
+// TestWorker_PDFOverALimitFailsForGoodAndStoresNothing: with
+// RENDER_MAX_PAGES=2, a 5-page export fails at once (no retry) with an error
+// naming the limit, and the artifact folder holds no PDF.
+func TestWorker_PDFOverALimitFailsForGoodAndStoresNothing(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	store := t.TempDir()
+	cfg, err := config.Load([]string{"REDIS_URL=" + redis.URL(), "STORAGE_URL=file://" + store, "ADMIN_ADDR=", "RENDER_MAX_PAGES=2",
+		"CHROMIUM_PATH=" + testsupport.ChromiumPath(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Shutdown)
+	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	html := `<style>p{page-break-after:always}</style><p>1</p><p>2</p><p>3</p><p>4</p><p>5</p>`
+	job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "m", Version: "1", HTML: html})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Wait(ctx, job.TaskID, 20*time.Millisecond)
+	if err != nil || st.State != exportclient.StateFailed || st.Retried != 0 || !strings.Contains(st.Error, "RENDER_MAX_PAGES=2") {
+		t.Fatalf("Wait = %+v, %v; want failed at once naming RENDER_MAX_PAGES=2", st, err)
+	}
+	var pdfs []string
+	_ = filepath.WalkDir(store, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".pdf") {
+			pdfs = append(pdfs, p)
+		}
+		return nil
+	})
+	if len(pdfs) != 0 {
+		t.Errorf("PDFs stored: %v", pdfs)
 	}
 }
