@@ -27,13 +27,14 @@ import (
 //	<prefix><key>                 the object's bytes
 //	.meta/<prefix><key>.json      sidecar: etag, size, inode, metadata
 //	.meta/<prefix><key>.lock      flock(2) target serialising publish/replace
-//	<dir of key>/.tmp-*           uploads in progress (or left by a crash)
+//	.tmp/.tmp-*                   uploads in progress (or left by a crash)
 //
 // Keys never have a segment starting with '.', so none of these names can
 // collide with an object.
 //
-// Create writes and fsyncs a temp file next to the final name while hashing
-// it, then link(2)s it into place: link fails with EEXIST when the name is
+// Create writes and fsyncs a temp file in .tmp (one directory, so that a
+// sweep of files a crash left reads one directory, never the tree) while
+// hashing it, then link(2)s it into place: link fails with EEXIST when the name is
 // taken, which is the create-only check, and a crash at any point leaves
 // either no object or the complete one. The sidecar is written to its own
 // temp file before the link and renamed into place only by the winner,
@@ -53,6 +54,7 @@ var _ Backend = (*File)(nil)
 
 const (
 	metaDir    = ".meta"
+	tempDir    = ".tmp"
 	tempPrefix = ".tmp-"
 	copyBuffer = 256 << 10
 )
@@ -71,11 +73,14 @@ func NewFile(dir, prefix string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(abs, tempDir), 0o755); err != nil {
 		return nil, fmt.Errorf("storage: creating artifact directory: %w", err)
 	}
 	return &File{dir: abs, prefix: p, log: orDiscard(nil)}, nil
 }
+
+// temp is the directory of uploads in progress.
+func (f *File) temp() string { return filepath.Join(f.dir, tempDir) }
 
 // Dir is the absolute root directory.
 func (f *File) Dir() string { return f.dir }
@@ -223,8 +228,8 @@ func (f *File) put(ctx context.Context, key, ifMatch string, r io.Reader, o PutO
 		return Object{}, err
 	}
 
-	// 1. Data to a temp file next to the final name, hashed on the way.
-	tmp, err := createTemp(filepath.Dir(data))
+	// 1. Data to a temp file, hashed on the way.
+	tmp, err := createTemp(f.temp())
 	if err != nil {
 		return Object{}, fmt.Errorf("storage: %s: %w", full, err)
 	}
@@ -252,7 +257,7 @@ func (f *File) put(ctx context.Context, key, ifMatch string, r io.Reader, o PutO
 	if st != nil {
 		sc.Inode = st.Ino
 	}
-	metaTmp, err := writeTempJSON(filepath.Dir(meta), sc)
+	metaTmp, err := writeTempJSON(f.temp(), sc)
 	if err != nil {
 		return Object{}, fmt.Errorf("storage: writing metadata of %s: %w", full, err)
 	}
@@ -316,7 +321,7 @@ func (f *File) Ping(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tmp, err := createTemp(f.dir)
+	tmp, err := createTemp(f.temp())
 	if err != nil {
 		return fmt.Errorf("storage: %s is not writable: %w", f.dir, err)
 	}
@@ -328,30 +333,31 @@ func (f *File) Ping(ctx context.Context) error {
 	return os.Remove(name)
 }
 
-// RemoveStaleTemp deletes temp files (".tmp-*", left by a crash) last
-// modified more than olderThan ago, and returns how many it removed. Run it
-// at start-up with an age well above the longest upload.
+// RemoveStaleTemp deletes temp files (".tmp-*" in the temp directory, left
+// by a crash) last modified more than olderThan ago, and returns how many it
+// removed. It reads that one directory, never the artifact tree; run it in
+// the background with an age well above the longest upload.
 func (f *File) RemoveStaleTemp(ctx context.Context, olderThan time.Duration) (int, error) {
 	cutoff := time.Now().Add(-olderThan)
+	entries, err := os.ReadDir(f.temp())
+	if err != nil {
+		return 0, fmt.Errorf("storage: reading %s: %w", f.temp(), err)
+	}
 	n := 0
-	err := filepath.WalkDir(f.dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
+	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
-			return err
+			return n, err
 		}
-		if d.IsDir() || !strings.HasPrefix(d.Name(), tempPrefix) {
-			return nil
+		if e.IsDir() || !strings.HasPrefix(e.Name(), tempPrefix) {
+			continue
 		}
-		if fi, err := d.Info(); err == nil && fi.ModTime().Before(cutoff) {
-			if os.Remove(path) == nil {
+		if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
+			if os.Remove(filepath.Join(f.temp(), e.Name())) == nil {
 				n++
 			}
 		}
-		return nil
-	})
-	return n, err
+	}
+	return n, nil
 }
 
 // mkdirs creates dir and its missing parents below f.dir, fsyncing the

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,7 +132,7 @@ func TestFile_PingProvesTheDirectoryIsWritable(t *testing.T) {
 	if err := f.Ping(t.Context()); err != nil {
 		t.Fatalf("Ping of a writable directory: %v", err)
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+	if entries, _ := os.ReadDir(filepath.Join(dir, tempDir)); len(entries) != 0 {
 		t.Errorf("Ping left %v behind", entries)
 	}
 	if os.Geteuid() == 0 {
@@ -178,10 +180,7 @@ func TestFile_CrashLeftoversAreNeverVisible(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Crash before the link: a temp file only.
-	if err := os.MkdirAll(filepath.Join(dir, "m/v"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp := filepath.Join(dir, "m/v", tempPrefix+"crashed")
+	tmp := filepath.Join(dir, tempDir, tempPrefix+"crashed")
 	if err := os.WriteFile(tmp, []byte("half a pd"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -211,8 +210,18 @@ func TestFile_CrashLeftoversAreNeverVisible(t *testing.T) {
 	if err := os.Chtimes(tmp, old, old); err != nil {
 		t.Fatal(err)
 	}
-	fresh := filepath.Join(dir, "m", tempPrefix+"in-progress")
+	fresh := filepath.Join(dir, tempDir, tempPrefix+"in-progress")
 	if err := os.WriteFile(fresh, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The sweep reads the temp directory only, never the artifact tree
+	// (large or networked stores made a start-up walk of it crash-loop the
+	// worker): a temp-looking file elsewhere is not its business.
+	elsewhere := filepath.Join(dir, "m/v", tempPrefix+"not-swept")
+	if err := os.WriteFile(elsewhere, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(elsewhere, old, old); err != nil {
 		t.Fatal(err)
 	}
 	n, err := f.RemoveStaleTemp(ctx, time.Hour)
@@ -224,6 +233,43 @@ func TestFile_CrashLeftoversAreNeverVisible(t *testing.T) {
 	}
 	if _, err := os.Stat(fresh); err != nil {
 		t.Error("fresh temp file was removed")
+	}
+	if _, err := os.Stat(elsewhere); err != nil {
+		t.Error("the sweep walked the artifact tree")
+	}
+}
+
+// TestFile_UploadsInProgressLiveInOneDirectory: while an upload streams, its
+// temp file is in the temp directory, not next to the key.
+func TestFile_UploadsInProgressLiveInOneDirectory(t *testing.T) {
+	dir := t.TempDir()
+	f, err := NewFile(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Create(context.Background(), "m/v/x.pdf", pr, PutOptions{})
+		done <- err
+	}()
+	if _, err := pw.Write([]byte("%PDF-1.7 half")); err != nil {
+		t.Fatal(err)
+	}
+	var temps []string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), tempPrefix) {
+			rel, _ := filepath.Rel(dir, p)
+			temps = append(temps, rel)
+		}
+		return nil
+	})
+	pw.CloseWithError(errors.New("client went away"))
+	if err := <-done; err == nil {
+		t.Fatal("Create of a failed stream succeeded")
+	}
+	if len(temps) != 1 || filepath.Dir(temps[0]) != tempDir {
+		t.Fatalf("temp files during the upload: %v, want one under %s/", temps, tempDir)
 	}
 }
 

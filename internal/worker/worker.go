@@ -41,8 +41,13 @@ var ErrUnavailable = errors.New("unavailable")
 const StartTimeout = 30 * time.Second
 
 // staleTempAge is how old a temp file of the file backend must be to be
-// swept at start: no upload lives a day.
-const staleTempAge = 24 * time.Hour
+// swept: no upload lives a day. The sweep runs at start and then every
+// sweepInterval, in the background: a crashed worker's files go even when no
+// worker restarts.
+const (
+	staleTempAge  = 24 * time.Hour
+	sweepInterval = time.Hour
+)
 
 // Options override parts of a worker; the zero value runs it as cmd/worker
 // does.
@@ -142,11 +147,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: storage %s not usable: %w", ErrUnavailable, store.Describe(), err)
 	}
 	if files, ok := store.(*storage.File); ok {
-		if n, err := files.RemoveStaleTemp(ctx, staleTempAge); err != nil {
-			log.Warn("removing stale temp files", "err", err)
-		} else if n > 0 {
-			log.Info("removed temp files left by a crash", "count", n)
-		}
+		w.sweepTemp(files)
 	}
 
 	renderer := w.opts.Renderer
@@ -248,6 +249,31 @@ func (w *Worker) Shutdown() {
 		w.undo[i]()
 	}
 	w.undo = nil
+}
+
+// sweepTemp removes, in the background, temp files a crash left in the file
+// store, at start and every sweepInterval, until Shutdown.
+func (w *Worker) sweepTemp(files *storage.File) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(sweepInterval)
+		defer t.Stop()
+		for {
+			if n, err := files.RemoveStaleTemp(ctx, staleTempAge); err != nil && ctx.Err() == nil {
+				w.log.Warn("removing stale temp files", "err", err)
+			} else if n > 0 {
+				w.log.Info("removed temp files left by a crash", "count", n)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	w.undo = append(w.undo, func() { cancel(); <-done })
 }
 
 // startAdmin listens on ADMIN_ADDR (none when empty) and serves health,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/storage"
 	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
@@ -178,5 +180,39 @@ func TestWorker_PDFOverALimitFailsForGoodAndStoresNothing(t *testing.T) {
 	})
 	if len(pdfs) != 0 {
 		t.Errorf("PDFs stored: %v", pdfs)
+	}
+}
+
+// TestWorker_SweepsStaleTempFilesInTheBackground: a temp file a crash left
+// in the file store's temp directory is removed after Start returns.
+func TestWorker_SweepsStaleTempFilesInTheBackground(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	cfg := testConfig(t, redis.URL())
+	dir := strings.TrimPrefix(cfg.StorageURL, "file://")
+	if _, err := storage.NewFile(dir, ""); err != nil { // creates the temp directory
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, ".tmp", ".tmp-left-by-a-crash")
+	if err := os.WriteFile(stale, []byte("half"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-48 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	w := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Renderer: stubRenderer{}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Shutdown)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(stale); errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stale temp file is still there 10 s after Start")
+		}
 	}
 }
