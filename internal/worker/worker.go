@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -89,9 +90,24 @@ type Worker struct {
 	srv       *asynq.Server
 	inspector *asynq.Inspector
 
+	// base is the parent of every task's context; Shutdown cancels it with
+	// ErrShuttingDown once the queue server stopped waiting, so that tasks
+	// still running release their leases while Redis is still open.
+	base     context.Context
+	stopTask context.CancelCauseFunc
+	inflight sync.WaitGroup // tasks whose handler has not returned
+
 	// undo holds what Start set up, for Shutdown to take down in reverse.
 	undo []func()
 }
+
+// ErrShuttingDown is the cause of the context of a task still running when
+// the worker shuts down after SHUTDOWN_TIMEOUT.
+var ErrShuttingDown = errors.New("worker shutting down")
+
+// handlerGrace bounds how long Shutdown waits, after canceling them, for
+// tasks to return (they release their leases on the way).
+const handlerGrace = 10 * time.Second
 
 // New returns a worker for cfg (as config.Load returned it). It does no I/O.
 func New(cfg config.Config, opts Options) *Worker {
@@ -194,7 +210,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	base := w.opts.BaseContext
+	w.base, w.stopTask = context.WithCancelCause(w.opts.BaseContext)
+	base := w.base
 	w.srv = asynq.NewServer(queueOpt, asynq.Config{
 		Concurrency:       cfg.WorkerConcurrency,
 		Queues:            cfg.QueueWeights,
@@ -206,6 +223,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		BaseContext:       func() context.Context { return base },
 	})
 	mux := asynq.NewServeMux()
+	mux.Use(w.track)
 	mux.Use(w.opts.Middleware...)
 	mux.Use(taskDeadline(cfg.TaskTimeout))
 	mux.Handle(spec.TaskType, handler)
@@ -231,9 +249,12 @@ func (w *Worker) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: starting the queue server: %w", ErrUnavailable, err)
 	}
 	srv := w.srv
-	// Shutdown waits up to SHUTDOWN_TIMEOUT for tasks in flight; unfinished
-	// tasks go back to the queue.
-	w.undo = append(w.undo, srv.Shutdown)
+	// Shutdown waits up to SHUTDOWN_TIMEOUT for tasks in flight and puts the
+	// unfinished ones back in the queue, but leaves their handlers running.
+	// Those are canceled then, and waited for: each releases its lease (as
+	// failed) while the lock Redis is still open, so another worker takes
+	// over at once rather than after LOCK_TTL.
+	w.undo = append(w.undo, w.stopTasks, srv.Shutdown)
 	log.Info("worker started", "version", buildinfo.String(), "queues", cfg.Queues, "concurrency", cfg.WorkerConcurrency,
 		"render_concurrency", cfg.RenderConcurrency, "storage", store.Describe(), "admin", cfg.AdminAddr,
 		"allowed_hosts", cfg.Allowed.String())
@@ -249,6 +270,28 @@ func (w *Worker) Shutdown() {
 		w.undo[i]()
 	}
 	w.undo = nil
+}
+
+// track counts the tasks whose handler is running.
+func (w *Worker) track(next asynq.Handler) asynq.Handler {
+	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+		w.inflight.Add(1)
+		defer w.inflight.Done()
+		return next.ProcessTask(ctx, t)
+	})
+}
+
+// stopTasks cancels the tasks still running and waits, at most handlerGrace,
+// for their handlers to return.
+func (w *Worker) stopTasks() {
+	w.stopTask(ErrShuttingDown)
+	done := make(chan struct{})
+	go func() { w.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(handlerGrace):
+		w.log.Warn("tasks still running after shutdown; their leases expire after LOCK_TTL", "waited", handlerGrace)
+	}
 }
 
 // sweepTemp removes, in the background, temp files a crash left in the file

@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,11 +147,12 @@ func TestWorker_StartWithoutStorageIsUnavailable(t *testing.T) {
 func TestWorker_PDFOverALimitFailsForGoodAndStoresNothing(t *testing.T) {
 	redis := testsupport.StartRedis(t)
 	store := t.TempDir()
-	cfg, err := config.Load([]string{"REDIS_URL=" + redis.URL(), "STORAGE_URL=file://" + store, "ADMIN_ADDR=", "RENDER_MAX_PAGES=2",
+	cfg, err := config.Load([]string{"REDIS_URL=" + redis.URL(), "STORAGE_URL=file://" + store, "RENDER_MAX_PAGES=2",
 		"CHROMIUM_PATH=" + testsupport.ChromiumPath(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.AdminAddr = ""
 	w := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -214,5 +217,84 @@ func TestWorker_SweepsStaleTempFilesInTheBackground(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the stale temp file is still there 10 s after Start")
 		}
+	}
+}
+
+// TestWorker_ShutdownReleasesLeasesBeforeClosingRedis: a worker stopped past
+// SHUTDOWN_TIMEOUT while it renders releases its lock (as failed) before it
+// closes its Redis clients, so a worker waiting for the same artifact takes
+// over at once instead of after LOCK_TTL.
+func TestWorker_ShutdownReleasesLeasesBeforeClosingRedis(t *testing.T) {
+	var first atomic.Bool
+	hang := make(chan struct{})
+	rendering := make(chan struct{}, 1)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if first.CompareAndSwap(false, true) { // the holder's render never gets its page
+			rendering <- struct{}{}
+			select {
+			case <-hang:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte("<p>page"))
+	}))
+	t.Cleanup(func() { close(hang); site.Close() })
+	redis := testsupport.StartRedis(t)
+	env := func() config.Config {
+		cfg, err := config.Load([]string{"REDIS_URL=" + redis.URL(), "STORAGE_URL=file://" + t.TempDir(),
+			"ALLOWED_HOSTS=" + strings.TrimPrefix(site.URL, "http://"), "SHUTDOWN_TIMEOUT=1s", "LOCK_TTL=30s",
+			"CHROMIUM_PATH=" + testsupport.ChromiumPath(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.AdminAddr = "" // two workers in one process
+		return cfg
+	}
+	holderCfg := env()
+	waiterCfg := env()
+	waiterCfg.StorageURL = holderCfg.StorageURL // one store
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	holder := New(holderCfg, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err := holder.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(holder.Shutdown)
+	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, AllowedHosts: strings.TrimPrefix(site.URL, "http://")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := exportclient.Request{ManualID: "m", Version: "1", URL: site.URL + "/page"}
+	if _, err := c.Enqueue(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-rendering:
+	case <-ctx.Done():
+		t.Fatal("the holder never started rendering")
+	}
+	waiter := New(waiterCfg, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err := waiter.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(waiter.Shutdown)
+	second, err := c.Enqueue(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the waiter is at the gate
+	holder.Shutdown()
+	stopped := time.Now()
+	st, err := c.Wait(ctx, second.TaskID, 20*time.Millisecond)
+	took := time.Since(stopped)
+	if err != nil || st.State != exportclient.StateCompleted {
+		t.Fatalf("the waiting export: %+v, %v", st, err)
+	}
+	t.Logf("the waiter finished %v after the holder's Shutdown returned", took.Round(time.Millisecond))
+	if took > 10*time.Second {
+		t.Errorf("the waiter finished %v after the holder stopped: the lock was kept until LOCK_TTL", took)
 	}
 }
