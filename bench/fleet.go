@@ -154,6 +154,12 @@ func (g countingGate) Enter(ctx context.Context, id, staleETag string) (lock.Ent
 // fail-open path: render without the lock, store create-only.
 type noGate struct{}
 
+func (g countingGate) ForgetStored(ctx context.Context, id, etag string) (bool, error) {
+	return g.inner.ForgetStored(ctx, id, etag)
+}
+
+func (noGate) ForgetStored(context.Context, string, string) (bool, error) { return false, nil }
+
 func (noGate) Enter(context.Context, string, string) (lock.Entry, error) {
 	return lock.Entry{Result: lock.FailOpen, Cause: errors.New("bench: no-gate baseline")}, nil
 }

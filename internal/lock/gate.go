@@ -145,6 +145,13 @@ func (g *Gate) Enter(ctx context.Context, id, staleETag string) (Entry, error) {
 	}
 }
 
+// ForgetStored erases the done marker of id if it still names the stored
+// artifact etag (Mutex.ForgetStored): call it when that artifact is missing
+// from storage, then Enter again to race for the lock.
+func (g *Gate) ForgetStored(ctx context.Context, id, etag string) (bool, error) {
+	return g.m.ForgetStored(ctx, id, etag)
+}
+
 // settled turns an acquire reply that ends the wait into an Entry.
 func (g *Gate) settled(ctx context.Context, id, token string, rep acquireReply, start time.Time) (Entry, bool) {
 	switch {

@@ -277,3 +277,33 @@ func TestGate_WaiterFailsOpenAfterRepeatedPollFailures(t *testing.T) {
 		t.Fatal("waiter did not fail open within 5s of Redis dying")
 	}
 }
+
+// TestGate_ForgetStoredErasesOnlyThatEtag: a caller that found a stored
+// artifact missing erases the marker only while it names that etag; then
+// the next Enter acquires instead of reusing.
+func TestGate_ForgetStoredErasesOnlyThatEtag(t *testing.T) {
+	srv := testsupport.StartRedis(t)
+	g := NewGate(newTestMutex(t, srv.Client(), Config{TTL: 5 * time.Second, Grace: time.Minute}))
+	ctx := context.Background()
+	e, err := g.Enter(ctx, "k", "")
+	if err != nil || e.Result != Acquired {
+		t.Fatalf("Enter = %+v, %v", e, err)
+	}
+	if err := e.Lease.Release(ctx, Outcome{Status: StatusStored, ETag: "new"}); err != nil {
+		t.Fatal(err)
+	}
+	if forgot, err := g.ForgetStored(ctx, "k", "old"); err != nil || forgot {
+		t.Fatalf("ForgetStored of another etag = %v, %v; want the marker kept", forgot, err)
+	}
+	if e, err := g.Enter(ctx, "k", ""); err != nil || e.Result != Released || e.Outcome.ETag != "new" {
+		t.Fatalf("Enter after a wrong ForgetStored = %+v, %v; want Released new", e, err)
+	}
+	if forgot, err := g.ForgetStored(ctx, "k", "new"); err != nil || !forgot {
+		t.Fatalf("ForgetStored = %v, %v; want the marker erased", forgot, err)
+	}
+	e, err = g.Enter(ctx, "k", "")
+	if err != nil || e.Result != Acquired {
+		t.Fatalf("Enter after ForgetStored = %+v, %v; want Acquired", e, err)
+	}
+	_ = e.Lease.Release(ctx, Outcome{Status: StatusFailed})
+}

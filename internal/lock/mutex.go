@@ -191,6 +191,35 @@ redis.call("SPUBLISH", KEYS[3], ARGV[2])
 return 1
 `)
 
+// forgetStoredScript deletes the done marker only while it still records the
+// stored artifact with the given etag, so a newer release is never erased.
+//
+//	KEYS[1] done marker   ARGV[1] encoded stored outcome
+//
+// Returns 1 when deleted, 0 when the marker says something else (or nothing).
+var forgetStoredScript = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+  redis.call("DEL", KEYS[1])
+  return 1
+end
+return 0
+`)
+
+// ForgetStored erases the done marker of id if it still says that the
+// artifact with etag is stored: for a caller that found that artifact gone
+// (deleted by an operator or a lifecycle rule, or a store that another disk
+// replaced). Waiters then race for the lock instead of reusing nothing. It
+// reports whether the marker was erased.
+func (m *Mutex) ForgetStored(ctx context.Context, id, etag string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout)
+	defer cancel()
+	n, err := forgetStoredScript.Run(ctx, m.rdb, []string{doneKey(id)}, Outcome{Status: StatusStored, ETag: etag}.encode()).Int64()
+	if err != nil {
+		return false, fmt.Errorf("lock: forgetting the stored outcome of %s: %w", id, err)
+	}
+	return n == 1, nil
+}
+
 // extendScript resets the lease's TTL when the caller still holds the lock.
 //
 //	KEYS[1] lock key   ARGV[1] token   ARGV[2] ttl in ms

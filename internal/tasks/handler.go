@@ -38,6 +38,9 @@ type Renderer interface {
 // Gate serializes renders of one artifact across workers.
 type Gate interface {
 	Enter(ctx context.Context, id, staleETag string) (lock.Entry, error)
+	// ForgetStored erases a stored outcome whose artifact is gone, if the
+	// gate still records that etag (lock.Gate.ForgetStored).
+	ForgetStored(ctx context.Context, id, etag string) (bool, error)
 }
 
 // Observer receives export outcomes for metrics.
@@ -169,7 +172,15 @@ func (h *Handler) export(ctx context.Context, log *slog.Logger, p spec.Payload, 
 			if pass >= maxGatePasses {
 				return spec.Result{}, fmt.Errorf("%w: %s", ErrStoredButMissing, key)
 			}
-			log.Warn("released artifact is missing from storage, retrying the gate", "pass", pass)
+			// The artifact was deleted after it was stored (an operator, a
+			// lifecycle rule, another disk behind STORAGE_URL): forget that
+			// it was, if nobody stored a newer one meanwhile, and race for the
+			// lock to render it again.
+			forgot, ferr := h.cfg.Gate.ForgetStored(ctx, id, entry.Outcome.ETag)
+			if ferr != nil {
+				return spec.Result{}, fmt.Errorf("render gate for %s: %w", key, ferr)
+			}
+			log.Warn("artifact announced as stored is missing from storage; rendering it again", "etag", entry.Outcome.ETag, "marker_erased", forgot, "pass", pass)
 			continue
 		case lock.FailOpen:
 			return h.renderAndStore(ctx, log, p, key, staleETag, nil, waited)

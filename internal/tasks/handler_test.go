@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -256,5 +257,30 @@ func TestExport_LostLeaseIsRetriedNotArchived(t *testing.T) {
 	}
 	if got := testsupport.PDFPages(t, filepath.Join(e.dir, p.ArtifactKey())); got != 1 {
 		t.Fatalf("stored PDF has %d pages", got)
+	}
+}
+
+// TestExport_DeletedArtifactIsRenderedAgainAtOnce: an artifact deleted from
+// storage while its done marker still says "stored" (an operator, a
+// lifecycle rule) is rendered again by the next export, on its first
+// attempt, and stored again.
+func TestExport_DeletedArtifactIsRenderedAgainAtOnce(t *testing.T) {
+	e := startEnv(t, 1)
+	first := e.export(t, manualPayload())
+	if first.State != exportclient.StateCompleted || !first.Result.Rendered {
+		t.Fatalf("first export: %+v", first)
+	}
+	key := first.Result.ArtifactKey
+	if err := os.Remove(filepath.Join(e.dir, filepath.FromSlash(key))); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	again := e.export(t, manualPayload())
+	if again.State != exportclient.StateCompleted || again.Result == nil || !again.Result.Rendered || again.Retried != 0 {
+		t.Fatalf("export after the delete: %+v (result %+v), want rendered on the first attempt", again, again.Result)
+	}
+	t.Logf("rendered again in %v", time.Since(start).Round(time.Millisecond))
+	if n := testsupport.PDFPages(t, filepath.Join(e.dir, filepath.FromSlash(key))); n != 3 {
+		t.Errorf("the artifact stored again has %d pages, want 3", n)
 	}
 }

@@ -57,6 +57,10 @@ type countingGate struct {
 	n     *atomic.Int64
 }
 
+func (g countingGate) ForgetStored(ctx context.Context, id, etag string) (bool, error) {
+	return g.inner.ForgetStored(ctx, id, etag)
+}
+
 func (g countingGate) Enter(ctx context.Context, id, stale string) (lock.Entry, error) {
 	g.n.Add(1)
 	return g.inner.Enter(ctx, id, stale)
