@@ -27,17 +27,20 @@ const dashboardPath = "/monitoring"
 const maxShownPayload = 4 << 10
 
 func newDashboard(cfg DashboardConfig) http.Handler {
-	h := asynqmon.New(asynqmon.Options{
+	var h http.Handler = asynqmon.New(asynqmon.Options{
 		RootPath:         dashboardPath,
 		RedisConnOpt:     cfg.Redis,
 		ReadOnly:         cfg.ReadOnly,
 		PayloadFormatter: asynqmon.PayloadFormatterFunc(func(_ string, b []byte) string { return readableJSON(b) }),
 		ResultFormatter:  asynqmon.ResultFormatterFunc(func(_ string, b []byte) string { return readableJSON(b) }),
 	})
-	if cfg.User == "" {
-		return h
+	if cfg.User != "" {
+		h = basicAuth(h, cfg.User, cfg.Password)
 	}
-	return basicAuth(h, cfg.User, cfg.Password)
+	// Browsers replay basic-auth credentials on requests other sites make
+	// them send: state-changing requests (retry, delete, pause) from another
+	// origin are refused with 403 (Sec-Fetch-Site, or Origin vs Host).
+	return http.NewCrossOriginProtection().Handler(h)
 }
 
 // readableJSON indents JSON and shortens long string values (inline HTML),

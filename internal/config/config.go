@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"reflect"
 	"sort"
@@ -59,7 +60,7 @@ type Config struct {
 
 	AdminAddr         string        `env:"ADMIN_ADDR" envDefault:"127.0.0.1:9090" help:"Admin HTTP listen address (health, readiness, metrics, dashboard); empty disables it."`
 	Dashboard         bool          `env:"DASHBOARD" envDefault:"false" help:"Serve the asynqmon dashboard at /monitoring/ on the admin address."`
-	DashboardUser     string        `env:"DASHBOARD_USER" help:"Basic-auth user for the dashboard (with DASHBOARD_PASSWORD; empty: no authentication)."`
+	DashboardUser     string        `env:"DASHBOARD_USER" help:"Basic-auth user for the dashboard (with DASHBOARD_PASSWORD; empty: no authentication, allowed only on a loopback ADMIN_ADDR)."`
 	DashboardPassword string        `env:"DASHBOARD_PASSWORD" help:"Basic-auth password for the dashboard."`
 	DashboardReadOnly bool          `env:"DASHBOARD_READONLY" envDefault:"false" help:"Dashboard in view-only mode (no retry, delete or pause buttons)."`
 	LogLevel          string        `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error."`
@@ -255,6 +256,9 @@ func (c *Config) validate() []VarError {
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		bad("LOG_FORMAT", "must be json or text, got %q", c.LogFormat)
 	}
+	if c.Dashboard && c.DashboardUser == "" && c.AdminAddr != "" && !isLoopbackAddr(c.AdminAddr) {
+		bad("DASHBOARD_USER", "required with DASHBOARD=true on ADMIN_ADDR=%s, which is not a loopback address: the dashboard retries, deletes and pauses tasks (set DASHBOARD_USER and DASHBOARD_PASSWORD, or bind ADMIN_ADDR to 127.0.0.1)", c.AdminAddr)
+	}
 	if (c.DashboardUser == "") != (c.DashboardPassword == "") {
 		bad("DASHBOARD_PASSWORD", "DASHBOARD_USER and DASHBOARD_PASSWORD must be set together")
 	}
@@ -306,6 +310,20 @@ func checkStorageURL(raw string) error {
 		return fmt.Errorf("scheme must be file or s3, got %q", u.Scheme)
 	}
 	return nil
+}
+
+// isLoopbackAddr reports whether a listen address binds loopback only
+// ("localhost", 127.0.0.0/8, ::1); an empty host binds every interface.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // ParseQueues parses "name=weight,…" into asynq queue priorities.

@@ -77,3 +77,30 @@ func TestVariables_EveryVariableIsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestLoad_OpenDashboardOnlyOnLoopback: the dashboard can retry, delete and
+// pause tasks, so without DASHBOARD_USER it may listen on loopback only.
+func TestLoad_OpenDashboardOnlyOnLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		env []string
+		ok  bool
+	}{
+		{[]string{"DASHBOARD=true"}, true}, // default ADMIN_ADDR 127.0.0.1:9090
+		{[]string{"DASHBOARD=true", "ADMIN_ADDR=[::1]:9090"}, true},
+		{[]string{"DASHBOARD=true", "ADMIN_ADDR=localhost:9090"}, true},
+		{[]string{"DASHBOARD=true", "ADMIN_ADDR=0.0.0.0:9090"}, false},
+		{[]string{"DASHBOARD=true", "ADMIN_ADDR=:9090"}, false},
+		{[]string{"DASHBOARD=true", "ADMIN_ADDR=10.0.0.5:9090"}, false},
+		{[]string{"DASHBOARD=true", "ADMIN_ADDR=0.0.0.0:9090", "DASHBOARD_USER=ops"}, false}, // a user needs a password
+		{[]string{"DASHBOARD=true", "ADMIN_ADDR=0.0.0.0:9090", "DASHBOARD_USER=ops", "DASHBOARD_PASSWORD=s3cret"}, true},
+		{[]string{"ADMIN_ADDR=0.0.0.0:9090"}, true}, // no dashboard: health and metrics only
+	} {
+		_, err := Load(tc.env)
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%v: %v", tc.env, err)
+		case !tc.ok && (err == nil || !strings.Contains(err.Error(), "DASHBOARD_")):
+			t.Errorf("%v: err %v, want one naming the DASHBOARD_ variables", tc.env, err)
+		}
+	}
+}
