@@ -149,3 +149,18 @@ func TestDashboard_RefusesCrossOriginChanges(t *testing.T) {
 		t.Errorf("cross-site GET (a read) = 403")
 	}
 }
+
+// TestReadableJSON_RedactsURLs: the dashboard shows no query value (an
+// access token of a source page, a presigned link's signature) and no
+// password of any URL in a payload or result.
+func TestReadableJSON_RedactsURLs(t *testing.T) {
+	got := readableJSON([]byte(`{"source":{"url":"https://docs.example.com/p?token=TOK-8c1"},"url":"https://s3/b/k.pdf?X-Amz-Signature=SIG-77a","error":"dial redis://:PW-3b@h:1 failed"}`))
+	for _, secret := range []string{"TOK-8c1", "SIG-77a", "PW-3b"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("the dashboard shows %s:\n%s", secret, got)
+		}
+	}
+	if !strings.Contains(got, "https://docs.example.com/p?token=REDACTED") {
+		t.Errorf("the source URL is no longer recognizable:\n%s", got)
+	}
+}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
+
+	"github.com/pdfexport/pdfexport/internal/redact"
 )
 
 // DashboardConfig mounts the asynqmon web UI.
@@ -65,9 +67,11 @@ func readableJSON(b []byte) string {
 func shorten(v any) any {
 	switch t := v.(type) {
 	case string:
+		t = redact.Text(t) // no password or query value of any URL
 		if len(t) > 200 {
 			return fmt.Sprintf("%s… (%d bytes)", t[:200], len(t))
 		}
+		return t
 	case map[string]any:
 		for k, e := range t {
 			t[k] = shorten(e)

@@ -19,6 +19,7 @@ import (
 	env "github.com/caarlos0/env/v11"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/redact"
 )
 
 // Config is every setting of pdfexport. The `env` tag is the variable, the
@@ -160,7 +161,8 @@ func describeParse(pe env.ParseError) string {
 func (c *Config) validate() []VarError {
 	var errs []VarError
 	bad := func(name, format string, args ...any) {
-		errs = append(errs, VarError{Var: name, Reason: fmt.Sprintf(format, args...)})
+		// A reason may quote a malformed URL: never its password.
+		errs = append(errs, VarError{Var: name, Reason: redact.Text(fmt.Sprintf(format, args...))})
 	}
 	if err := checkRedisURL(c.RedisURL); err != nil {
 		bad("REDIS_URL", "%v", err)
@@ -293,6 +295,9 @@ func checkStorageURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("not a URL: %v", err)
+	}
+	if u.User != nil {
+		return errors.New("must not carry credentials (use the standard AWS variables)")
 	}
 	switch u.Scheme {
 	case "file":

@@ -104,3 +104,25 @@ func TestLoad_OpenDashboardOnlyOnLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestLoad_ErrorsNeverShowSecrets: a malformed URL with a password is named,
+// but its password is not in the message.
+func TestLoad_ErrorsNeverShowSecrets(t *testing.T) {
+	const pw = "PW-41c9d2"
+	for _, env := range [][]string{
+		{"REDIS_URL=redis://:" + pw + "@host:notaport/0"},
+		{"REDIS_URL=redis://app:" + pw + "@host:6379/x"},
+		{"LOCK_REDIS_URL=redis://:" + pw + "@host:6379/zz"},
+		{"LOCK_REDIS_URL=http://:" + pw + "@host"},
+		{"STORAGE_URL=s3://AKIA:" + pw + "@bucket/x y"},
+	} {
+		_, err := Load(env)
+		if err == nil {
+			t.Errorf("%v: no error", env)
+			continue
+		}
+		if strings.Contains(err.Error(), pw) {
+			t.Errorf("%v: the error shows the password: %v", env, err)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/redact"
 )
 
 // The request guard, first layer: Fetch interception on the tab. Every
@@ -61,7 +62,7 @@ func (r *Renderer) precheckSource(ctx context.Context, raw string) error {
 func checkURL(allowed allowlist.List, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("%w: unparsable URL %q", ErrBlocked, truncate(raw, 200))
+		return fmt.Errorf("%w: unparsable URL %q", ErrBlocked, shortURL(raw))
 	}
 	scheme := strings.ToLower(u.Scheme)
 	switch scheme {
@@ -69,11 +70,11 @@ func checkURL(allowed allowlist.List, raw string) error {
 		return nil
 	case "http", "https", "ws", "wss":
 	default:
-		return fmt.Errorf("%w: scheme %q is not allowed (%s)", ErrBlocked, scheme, truncate(raw, 200))
+		return fmt.Errorf("%w: scheme %q is not allowed (%s)", ErrBlocked, scheme, shortURL(raw))
 	}
 	host, port := u.Hostname(), u.Port()
 	if host == "" {
-		return fmt.Errorf("%w: URL without host %q", ErrBlocked, truncate(raw, 200))
+		return fmt.Errorf("%w: URL without host %q", ErrBlocked, shortURL(raw))
 	}
 	if port == "" {
 		port = "80"
@@ -141,7 +142,7 @@ func (g *guard) handle(ctx context.Context, t *chromedp.Target, ev *fetch.EventR
 	err := checkURL(g.allowed, raw)
 	if err == nil {
 		if _, cerr := cdp.Call(ctx, t, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID}); cerr != nil && ctx.Err() == nil {
-			g.log.Debug("guard: continue failed", "url", truncate(raw, 200), "err", cerr)
+			g.log.Debug("guard: continue failed", "url", shortURL(raw), "err", cerr)
 		}
 		return
 	}
@@ -151,11 +152,11 @@ func (g *guard) handle(ctx context.Context, t *chromedp.Target, ev *fetch.EventR
 	if main {
 		level = slog.LevelInfo
 	}
-	g.log.Log(ctx, level, "guard: request blocked", "url", truncate(raw, 200), "type", ev.ResourceType, "main_document", main, "reason", err)
+	g.log.Log(ctx, level, "guard: request blocked", "url", shortURL(raw), "type", ev.ResourceType, "main_document", main, "reason", err)
 	if _, cerr := cdp.Call(ctx, t, fetch.FailRequest, fetch.FailRequestParams{
 		RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient,
 	}); cerr != nil && ctx.Err() == nil {
-		g.log.Debug("guard: fail failed", "url", truncate(raw, 200), "err", cerr)
+		g.log.Debug("guard: fail failed", "url", shortURL(raw), "err", cerr)
 	}
 	// Report after FailRequest went out, so that a render ending on this
 	// report never leaves the request paused.
@@ -186,10 +187,15 @@ func (g *guard) awaitMainBlocked(ctx context.Context, u string) error {
 			return err
 		}
 		if time.Now().After(deadline) || sleep(ctx, 5*time.Millisecond) != nil {
-			return fmt.Errorf("%w: main document %s", ErrBlocked, truncate(u, 200))
+			return fmt.Errorf("%w: main document %s", ErrBlocked, shortURL(u))
 		}
 	}
 }
+
+// shortURL is a URL as messages and logs show it: redacted (no password, no
+// query values: signed links and access tokens stay out of errors, task
+// results and logs) and at most 200 bytes.
+func shortURL(u string) string { return truncate(redact.URL(u), 200) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

@@ -242,7 +242,7 @@ func (p *egressProxy) upstreamFailed(w http.ResponseWriter, req *http.Request, e
 	if req.Context().Err() != nil {
 		return // the browser went away
 	}
-	p.log.Debug("egress proxy: upstream failed", "url", truncate(req.URL.String(), 200), "err", err)
+	p.log.Debug("egress proxy: upstream failed", "url", shortURL(req.URL.String()), "err", err)
 	w.Header().Set(egressRefusedHeader, "upstream-failed")
 	http.Error(w, "upstream failed: "+err.Error(), http.StatusBadGateway)
 }
@@ -256,7 +256,7 @@ func (p *egressProxy) refuse(w http.ResponseWriter, target, reason string) {
 
 func (p *egressProxy) noteRefusal(target, reason string) {
 	p.refused.Add(1)
-	p.log.Debug("egress proxy: refused", "target", truncate(target, 200), "reason", reason)
+	p.log.Debug("egress proxy: refused", "target", shortURL(target), "reason", reason)
 	if p.onRefuse != nil {
 		p.onRefuse(target, reason)
 	}
@@ -365,7 +365,7 @@ func (p *egressProxy) tunnel(w http.ResponseWriter, req *http.Request) {
 			p.refuse(w, "CONNECT "+target, rf.reason)
 			return
 		}
-		p.log.Debug("egress proxy: tunnel dial failed", "target", truncate(target, 200), "err", err)
+		p.log.Debug("egress proxy: tunnel dial failed", "target", shortURL(target), "err", err)
 		http.Error(w, "upstream failed", http.StatusBadGateway)
 		return
 	}

@@ -31,7 +31,7 @@ const (
 func loadURL(ctx context.Context, t *chromedp.Target, w *pageWatch, u string) error {
 	res, err := cdp.Call(ctx, t, page.Navigate, page.NavigateParams{URL: u})
 	if err != nil {
-		return fmt.Errorf("%w: navigating to %s: %v", ErrNavigation, truncate(u, 200), err)
+		return fmt.Errorf("%w: navigating to %s: %v", ErrNavigation, shortURL(u), err)
 	}
 	if err := w.guard.mainBlocked(); err != nil {
 		return err
@@ -46,10 +46,10 @@ func loadURL(ctx context.Context, t *chromedp.Target, w *pageWatch, u string) er
 			// overtake that: wait briefly for the reason.
 			return w.guard.awaitMainBlocked(ctx, u)
 		}
-		return fmt.Errorf("%w: %s: %s", ErrNavigation, truncate(u, 200), res.ErrorText)
+		return fmt.Errorf("%w: %s: %s", ErrNavigation, shortURL(u), res.ErrorText)
 	}
 	if res.IsDownload {
-		return permanent{fmt.Errorf("%w: %s is a download, not a page", ErrNavigation, truncate(u, 200))}
+		return permanent{fmt.Errorf("%w: %s is a download, not a page", ErrNavigation, shortURL(u))}
 	}
 	if err := w.waitLoad(ctx, res.LoaderID); err != nil {
 		return err
@@ -345,7 +345,7 @@ func (w *pageWatch) waitNetworkIdle(ctx context.Context, quiet time.Duration) er
 		w.mu.Lock()
 		var urls []string
 		for _, u := range w.inflight {
-			urls = append(urls, truncate(u, 100))
+			urls = append(urls, shortURL(u))
 		}
 		w.mu.Unlock()
 		w.log.Info("network never went idle; printing anyway", "after", networkIdleMax, "in_flight", urls)
@@ -363,12 +363,12 @@ func (w *pageWatch) statusErr(loader cdp.LoaderID) error {
 	}
 	switch egressHeader(resp.Headers) {
 	case "refused": // the egress proxy, not the server, answered
-		return fmt.Errorf("%w: the egress proxy refused %s", ErrBlocked, truncate(resp.URL, 200))
+		return fmt.Errorf("%w: the egress proxy refused %s", ErrBlocked, shortURL(resp.URL))
 	case "upstream-failed":
-		return fmt.Errorf("%w: %s: connecting failed", ErrNavigation, truncate(resp.URL, 200))
+		return fmt.Errorf("%w: %s: connecting failed", ErrNavigation, shortURL(resp.URL))
 	}
 	if resp.Status >= 400 {
-		return &StatusError{Code: int(resp.Status), Text: resp.StatusText, URL: truncate(resp.URL, 200)}
+		return &StatusError{Code: int(resp.Status), Text: resp.StatusText, URL: shortURL(resp.URL)}
 	}
 	return nil
 }

@@ -330,7 +330,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	}
 
 	if src.URL != "" {
-		*stage = "loading " + truncate(src.URL, 200)
+		*stage = "loading " + shortURL(src.URL)
 		if err := loadURL(ctx, t, w, src.URL); err != nil {
 			return err
 		}

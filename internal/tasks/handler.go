@@ -17,6 +17,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/lock"
+	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
@@ -109,6 +110,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	taskID, _ := asynq.GetTaskID(ctx)
 	log := h.cfg.Logger.With("task_id", taskID)
 	if err != nil {
+		err = redact.Error(err)
 		log.Warn("export rejected", "field", spec.FirstField(err), "err", err)
 		h.cfg.Observer.ExportDone("failed", time.Since(start))
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
@@ -118,6 +120,9 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 
 	res, err := h.export(ctx, log, p, key)
 	if err != nil {
+		// The error becomes the task's error (the dashboard, status): no
+		// password or query value of any URL in it.
+		err = redact.Error(err)
 		h.cfg.Observer.ExportDone("failed", time.Since(start))
 		log.Error("export failed", "err", err, "retryable", !errors.Is(err, asynq.SkipRetry), "ms", time.Since(start).Milliseconds())
 		return err

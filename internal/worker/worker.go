@@ -26,6 +26,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/logging"
+	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/redisconn"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -156,7 +157,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	store, err := storage.Open(ctx, storage.Config{URL: cfg.StorageURL, S3Endpoint: cfg.S3Endpoint, S3Region: cfg.S3Region,
 		S3ForcePathStyle: cfg.S3ForcePathStyle, S3CreateBucket: cfg.S3CreateBucket, PresignTTL: cfg.S3PresignTTL, Logger: log})
 	if err != nil {
-		return fmt.Errorf("%w: opening storage %s: %w", ErrUnavailable, cfg.StorageURL, err)
+		return fmt.Errorf("%w: opening storage %s: %w", ErrUnavailable, redact.URL(cfg.StorageURL), err)
 	}
 	w.store = store
 	if err := store.Ping(ctx); err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -300,5 +301,59 @@ func TestWorker_ShutdownReleasesLeasesBeforeClosingRedis(t *testing.T) {
 	t.Logf("the waiter finished %v after the holder's Shutdown returned", took.Round(time.Millisecond))
 	if took > 10*time.Second {
 		t.Errorf("the waiter finished %v after the holder stopped: the lock was kept until LOCK_TTL", took)
+	}
+}
+
+// TestWorker_SecretsStayOutOfLogsAndErrors: a failing export of a source URL
+// carrying an access token, with a Redis password in the lock URL, writes
+// neither secret to any log line of the worker nor to the task's error.
+func TestWorker_SecretsStayOutOfLogsAndErrors(t *testing.T) {
+	const token, password = "TOKEN-9f2c61", "PASSWORD-5d0e77"
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "gone", http.StatusNotFound) // a final failure: the error is kept
+	}))
+	t.Cleanup(site.Close)
+	redis := testsupport.StartRedis(t)
+	if err := redis.Client().ConfigSet(context.Background(), "requirepass", password).Err(); err != nil {
+		t.Fatal(err)
+	}
+	authed := "redis://:" + password + "@" + redis.Addr() + "/0"
+	host := strings.TrimPrefix(site.URL, "http://")
+	cfg, err := config.Load([]string{"REDIS_URL=" + authed, "LOCK_REDIS_URL=" + authed, "STORAGE_URL=file://" + t.TempDir(),
+		"ALLOWED_HOSTS=" + host, "LOG_LEVEL=debug", "CHROMIUM_PATH=" + testsupport.ChromiumPath(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.AdminAddr = ""
+	var logs harness.SyncBuffer
+	w := New(cfg, Options{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr(), Password: password}, AllowedHosts: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "m", Version: "1", URL: site.URL + "/print?token=" + token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Wait(ctx, job.TaskID, 20*time.Millisecond)
+	w.Shutdown()
+	if err != nil || st.State != exportclient.StateFailed {
+		t.Fatalf("Wait = %+v, %v; want a failed export", st, err)
+	}
+	if !strings.Contains(st.Error, "404") {
+		t.Errorf("task error %q does not say what failed", st.Error)
+	}
+	for what, text := range map[string]string{"task error": st.Error, "worker logs": logs.String()} {
+		for _, secret := range []string{token, password} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s contain %s:\n%s", what, secret, text)
+			}
+		}
 	}
 }
