@@ -149,7 +149,10 @@ func (h *Handler) export(ctx context.Context, log *slog.Logger, p spec.Payload, 
 	var staleETag string
 	obj, err := h.cfg.Store.Stat(ctx, key)
 	switch {
-	case err == nil && !p.Force:
+	case err == nil && (!p.Force || storedBy(ctx, obj)):
+		// Stored already — by this very task too, when an earlier attempt
+		// stored it and then failed (its result write, its lease): a retry
+		// of a forced export must not render and replace again.
 		return h.reuse(ctx, key, obj, 0, false)
 	case err == nil:
 		staleETag = obj.ETag
@@ -240,6 +243,7 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p spec.P
 	var storeErr error
 	settings := p.Options.Settings()
 	src := render.Source{URL: p.Source.URL, HTML: p.Source.HTML}
+	taskID, _ := asynq.GetTaskID(ctx) // the sink's context is the renderer's, not the task's
 	stats, err := h.cfg.Renderer.Render(ctx, src, settings, func(ctx context.Context, pdf io.Reader) error {
 		opts := storage.PutOptions{
 			FileName: p.ManualID + "-" + p.Version + ".pdf",
@@ -251,6 +255,9 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p spec.P
 				"fence":        strconv.FormatInt(fence, 10),
 			},
 		}
+		if taskID != "" {
+			opts.Metadata[taskIDMeta] = taskID
+		}
 		if lease != nil {
 			pdf = &confirmAtEOF{r: pdf, confirm: func() error { return lease.Confirm(ctx) }}
 		}
@@ -259,9 +266,10 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p spec.P
 		} else {
 			stored, storeErr = h.cfg.Store.Create(ctx, key, pdf, opts)
 		}
-		if errors.Is(storeErr, storage.ErrExists) {
-			// Someone else (a fail-open duplicate) stored it first; create-only
-			// storage kept theirs, which is what every reader gets.
+		if errors.Is(storeErr, storage.ErrExists) || staleETag != "" && errors.Is(storeErr, storage.ErrPreconditionFailed) {
+			// Someone else stored it first (a fail-open duplicate), or
+			// replaced the object a forced render meant to replace: storage
+			// kept theirs, which is what every reader gets.
 			_, _ = io.Copy(io.Discard, pdf)
 			return nil
 		}
@@ -284,10 +292,13 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p spec.P
 		}
 		return spec.Result{}, fmt.Errorf("rendering %s: %w", key, err)
 	}
-	if errors.Is(storeErr, storage.ErrExists) {
+	if errors.Is(storeErr, storage.ErrExists) || errors.Is(storeErr, storage.ErrPreconditionFailed) {
 		obj, err := h.cfg.Store.Stat(ctx, key)
 		if err != nil {
 			return spec.Result{}, fmt.Errorf("reading %s after a concurrent store: %w", key, err)
+		}
+		if obj.ETag == staleETag && staleETag != "" {
+			return spec.Result{}, fmt.Errorf("replacing %s: %w", key, storeErr) // not replaced after all: retry
 		}
 		log.Info("artifact already stored by another worker; ours discarded", "fail_open", failOpen)
 		res, err := h.reuse(ctx, key, obj, waited, failOpen)
@@ -305,6 +316,16 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p spec.P
 	}, nil
 }
 
+// taskIDMeta is the artifact metadata naming the task that stored it.
+const taskIDMeta = "task-id"
+
+// storedBy reports whether obj was stored by the task of ctx (an earlier
+// attempt of it).
+func storedBy(ctx context.Context, obj storage.Object) bool {
+	id, ok := asynq.GetTaskID(ctx)
+	return ok && id != "" && obj.Metadata[taskIDMeta] == id
+}
+
 func (h *Handler) reuse(ctx context.Context, key string, obj storage.Object, waited time.Duration, failOpen bool) (spec.Result, error) {
 	pages, err := h.pages(ctx, key, obj)
 	if err != nil {
@@ -312,7 +333,8 @@ func (h *Handler) reuse(ctx context.Context, key string, obj storage.Object, wai
 	}
 	return spec.Result{
 		ArtifactKey: obj.Key, URL: obj.URL, ETag: obj.ETag, Bytes: obj.Size, Pages: pages,
-		Rendered: false, FailOpen: failOpen, WaitedMS: waited.Milliseconds(),
+		// The task that rendered it says so, on whichever attempt it reads it.
+		Rendered: storedBy(ctx, obj), FailOpen: failOpen, WaitedMS: waited.Milliseconds(),
 	}, nil
 }
 

@@ -2,6 +2,7 @@ package tasks_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -37,13 +38,21 @@ type env struct {
 	client       *exportclient.Client
 }
 
-func startEnv(t *testing.T, workers int) *env {
+func startEnv(t *testing.T, workers int) *env { return startEnvWith(t, workers, nil) }
+
+// startEnvWith is startEnv with the file store wrapped by wrap (fault
+// injection), when not nil.
+func startEnvWith(t *testing.T, workers int, wrap func(storage.Backend) storage.Backend) *env {
 	t.Helper()
 	e := &env{queue: testsupport.StartRedis(t), locks: testsupport.StartRedis(t), dir: t.TempDir()}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store, err := storage.NewFile(e.dir, "")
+	files, err := storage.NewFile(e.dir, "")
 	if err != nil {
 		t.Fatal(err)
+	}
+	var store storage.Backend = files
+	if wrap != nil {
+		store = wrap(files)
 	}
 	renderer, err := render.New(render.Config{ChromiumPath: testsupport.ChromiumPath(t), Concurrency: 2, Timeout: 30 * time.Second, Logger: log})
 	if err != nil {
@@ -282,5 +291,91 @@ func TestExport_DeletedArtifactIsRenderedAgainAtOnce(t *testing.T) {
 	t.Logf("rendered again in %v", time.Since(start).Round(time.Millisecond))
 	if n := testsupport.PDFPages(t, filepath.Join(e.dir, filepath.FromSlash(key))); n != 3 {
 		t.Errorf("the artifact stored again has %d pages, want 3", n)
+	}
+}
+
+// faultStore injects, once each, what a real store cannot be made to do on
+// cue: another writer replacing the object just before our Replace, and an
+// error after a Replace that did commit (a connection lost on the answer).
+type faultStore struct {
+	storage.Backend
+	mu            sync.Mutex
+	beforeReplace func(ctx context.Context, key string)
+	afterReplace  error
+	replaces      int
+}
+
+func (s *faultStore) Replace(ctx context.Context, key, etag string, r io.Reader, o storage.PutOptions) (storage.Object, error) {
+	s.mu.Lock()
+	before := s.beforeReplace
+	s.beforeReplace = nil
+	if strings.HasSuffix(key, ".pdf") { // not the info object next to it
+		s.replaces++
+	}
+	s.mu.Unlock()
+	if before != nil {
+		before(ctx, key)
+	}
+	obj, err := s.Backend.Replace(ctx, key, etag, r, o)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && s.afterReplace != nil {
+		err, s.afterReplace = s.afterReplace, nil
+		return storage.Object{}, err
+	}
+	return obj, err
+}
+
+// TestExport_ForceThatLosesTheReplaceReusesTheNewerObject: while a forced
+// export renders, someone else replaces the artifact; its If-Match fails.
+// The export ends on its first attempt, reusing the newer object, instead
+// of failing, retrying and replacing again.
+func TestExport_ForceThatLosesTheReplaceReusesTheNewerObject(t *testing.T) {
+	var fs *faultStore
+	e := startEnvWith(t, 1, func(b storage.Backend) storage.Backend { fs = &faultStore{Backend: b}; return fs })
+	first := e.export(t, manualPayload())
+	if first.State != exportclient.StateCompleted {
+		t.Fatalf("first export: %+v", first)
+	}
+	var newer storage.Object
+	fs.beforeReplace = func(ctx context.Context, key string) {
+		obj, err := fs.Backend.Stat(ctx, key)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if newer, err = fs.Backend.Replace(ctx, key, obj.ETag, strings.NewReader("%PDF-1.7 someone else's"), storage.PutOptions{}); err != nil {
+			t.Error(err)
+		}
+	}
+	p := manualPayload()
+	p.Force = true
+	forced := e.export(t, p)
+	if forced.State != exportclient.StateCompleted || forced.Retried != 0 || forced.Result.Rendered || forced.Result.ETag != newer.ETag {
+		t.Fatalf("forced export: %+v (result %+v); want completed on the first attempt, reusing etag %s", forced, forced.Result, newer.ETag)
+	}
+}
+
+// TestExport_RetryOfACommittedReplaceReusesItsOwnRender: a forced export
+// whose Replace committed but whose answer was lost is retried; the retry
+// finds its own render stored and reuses it instead of rendering again.
+func TestExport_RetryOfACommittedReplaceReusesItsOwnRender(t *testing.T) {
+	var fs *faultStore
+	e := startEnvWith(t, 1, func(b storage.Backend) storage.Backend { fs = &faultStore{Backend: b}; return fs })
+	if st := e.export(t, manualPayload()); st.State != exportclient.StateCompleted {
+		t.Fatalf("first export: %+v", st)
+	}
+	fs.afterReplace = errors.New("test: connection reset after the commit")
+	p := manualPayload()
+	p.Force = true
+	forced := e.export(t, p)
+	if forced.State != exportclient.StateCompleted || forced.Retried != 1 {
+		t.Fatalf("forced export: %+v; want completed on its second attempt", forced)
+	}
+	if fs.replaces != 1 {
+		t.Errorf("%d replaces of the PDF: the retry rendered and replaced again", fs.replaces)
+	}
+	if !forced.Result.Rendered {
+		t.Errorf("result %+v: the task that rendered the artifact must say rendered:true", forced.Result)
 	}
 }
