@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -285,4 +286,46 @@ func TestBinaries_S3Storage(t *testing.T) {
 		t.Fatalf("presigned download: %d, %d bytes (want %d), prefix %q", resp.StatusCode, len(body), res.Bytes, body[:min(len(body), 8)])
 	}
 	w.stop(t)
+}
+
+// TestBinaries_TLSAndACLRedis: bin/worker and bin/enqueue reach a TLS-only
+// Redis with an ACL user (certificates generated here) and export; a worker
+// given the wrong password exits 3 naming the server and the refusal, never
+// the password.
+func TestBinaries_TLSAndACLRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	bin := testsupport.Binaries(t)
+	pki := testsupport.NewTLSFiles(t)
+	srv := testsupport.StartRedisTLS(t, pki)
+	dir := t.TempDir()
+	htmlFile := filepath.Join(dir, "manual.html")
+	if err := os.WriteFile(htmlFile, []byte(`<!doctype html><h1>TLS</h1>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := append(os.Environ(), "STORAGE_URL=file://"+filepath.Join(dir, "artifacts"), "CHROMIUM_PATH="+testsupport.ChromiumPath(t),
+		"LOG_FORMAT=text", "REDIS_TLS_CA_FILE="+pki.CA, "REDIS_TLS_CERT_FILE="+pki.ClientCert, "REDIS_TLS_KEY_FILE="+pki.ClientKey)
+	good := append(append([]string{}, base...), "REDIS_URL=rediss://"+srv.Addr()+"/0",
+		"REDIS_USERNAME="+testsupport.ACLUser, "REDIS_PASSWORD="+testsupport.ACLPassword)
+	w := startWorker(t, bin, good)
+	results := exportConcurrently(t, bin, good, 2, "--manual", "tls", "--version", "1", "--html-file", htmlFile)
+	if results[0].Pages != 1 || results[0].ArtifactKey != results[1].ArtifactKey {
+		t.Errorf("results %+v", results)
+	}
+	w.stop(t)
+
+	const wrong = "NOT-THE-PASSWORD-55"
+	bad := append(append([]string{}, base...), "REDIS_URL=rediss://"+testsupport.ACLUser+":"+wrong+"@"+srv.Addr()+"/0",
+		"ADMIN_ADDR=")
+	cmd := exec.Command(filepath.Join(bin, "worker"))
+	cmd.Env = bad
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitUnavailable {
+		t.Fatalf("worker with a wrong password: %v, want exit %d\n%s", err, exitUnavailable, out)
+	}
+	if s := string(out); !strings.Contains(s, srv.Addr()) || !strings.Contains(s, "WRONGPASS") || strings.Contains(s, wrong) {
+		t.Errorf("the message must name %s and the refusal, never the password:\n%s", srv.Addr(), s)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"reflect"
 	"sort"
 	"strconv"
@@ -31,6 +32,13 @@ type Config struct {
 	RedisSentinelMaster string   `env:"REDIS_SENTINEL_MASTER" help:"Master name monitored by the Sentinels."`
 	RedisClusterAddrs   []string `env:"REDIS_CLUSTER_ADDRS" envSeparator:"," help:"Comma list of Redis Cluster node host:port; selects Cluster mode."`
 	LockRedisURL        string   `env:"LOCK_REDIS_URL" help:"Redis for render locks if not the queue's (redis:// or rediss://). Default: the queue's Redis."`
+	RedisUsername       string   `env:"REDIS_USERNAME" help:"ACL user of the Redis data nodes, every topology (overrides a URL's)."`
+	RedisPassword       string   `env:"REDIS_PASSWORD" help:"Password of the Redis data nodes, every topology (overrides a URL's)."`
+	RedisSentinelPass   string   `env:"REDIS_SENTINEL_PASSWORD" help:"The Sentinels' own password (requirepass of sentinel.conf), if they have one."`
+	RedisTLS            bool     `env:"REDIS_TLS" envDefault:"false" help:"TLS to Sentinel and Cluster nodes (single-node URLs say rediss:// instead)."`
+	RedisTLSCAFile      string   `env:"REDIS_TLS_CA_FILE" help:"PEM file of the CA that signed the Redis servers' certificates (default: the system's roots)."`
+	RedisTLSCertFile    string   `env:"REDIS_TLS_CERT_FILE" help:"PEM client certificate for Redis TLS (with REDIS_TLS_KEY_FILE), when the servers require one."`
+	RedisTLSKeyFile     string   `env:"REDIS_TLS_KEY_FILE" help:"PEM private key of REDIS_TLS_CERT_FILE."`
 
 	StorageURL       string        `env:"STORAGE_URL" envDefault:"file://./var/artifacts" help:"Where PDFs are stored: file:///abs/dir, file://./rel/dir or s3://bucket/prefix."`
 	S3Endpoint       string        `env:"S3_ENDPOINT" help:"S3 endpoint URL for S3-compatible servers (empty: AWS)."`
@@ -72,9 +80,8 @@ type Config struct {
 	APIToken string `env:"API_TOKEN" help:"Bearer token required by the HTTP enqueue API (bin/api) (empty: no authentication; bind to a private address)."`
 
 	// Parsed forms, filled by Load.
-	Allowed       allowlist.List `env:"-"`
-	QueueWeights  map[string]int `env:"-"`
-	RedisUsername string         `env:"-"`
+	Allowed      allowlist.List `env:"-"`
+	QueueWeights map[string]int `env:"-"`
 }
 
 // VarError is one bad variable and why.
@@ -170,6 +177,17 @@ func (c *Config) validate() []VarError {
 	if c.LockRedisURL != "" {
 		if err := checkRedisURL(c.LockRedisURL); err != nil {
 			bad("LOCK_REDIS_URL", "%v", err)
+		}
+	}
+	if (c.RedisTLSCertFile == "") != (c.RedisTLSKeyFile == "") {
+		bad("REDIS_TLS_KEY_FILE", "REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE go together")
+	}
+	for _, f := range []struct{ name, path string }{{"REDIS_TLS_CA_FILE", c.RedisTLSCAFile}, {"REDIS_TLS_CERT_FILE", c.RedisTLSCertFile}, {"REDIS_TLS_KEY_FILE", c.RedisTLSKeyFile}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			bad(f.name, "%v", err)
 		}
 	}
 	if (len(c.RedisSentinelAddrs) > 0) != (c.RedisSentinelMaster != "") {

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -30,8 +32,24 @@ var redisVersion = regexp.MustCompile(`v=(\S+)`)
 
 // StartRedis starts redis-server on port (0: a free one) with its files and
 // log in dir, extra arguments after the defaults (--save "" --appendonly no
-// unless overridden), and waits until it answers PING (10 s at most).
+// unless overridden), and waits until it answers (10 s at most).
 func StartRedis(ctx context.Context, dir string, port int, extra ...string) (*Redis, error) {
+	return StartRedisWith(ctx, dir, RedisOptions{Port: port, Extra: extra})
+}
+
+// RedisOptions are the settings of StartRedisWith.
+type RedisOptions struct {
+	Port  int      // 0: a free one
+	Extra []string // arguments after the defaults
+	// TLS serves only TLS on Port (--port 0 --tls-port Port); the TLS
+	// arguments (certificate, key, CA) go in Extra.
+	TLS bool
+}
+
+// StartRedisWith is StartRedis with options: a TLS-only server, and any
+// authentication in Extra (the readiness probe accepts any answer, an
+// authentication error included).
+func StartRedisWith(ctx context.Context, dir string, o RedisOptions) (*Redis, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("redis-server not found: run `make setup` (apt-get install redis-server)")
@@ -43,6 +61,7 @@ func StartRedis(ctx context.Context, dir string, port int, extra ...string) (*Re
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	port := o.Port
 	if port == 0 {
 		if port, err = FreePort(); err != nil {
 			return nil, err
@@ -54,13 +73,17 @@ func StartRedis(ctx context.Context, dir string, port int, extra ...string) (*Re
 			r.Version = string(m[1])
 		}
 	}
-	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, extra...)
+	listen := []string{"--port", strconv.Itoa(port)}
+	if o.TLS {
+		listen = []string{"--port", "0", "--tls-port", strconv.Itoa(port)}
+	}
+	args := append(append(listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log")), o.Extra...)
 	r.Proc, err = Start("redis-server", "", bin, os.Environ(), args...)
 	if err != nil {
 		return nil, err
 	}
-	if err := waitPing(ctx, r.Addr(), r.Proc, 10*time.Second); err != nil {
+	if err := waitAnswer(ctx, r.Addr(), o.TLS, r.Proc, 10*time.Second); err != nil {
 		r.Proc.Kill()
 		log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
 		return nil, fmt.Errorf("redis-server on %s: %w\n%s", r.Addr(), err, log)
@@ -71,9 +94,10 @@ func StartRedis(ctx context.Context, dir string, port int, extra ...string) (*Re
 // Stop SIGKILLs the server, as a crash would, and waits for it.
 func (r *Redis) Stop() { r.Proc.Kill() }
 
-// waitPing sends PING over a raw connection until +PONG comes back, the
-// process exits or timeout passes.
-func waitPing(ctx context.Context, addr string, p *Proc, timeout time.Duration) error {
+// waitAnswer sends PING (over TLS, not verified: it is our own server) until
+// a RESP answer comes back — +PONG, or an authentication error from a server
+// that wants a password — the process exits or timeout passes.
+func waitAnswer(ctx context.Context, addr string, useTLS bool, p *Proc, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	last := "no answer"
@@ -81,7 +105,15 @@ func waitPing(ctx context.Context, addr string, p *Proc, timeout time.Duration) 
 		if p.Exited() {
 			return fmt.Errorf("exited: %v", p.Err())
 		}
-		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+		var c net.Conn
+		var err error
+		d := &net.Dialer{Timeout: 200 * time.Millisecond}
+		if useTLS {
+			c, err = tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // probing our own test server
+		} else {
+			c, err = d.Dial("tcp", addr)
+		}
+		if err == nil {
 			_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
 			buf := make([]byte, 64)
 			_, err = c.Write([]byte("PING\r\n"))
@@ -90,14 +122,19 @@ func waitPing(ctx context.Context, addr string, p *Proc, timeout time.Duration) 
 				n, err = c.Read(buf)
 			}
 			c.Close()
-			if err == nil && string(buf[:n]) == "+PONG\r\n" {
+			if err == nil && n > 0 && (buf[0] == '+' || buf[0] == '-' && !strings.HasPrefix(string(buf[:n]), "-LOADING")) {
 				return nil
+			}
+			if err != nil && useTLS && strings.Contains(err.Error(), "remote error: tls") {
+				return nil // it answers TLS, and wants a client certificate the probe does not have
 			}
 			if err != nil {
 				last = err.Error()
 			} else {
 				last = fmt.Sprintf("answer %q", buf[:n])
 			}
+		} else if useTLS && strings.Contains(err.Error(), "remote error: tls") {
+			return nil
 		} else {
 			last = err.Error()
 		}

@@ -211,6 +211,25 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The queue Redis must answer now: a wrong password, user or TLS setting
+	// is a start failure naming the server and the reason (exit 3), not a
+	// worker that looks up and never takes a task. The lock Redis may be
+	// down (the gate fails open), but not refuse us.
+	queueRDB, ok := queueOpt.MakeRedisClient().(redis.UniversalClient)
+	if !ok {
+		return fmt.Errorf("queue Redis: %T makes no go-redis client", queueOpt)
+	}
+	err = redisconn.Ping(ctx, queueRDB)
+	_ = queueRDB.Close()
+	if err != nil {
+		return fmt.Errorf("%w: queue Redis %s: %s", ErrUnavailable, redisconn.Describe(cfg), redact.Text(err.Error()))
+	}
+	if err := redisconn.Ping(ctx, lockRDB); err != nil {
+		if redisconn.IsRefusal(err) {
+			return fmt.Errorf("%w: lock Redis %s: %s", ErrUnavailable, redisconn.DescribeLock(cfg), redact.Text(err.Error()))
+		}
+		log.Warn("lock Redis unreachable at start; renders fail open until it answers", "redis", redisconn.DescribeLock(cfg), "err", redact.Text(err.Error()))
+	}
 	w.base, w.stopTask = context.WithCancelCause(w.opts.BaseContext)
 	base := w.base
 	w.srv = asynq.NewServer(queueOpt, asynq.Config{
