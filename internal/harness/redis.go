@@ -145,3 +145,41 @@ func waitAnswer(ctx context.Context, addr string, useTLS bool, p *Proc, timeout 
 		}
 	}
 }
+
+// StartSentinel starts redis-server in Sentinel mode on port (0: a free
+// one) with conf (sentinel.conf lines; port, bind and dir are added) in dir,
+// and waits until it answers.
+func StartSentinel(ctx context.Context, dir string, port int, conf []string) (*Redis, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("redis-server not found: run `make setup` (apt-get install redis-server)")
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if port == 0 {
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	lines := append([]string{"port " + strconv.Itoa(port), "bind 127.0.0.1", "dir " + dir,
+		"logfile " + filepath.Join(dir, "sentinel.log")}, conf...)
+	path := filepath.Join(dir, "sentinel.conf")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	r := &Redis{Port: port}
+	r.Proc, err = Start("redis-sentinel", "", bin, os.Environ(), path, "--sentinel")
+	if err != nil {
+		return nil, err
+	}
+	if err := waitAnswer(ctx, r.Addr(), false, r.Proc, 10*time.Second); err != nil {
+		r.Proc.Kill()
+		log, _ := os.ReadFile(filepath.Join(dir, "sentinel.log"))
+		return nil, fmt.Errorf("redis sentinel on %s: %w\n%s", r.Addr(), err, log)
+	}
+	return r, nil
+}

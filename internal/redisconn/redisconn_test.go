@@ -105,3 +105,23 @@ func TestCluster_RequirePass(t *testing.T) {
 		t.Fatalf("without the password: %v, want a refusal", err)
 	}
 }
+
+// TestSentinel_Passwords: through three Sentinels that require their own
+// password, to a master and replica that require theirs, queues and locks
+// connect with REDIS_PASSWORD and REDIS_SENTINEL_PASSWORD; without the
+// Sentinels' password, a refusal.
+func TestSentinel_Passwords(t *testing.T) {
+	s := testsupport.StartRedisSentinel(t)
+	env := []string{"REDIS_SENTINEL_ADDRS=" + strings.Join(s.Addrs(), ","), "REDIS_SENTINEL_MASTER=" + s.MasterName,
+		"REDIS_PASSWORD=" + s.Password}
+	if err := pingBoth(load(t, append(env, "REDIS_SENTINEL_PASSWORD="+s.SentinelPassword)...)); err != nil {
+		t.Fatalf("with both passwords: %v", err)
+	}
+	err := pingBoth(load(t, env...))
+	if err == nil {
+		t.Fatal("connected without the Sentinels' password")
+	}
+	if strings.Contains(err.Error(), s.Password) || strings.Contains(err.Error(), s.SentinelPassword) {
+		t.Errorf("the error shows a password: %v", err)
+	}
+}

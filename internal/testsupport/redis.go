@@ -15,17 +15,23 @@ import (
 // Redis is a private redis-server process bound to 127.0.0.1 that a test can
 // crash and restart on the same port (harness.StartRedis).
 type Redis struct {
-	t    testing.TB
-	Port int
-	dir  string
-	srv  *harness.Redis
+	t     testing.TB
+	Port  int
+	dir   string
+	extra []string
+	srv   *harness.Redis
 }
 
 // StartRedis starts redis-server on a free port without persistence and
 // stops it when the test ends.
-func StartRedis(t testing.TB) *Redis {
+func StartRedis(t testing.TB) *Redis { return StartRedisWith(t) }
+
+// StartRedisWith is StartRedis with extra redis-server arguments, kept for
+// every restart (for example --appendonly yes: a restart then replays the
+// append-only file from the same directory).
+func StartRedisWith(t testing.TB, extra ...string) *Redis {
 	t.Helper()
-	r := &Redis{t: t, Port: FreePort(t), dir: t.TempDir()}
+	r := &Redis{t: t, Port: FreePort(t), dir: t.TempDir(), extra: extra}
 	r.Start()
 	t.Cleanup(r.Stop)
 	return r
@@ -47,7 +53,7 @@ func (r *Redis) Client() *redis.Client {
 // Start (re)starts the server on the same port and waits until it answers.
 func (r *Redis) Start() {
 	r.t.Helper()
-	srv, err := harness.StartRedis(context.Background(), r.dir, r.Port)
+	srv, err := harness.StartRedis(context.Background(), r.dir, r.Port, r.extra...)
 	if err != nil {
 		r.t.Fatal(err)
 	}
