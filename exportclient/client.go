@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -81,7 +82,16 @@ type Config struct {
 	// Queues are the queues the workers serve (their QUEUES); a task on any
 	// other would never be picked up, so Enqueue refuses it. Default: the
 	// worker's default, critical, default and batch.
-	Queues    []string
+	Queues []string
+	// HTMLByReference is the size from which an inline HTML document is
+	// stored beside the task (compressed, shared by identical documents,
+	// deleted when its last export is final) instead of inside it, where it
+	// would stay for Retention. 0: 32 KiB; negative: never.
+	HTMLByReference int
+	// SourceTTL bounds how long such a document stays when its exports never
+	// finish (deleted tasks). It must exceed the longest queue wait plus all
+	// retries. Default 48h.
+	SourceTTL time.Duration
 	MaxRetry  int           // default 5; -1 for none
 	Timeout   time.Duration // per-attempt deadline of the task, default 10m
 	Retention time.Duration // how long the result stays readable, default 24h
@@ -110,6 +120,12 @@ func New(cfg Config) (*Client, error) {
 	}
 	if len(cfg.Queues) == 0 {
 		cfg.Queues = DefaultQueues
+	}
+	if cfg.HTMLByReference == 0 {
+		cfg.HTMLByReference = htmlstore.Threshold
+	}
+	if cfg.SourceTTL <= 0 {
+		cfg.SourceTTL = htmlstore.DefaultTTL
 	}
 	if !slices.Contains(cfg.Queues, cfg.Queue) {
 		return nil, fmt.Errorf("exportclient: Config.Queue %q is not one of Config.Queues %v", cfg.Queue, cfg.Queues)
@@ -174,6 +190,16 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	if !slices.Contains(c.cfg.Queues, s.queue) {
 		return Enqueued{}, &FieldError{Field: "queue", Rule: fmt.Sprintf("%q is not a queue the workers serve (%s)", s.queue, strings.Join(c.cfg.Queues, ", "))}
 	}
+	key := p.ArtifactKey()
+	var ref *spec.HTMLRef
+	if c.cfg.HTMLByReference > 0 && len(p.Source.HTML) >= c.cfg.HTMLByReference {
+		r, err := htmlstore.Put(ctx, c.rdb, p.Source.HTML, c.cfg.SourceTTL)
+		if err != nil {
+			return Enqueued{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		ref = &r
+		p.Source = spec.Source{HTMLRef: ref}
+	}
 	body, err := p.Encode()
 	if err != nil {
 		return Enqueued{}, fmt.Errorf("exportclient: encoding payload: %w", err)
@@ -182,9 +208,12 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	info, err := c.client.EnqueueContext(ctx, task, asynq.Queue(s.queue), asynq.MaxRetry(c.cfg.MaxRetry),
 		asynq.Timeout(c.cfg.Timeout), asynq.Retention(c.cfg.Retention))
 	if err != nil {
+		if ref != nil { // no task holds the reference this call took
+			_ = htmlstore.Release(context.WithoutCancel(ctx), c.rdb, *ref)
+		}
 		return Enqueued{}, fmt.Errorf("%w: enqueue: %w", ErrUnavailable, err)
 	}
-	return Enqueued{TaskID: info.ID, Queue: info.Queue, ArtifactKey: p.ArtifactKey()}, nil
+	return Enqueued{TaskID: info.ID, Queue: info.Queue, ArtifactKey: key}, nil
 }
 
 // State of an export.

@@ -30,10 +30,13 @@ func (p Payload) ContentHash() string {
 		Source   sourceIdentity `json:"source"`
 		Settings PrintSettings  `json:"settings"`
 	}{V: PayloadVersion, Settings: p.Options.Settings()}
-	if p.Source.HTML != "" {
+	switch {
+	case p.Source.HTML != "":
 		sum := sha256.Sum256([]byte(p.Source.HTML))
 		canonical.Source.HTMLSHA256 = hex.EncodeToString(sum[:])
-	} else {
+	case p.Source.HTMLRef != nil:
+		canonical.Source.HTMLSHA256 = p.Source.HTMLRef.SHA256
+	default:
 		canonical.Source.URL = CanonicalURL(p.Source.URL)
 	}
 	// encoding/json writes struct fields in declaration order, so this byte

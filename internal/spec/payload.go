@@ -38,11 +38,22 @@ type Payload struct {
 	RequestID string  `json:"request_id,omitempty"`
 }
 
-// Source is what to print: a URL on ALLOWED_HOSTS or an inline HTML document.
-// Exactly one of the two is set.
+// Source is what to print: a URL on ALLOWED_HOSTS, an inline HTML document,
+// or a reference to an HTML document stored beside the task (a large inline
+// document: it does not sit in the task for RESULT_RETENTION). Exactly one is
+// set.
 type Source struct {
-	URL  string `json:"url,omitempty"`
-	HTML string `json:"html,omitempty"`
+	URL     string   `json:"url,omitempty"`
+	HTML    string   `json:"html,omitempty"`
+	HTMLRef *HTMLRef `json:"html_ref,omitempty"`
+}
+
+// HTMLRef names an HTML document stored beside the task by its SHA-256: the
+// same document gives the same artifact key whether it travels inline or by
+// reference.
+type HTMLRef struct {
+	SHA256 string `json:"sha256"` // hex of the UTF-8 document
+	Bytes  int    `json:"bytes"`  // its size, before compression
 }
 
 // Result is what a finished export task writes with its ResultWriter, and what

@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -75,6 +77,13 @@ func TestValidate_NamesFieldAndRule(t *testing.T) {
 		{"version control char", func(p *Payload) { p.Version = "1\n2" }, "version", "must match"},
 		{"no source", func(p *Payload) { p.Source = Source{} }, "source", "required"},
 		{"both sources", func(p *Payload) { p.Source.HTML = "<p>x" }, "source", "not both"},
+		{"html and a reference", func(p *Payload) {
+			p.Source = Source{HTML: "<p>x", HTMLRef: &HTMLRef{SHA256: strings.Repeat("a", 64), Bytes: 4}}
+		}, "source", "not both"},
+		{"reference digest", func(p *Payload) { p.Source = Source{HTMLRef: &HTMLRef{SHA256: "sha256:ABC", Bytes: 4}} }, "source.html_ref.sha256", "64 lower-case hex"},
+		{"reference size", func(p *Payload) {
+			p.Source = Source{HTMLRef: &HTMLRef{SHA256: strings.Repeat("a", 64), Bytes: MaxHTMLBytes + 1}}
+		}, "source.html_ref.bytes", "between 1 and"},
 		{"html too large", func(p *Payload) { p.Source = Source{HTML: strings.Repeat("a", MaxHTMLBytes+1)} }, "source.html", "larger than"},
 		{"file scheme", func(p *Payload) { p.Source.URL = "file:///etc/passwd" }, "source.url", "scheme"},
 		{"javascript scheme", func(p *Payload) { p.Source.URL = "javascript:alert(1)" }, "source.url", "scheme"},
@@ -217,5 +226,21 @@ func TestArtifactKey_DifferentOutputDifferentKey(t *testing.T) {
 			t.Errorf("%s and %s share key %s", name, other, k)
 		}
 		seen[k] = name
+	}
+}
+
+// TestArtifactKey_SameForInlineAndReference: a document sent by reference
+// names the same artifact as the same document inline.
+func TestArtifactKey_SameForInlineAndReference(t *testing.T) {
+	html := "<!doctype html><p>" + strings.Repeat("long ", 10000)
+	sum := sha256.Sum256([]byte(html))
+	inline := Payload{V: 1, ManualID: "m", Version: "1", Source: Source{HTML: html}, Options: Options{Paper: "Letter"}}
+	ref := inline
+	ref.Source = Source{HTMLRef: &HTMLRef{SHA256: hex.EncodeToString(sum[:]), Bytes: len(html)}}
+	if err := ref.Validate(allowlist.List{}); err != nil {
+		t.Fatalf("a valid reference: %v", err)
+	}
+	if inline.ArtifactKey() != ref.ArtifactKey() {
+		t.Fatalf("keys differ: %s inline, %s by reference", inline.ArtifactKey(), ref.ArtifactKey())
 	}
 }

@@ -55,11 +55,17 @@ func validateIdentifier(field, v string) *FieldError {
 }
 
 func (s Source) validate(allowed allowlist.List) []error {
+	n := 0
+	for _, set := range []bool{s.URL != "", s.HTML != "", s.HTMLRef != nil} {
+		if set {
+			n++
+		}
+	}
 	switch {
-	case s.URL == "" && s.HTML == "":
+	case n == 0:
 		return []error{fieldErr("source", "one of source.url or source.html is required")}
-	case s.URL != "" && s.HTML != "":
-		return []error{fieldErr("source", "give source.url or source.html, not both")}
+	case n > 1:
+		return []error{fieldErr("source", "exactly one of source.url, source.html and source.html_ref: not both (nor all three)")}
 	case s.HTML != "":
 		if len(s.HTML) > MaxHTMLBytes {
 			return []error{fieldErr("source.html", "larger than %d bytes (2 MiB)", MaxHTMLBytes)}
@@ -68,6 +74,14 @@ func (s Source) validate(allowed allowlist.List) []error {
 			// JSON would turn the bad bytes into U+FFFD on the way to the
 			// worker: a different document under a different key.
 			return []error{fieldErr("source.html", "must be valid UTF-8 (convert the document, e.g. from Latin-1)")}
+		}
+		return nil
+	case s.HTMLRef != nil:
+		if len(s.HTMLRef.SHA256) != 64 || strings.Trim(s.HTMLRef.SHA256, "0123456789abcdef") != "" {
+			return []error{fieldErr("source.html_ref.sha256", "must be 64 lower-case hex digits")}
+		}
+		if s.HTMLRef.Bytes < 1 || s.HTMLRef.Bytes > MaxHTMLBytes {
+			return []error{fieldErr("source.html_ref.bytes", "must be between 1 and %d", MaxHTMLBytes)}
 		}
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/render"
@@ -44,6 +45,13 @@ type Gate interface {
 	ForgetStored(ctx context.Context, id, etag string) (bool, error)
 }
 
+// Sources holds the HTML documents that payloads name by reference
+// (htmlstore.Store).
+type Sources interface {
+	Get(ctx context.Context, ref spec.HTMLRef) (string, error)
+	Release(ctx context.Context, ref spec.HTMLRef) error
+}
+
 // Observer receives export outcomes for metrics.
 type Observer interface {
 	ExportDone(outcome string, d time.Duration) // rendered | reused | failed
@@ -61,6 +69,8 @@ type Config struct {
 	Namespace string
 	Logger    *slog.Logger
 	Observer  Observer
+	// Sources resolves source.html_ref; nil refuses such payloads.
+	Sources Sources
 	// Hostname goes into the artifact's metadata; default os.Hostname.
 	Hostname string
 }
@@ -101,7 +111,7 @@ var ErrStoredButMissing = errors.New("tasks: artifact announced as stored is mis
 const maxGatePasses = 5
 
 // ProcessTask implements asynq.Handler.
-func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
+func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 	start := time.Now()
 	p, err := spec.Decode(t.Payload())
 	if err == nil {
@@ -109,6 +119,22 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	}
 	taskID, _ := asynq.GetTaskID(ctx)
 	log := h.cfg.Logger.With("task_id", taskID)
+	if ref := p.Source.HTMLRef; err == nil && ref != nil {
+		// The document travelled beside the task. Its reference goes once
+		// the task is final, whatever the outcome; a retry needs it still.
+		defer func() { h.releaseSource(ctx, log, *ref, rerr) }()
+		var html string
+		html, err = h.source(ctx, *ref)
+		if err != nil && !errors.Is(err, spec.ErrInvalid) {
+			h.cfg.Observer.ExportDone("failed", time.Since(start))
+			log.Warn("reading the source document failed; retrying", "err", err)
+			return err
+		}
+		if err == nil {
+			p.Source = spec.Source{HTML: html}
+			err = p.Validate(h.cfg.AllowedHosts)
+		}
+	}
 	if err != nil {
 		err = redact.Error(err)
 		log.Warn("export rejected", "field", spec.FirstField(err), "err", err)
@@ -314,6 +340,40 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p spec.P
 		ArtifactKey: stored.Key, URL: stored.URL, ETag: stored.ETag, Bytes: stored.Size, Pages: stats.Pages,
 		Rendered: true, FailOpen: failOpen, RenderMS: renderMS, WaitedMS: waited.Milliseconds(),
 	}, nil
+}
+
+// source fetches a document named by reference. A document that is gone is
+// bad input (never retried); a Redis error is not.
+func (h *Handler) source(ctx context.Context, ref spec.HTMLRef) (string, error) {
+	if h.cfg.Sources == nil {
+		return "", &spec.FieldError{Field: "source.html_ref", Rule: "this worker has no store of source documents"}
+	}
+	html, err := h.cfg.Sources.Get(ctx, ref)
+	if errors.Is(err, htmlstore.ErrMissing) {
+		return "", &spec.FieldError{Field: "source.html_ref", Rule: fmt.Sprintf(
+			"the source document (sha256 %s) is gone: it expired before the export ran, or was deleted; enqueue the export again", ref.SHA256)}
+	}
+	return html, err
+}
+
+// releaseSource drops the task's reference to its source document once the
+// task is final: done, failed for good, or failed on its last attempt.
+func (h *Handler) releaseSource(ctx context.Context, log *slog.Logger, ref spec.HTMLRef, err error) {
+	if h.cfg.Sources == nil {
+		return
+	}
+	if err != nil && !errors.Is(err, asynq.SkipRetry) {
+		retried, _ := asynq.GetRetryCount(ctx)
+		maxRetry, _ := asynq.GetMaxRetry(ctx)
+		if retried < maxRetry {
+			return // another attempt will read it
+		}
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := h.cfg.Sources.Release(rctx, ref); err != nil {
+		log.Warn("releasing the source document failed; its TTL removes it", "sha256", ref.SHA256, "err", err)
+	}
 }
 
 // taskIDMeta is the artifact metadata naming the task that stored it.

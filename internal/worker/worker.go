@@ -24,6 +24,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/admin"
 	"github.com/pdfexport/pdfexport/internal/buildinfo"
 	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/logging"
 	"github.com/pdfexport/pdfexport/internal/redact"
@@ -201,12 +202,6 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w.opts.WrapGate != nil {
 		gate = w.opts.WrapGate(gate)
 	}
-	handler, err := tasks.NewHandler(tasks.Config{Store: store, Renderer: renderer, Gate: gate, AllowedHosts: cfg.Allowed,
-		Namespace: cfg.StorageURL, Logger: log, Observer: w.metrics, Hostname: w.opts.Hostname})
-	if err != nil {
-		return err
-	}
-
 	queueOpt, err := redisconn.QueueOpt(cfg)
 	if err != nil {
 		return err
@@ -219,9 +214,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("queue Redis: %T makes no go-redis client", queueOpt)
 	}
-	err = redisconn.Ping(ctx, queueRDB)
-	_ = queueRDB.Close()
-	if err != nil {
+	w.undo = append(w.undo, func() { _ = queueRDB.Close() })
+	if err := redisconn.Ping(ctx, queueRDB); err != nil {
 		return fmt.Errorf("%w: queue Redis %s: %s", ErrUnavailable, redisconn.Describe(cfg), redact.Text(err.Error()))
 	}
 	if err := redisconn.Ping(ctx, lockRDB); err != nil {
@@ -230,6 +224,13 @@ func (w *Worker) Start(ctx context.Context) error {
 		}
 		log.Warn("lock Redis unreachable at start; renders fail open until it answers", "redis", redisconn.DescribeLock(cfg), "err", redact.Text(err.Error()))
 	}
+	handler, err := tasks.NewHandler(tasks.Config{Store: store, Renderer: renderer, Gate: gate, AllowedHosts: cfg.Allowed,
+		Namespace: cfg.StorageURL, Logger: log, Observer: w.metrics, Hostname: w.opts.Hostname,
+		Sources: htmlstore.Store{RDB: queueRDB}}) // documents sent by reference live beside the tasks
+	if err != nil {
+		return err
+	}
+
 	w.base, w.stopTask = context.WithCancelCause(w.opts.BaseContext)
 	base := w.base
 	w.srv = asynq.NewServer(queueOpt, asynq.Config{

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -355,5 +357,110 @@ func TestWorker_SecretsStayOutOfLogsAndErrors(t *testing.T) {
 				t.Errorf("%s contain %s:\n%s", what, secret, text)
 			}
 		}
+	}
+}
+
+// recordingRenderer remembers the HTML it got, fails its first n renders
+// with a retryable error, and prints a stub PDF.
+type recordingRenderer struct {
+	stub     stubRenderer
+	mu       sync.Mutex
+	failures int
+	htmls    []string
+}
+
+func (r *recordingRenderer) Render(ctx context.Context, src render.Source, s spec.PrintSettings, sink func(context.Context, io.Reader) error) (render.Stats, error) {
+	r.mu.Lock()
+	r.htmls = append(r.htmls, src.HTML)
+	fail := r.failures > 0
+	r.failures--
+	r.mu.Unlock()
+	if fail {
+		return render.Stats{}, fmt.Errorf("%w: test: a flaky browser", render.ErrBrowserCrashed)
+	}
+	return r.stub.Render(ctx, src, s, sink)
+}
+
+// TestWorker_LargeHTMLTravelsBesideTheTask: a 300 KiB inline document is
+// stored compressed beside the task, survives a retry, reaches the renderer
+// intact, and is gone once the export completed; the completed task keeps a
+// few KiB of Redis, not the document. The same document twice is one copy.
+func TestWorker_LargeHTMLTravelsBesideTheTask(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	cfg := testConfig(t, redis.URL())
+	rr := &recordingRenderer{stub: stubRenderer{pdf: onePagePDF(t)}, failures: 1}
+	w := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Renderer: rr})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Shutdown)
+	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rdb := redis.Client()
+	html := "<!doctype html><p>" + strings.Repeat("A long manual page. ", 15000)
+	job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "m", Version: "1", HTML: html})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inline := (exportclient.Request{ManualID: "m", Version: "1", HTML: html}).Payload().ArtifactKey(); job.ArtifactKey != inline {
+		t.Errorf("artifact key %s by reference, %s inline", job.ArtifactKey, inline)
+	}
+	st, err := c.Wait(ctx, job.TaskID, 20*time.Millisecond)
+	if err != nil || st.State != exportclient.StateCompleted || st.Retried != 1 {
+		t.Fatalf("Wait = %+v, %v; want completed on the second attempt", st, err)
+	}
+	rr.mu.Lock()
+	got := rr.htmls
+	rr.mu.Unlock()
+	if len(got) != 2 || got[0] != html || got[1] != html {
+		t.Fatalf("the renderer got %d documents; want the whole document on both attempts", len(got))
+	}
+	if keys := rdb.Keys(ctx, "pdfexport:html:*").Val(); len(keys) != 0 {
+		t.Errorf("source copies left after the export completed: %v", keys)
+	}
+	if n := rdb.MemoryUsage(ctx, "asynq:{default}:t:"+job.TaskID).Val(); n > 8<<10 {
+		t.Errorf("the completed task takes %d bytes of Redis, want ≤ 8 KiB", n)
+	}
+}
+
+// TestWorker_MissingSourceFailsForGood: an export whose document is gone
+// (expired, deleted) fails at once with an error that says so; the
+// renderer never runs.
+func TestWorker_MissingSourceFailsForGood(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	cfg := testConfig(t, redis.URL())
+	rr := &recordingRenderer{stub: stubRenderer{pdf: onePagePDF(t)}}
+	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	html := "<!doctype html><p>" + strings.Repeat("gone ", 20000)
+	job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "m", Version: "1", HTML: html})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.Client()
+	for _, k := range rdb.Keys(ctx, "pdfexport:html:*").Val() {
+		rdb.Del(ctx, k)
+	}
+	w := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Renderer: rr})
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Shutdown)
+	st, err := c.Wait(ctx, job.TaskID, 20*time.Millisecond)
+	if err != nil || st.State != exportclient.StateFailed || st.Retried != 0 || !strings.Contains(st.Error, "source document") || !strings.Contains(st.Error, "gone") {
+		t.Fatalf("Wait = %+v, %v; want failed at once, saying the source document is gone", st, err)
+	}
+	if len(rr.htmls) != 0 {
+		t.Errorf("the renderer ran %d times", len(rr.htmls))
 	}
 }
