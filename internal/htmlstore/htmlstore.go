@@ -144,7 +144,9 @@ func Release(ctx context.Context, rdb redis.UniversalClient, ref spec.HTMLRef) e
 type Store struct{ RDB redis.UniversalClient }
 
 // Get is the package's Get on s.RDB.
-func (s Store) Get(ctx context.Context, ref spec.HTMLRef) (string, error) { return Get(ctx, s.RDB, ref) }
+func (s Store) Get(ctx context.Context, ref spec.HTMLRef) (string, error) {
+	return Get(ctx, s.RDB, ref)
+}
 
 // Release is the package's Release on s.RDB.
 func (s Store) Release(ctx context.Context, ref spec.HTMLRef) error { return Release(ctx, s.RDB, ref) }
