@@ -251,15 +251,20 @@ func startInProcFleet(ctx context.Context, e *benchEnv, name string, n int, ws w
 			f.stop()
 		}
 	}()
+	return f, f.startInProcWorkers(ctx, env, name, n, ws)
+}
+
+// startInProcWorkers adds n in-process workers to f, whose environment is env.
+func (f *fleet) startInProcWorkers(ctx context.Context, env []string, name string, n int, ws workerSpec) error {
 	f.rec = newRecorder()
 	logFile, err := os.Create(filepath.Join(f.dir, "workers.log"))
 	if err != nil {
-		return f, err
+		return err
 	}
 	f.cl.add(func() { logFile.Close() })
 	cfg, err := config.Load(env)
 	if err != nil {
-		return f, err
+		return err
 	}
 	cfg.AdminAddr = "" // n workers in one process cannot share one admin port
 	switch {
@@ -302,9 +307,9 @@ func startInProcFleet(ctx context.Context, e *benchEnv, name string, n int, ws w
 	}
 	wg.Wait()
 	if err := errors.Join(startErrs...); err != nil {
-		return f, fmt.Errorf("starting in-process workers: %w", err)
+		return fmt.Errorf("starting in-process workers: %w", err)
 	}
-	return f, nil
+	return nil
 }
 
 // startBinaryFleet starts n bin/worker processes with production defaults.

@@ -53,6 +53,7 @@ type report struct {
 	pipeline pipelineResult
 	goSpec   goSpecResult
 	distinct *distinctResult
+	capacity *capacityResult
 }
 
 // row is one line of the summary table.
@@ -179,6 +180,9 @@ func (r *report) rows() []row {
 	}
 	if r.distinct != nil {
 		rows = append(rows, r.distinct.rows()...)
+	}
+	if r.capacity != nil {
+		rows = append(rows, r.capacity.rows()...)
 	}
 	return rows
 }
@@ -366,6 +370,16 @@ whole machine's busy time over a burst from `+"`/proc/stat`"+` (not steal), minu
 measured before the section, minus what the other systems' idle processes used meanwhile
 (`+"`proctree.CPU`"+`: own and reaped children); the breakdown by process shows where it goes. Expect
 ±10 %% between runs on this machine: its speed drifts.
+
+**8. Redis capacity of inline HTML.** The Go specification as inline HTML, a distinct copy per export
+(an HTML comment with its number, so no two share a stored document), N exports enqueued with no worker
+running, then completed by one in-process worker with the stub renderer (Redis is what is measured).
+Bytes per export = the change of the sum of `+"`MEMORY USAGE`"+` over every key of the fleet's own database, over the N, pending (after enqueue) and
+completed (after every task completed and the workers stopped, so only what RESULT_RETENTION keeps is
+left), plus `+"`MEMORY USAGE`"+` of one completed task's hash. Baseline, same run: the same exports with the
+document inside the task (`+"`exportclient.Config.HTMLByReference: -1`"+`, the behaviour before). Enqueue latency
+of a 2 MiB document: `+"`exportclient.Enqueue`"+` and `+"`POST /v1/exports`"+` of `+"`internal/api`"+` over loopback,
+distinct documents.
 
 **6. A long document.** %[8]s wrapped in a `+"`<html>`"+` with a title, printed with
 `+"`outline: true`"+` (which implies a tagged PDF) by `+"`Renderer.Render`"+` on the warm renderer of 4,

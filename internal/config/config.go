@@ -61,6 +61,7 @@ type Config struct {
 	MaxRetry          int           `env:"MAX_RETRY" envDefault:"5" help:"Retries of a failed export before it is archived."`
 	TaskTimeout       time.Duration `env:"TASK_TIMEOUT" envDefault:"10m" help:"Overall deadline of one export task, waiting for another worker's render included."`
 	ResultRetention   time.Duration `env:"RESULT_RETENTION" envDefault:"24h" help:"How long finished tasks and their results stay readable (status, --wait, GET /v1/exports/{id})."`
+	SourceTTL         time.Duration `env:"SOURCE_TTL" envDefault:"48h" help:"How long an inline HTML document of 32 KiB or more, stored beside its export task, survives when its export never finishes (it is deleted as soon as its last export is final). Longer than the longest queue wait plus all retries."`
 
 	LockTTL         time.Duration `env:"LOCK_TTL" envDefault:"30s" help:"Render lock lease; renewed every third of it while rendering."`
 	LockWaitTimeout time.Duration `env:"LOCK_WAIT_TIMEOUT" envDefault:"5m" help:"Longest a task waits for another worker's render before it is retried."`
@@ -254,6 +255,7 @@ func (c *Config) validate() []VarError {
 		{"TASK_TIMEOUT", c.TaskTimeout, time.Second, 24 * time.Hour},
 		{"TASK_CHECK_INTERVAL", c.TaskCheckInterval, 10 * time.Millisecond, time.Minute},
 		{"RESULT_RETENTION", c.ResultRetention, time.Minute, 90 * 24 * time.Hour},
+		{"SOURCE_TTL", c.SourceTTL, time.Hour, 90 * 24 * time.Hour},
 		{"LOCK_TTL", c.LockTTL, 100 * time.Millisecond, time.Hour},
 		{"LOCK_WAIT_TIMEOUT", c.LockWaitTimeout, 100 * time.Millisecond, 24 * time.Hour},
 		{"LOCK_GRACE", c.LockGrace, time.Second, 7 * 24 * time.Hour},

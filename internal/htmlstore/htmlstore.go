@@ -95,7 +95,7 @@ func Put(ctx context.Context, rdb redis.UniversalClient, html string, ttl time.D
 	}
 	ref := Ref(html)
 	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression) // 3.7× on the Go spec; BestSpeed 2.9×
 	_, _ = io.WriteString(zw, html)
 	if err := zw.Close(); err != nil {
 		return spec.HTMLRef{}, err

@@ -176,7 +176,7 @@ func ExportClient(c config.Config) (*exportclient.Client, error) {
 		queue = slices.MaxFunc(queues, func(a, b string) int { return c.QueueWeights[a] - c.QueueWeights[b] })
 	}
 	return exportclient.New(exportclient.Config{Redis: opt, AllowedHosts: c.AllowedHosts, MaxRetry: maxRetry,
-		Timeout: c.TaskTimeout, Retention: c.ResultRetention, Queues: queues, Queue: queue})
+		Timeout: c.TaskTimeout, Retention: c.ResultRetention, Queues: queues, Queue: queue, SourceTTL: c.SourceTTL})
 }
 
 // Describe names the Redis deployment of c for messages: hosts and master
