@@ -99,7 +99,7 @@ func scenarioCapacity(ctx context.Context, e *benchEnv, rep *report) error {
 		return err
 	}
 	defer inline.Close()
-	srv := httptest.NewServer(api.New(f.client, "", slog.New(slog.DiscardHandler)))
+	srv := httptest.NewServer(api.New(api.Config{Client: f.client, Logger: slog.New(slog.DiscardHandler)}))
 	defer srv.Close()
 	big := twoMiB()
 	for i := range samples {

@@ -183,6 +183,7 @@ type fleet struct {
 	client   *exportclient.Client
 	insp     *asynq.Inspector
 	rdb      *redis.Client // the fleet's database, for cheap state polls
+	env      []string      // the workers' environment (the CLI reads the same)
 
 	rec     *recorder        // in-process fleets
 	workers []*worker.Worker // in-process fleets
@@ -219,7 +220,7 @@ func (e *benchEnv) newFleet(name string) (*fleet, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	f := &fleet{name: name, dir: dir, queueOpt: queueOpt}
+	f := &fleet{name: name, dir: dir, queueOpt: queueOpt, env: env}
 	// The public client with its production defaults (queue "default",
 	// retention 24h, 5 retries).
 	f.client, err = exportclient.New(exportclient.Config{Redis: queueOpt})

@@ -54,6 +54,7 @@ type report struct {
 	goSpec   goSpecResult
 	distinct *distinctResult
 	capacity *capacityResult
+	delivery *deliveryResult
 }
 
 // row is one line of the summary table.
@@ -183,6 +184,9 @@ func (r *report) rows() []row {
 	}
 	if r.capacity != nil {
 		rows = append(rows, r.capacity.rows()...)
+	}
+	if r.delivery != nil {
+		rows = append(rows, r.delivery.rows()...)
 	}
 	return rows
 }
@@ -380,6 +384,14 @@ left), plus `+"`MEMORY USAGE`"+` of one completed task's hash. Baseline, same ru
 document inside the task (`+"`exportclient.Config.HTMLByReference: -1`"+`, the behaviour before). Enqueue latency
 of a 2 MiB document: `+"`exportclient.Enqueue`"+` and `+"`POST /v1/exports`"+` of `+"`internal/api`"+` over loopback,
 distinct documents.
+
+**9. The way back to the client.** Cache hits of a small page, N of each kind taking turns with random
+gaps. The CLI: `+"`enqueue export --html-file F --wait --json`"+` run as a process against the worker
+processes, timed from process start to exit; baseline, same fleet, a bare asynq client (`+"`asynq.Client`"+`
+enqueue, `+"`Inspector.GetTaskInfo`"+` every 50 ms, in this process). Completion → client: one in-process worker
+whose middleware notes when the handler returned; the client's answer comes through the HTTP long-poll
+of `+"`internal/api`"+` (loopback), through a `+"`GET /v1/exports/{id}`"+` every 100 ms (an API server without
+long-poll), or through `+"`exportclient.Wait`"+`.
 
 **6. A long document.** %[8]s wrapped in a `+"`<html>`"+` with a title, printed with
 `+"`outline: true`"+` (which implies a tagged PDF) by `+"`Renderer.Render`"+` on the warm renderer of 4,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
+	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -63,12 +64,19 @@ type Request struct {
 	Options   Options
 	Force     bool   // re-render even if the artifact is stored
 	RequestID string // optional caller correlation id, logged by the worker
+	// CallbackURL, when set, is POSTed the outcome once the export is final
+	// (host on CALLBACK_ALLOWED_HOSTS; verify it with VerifyCallback).
+	CallbackURL string
 }
 
 // Payload converts the request to the task payload.
 func (r Request) Payload() Payload {
-	return Payload{V: spec.PayloadVersion, ManualID: r.ManualID, Version: r.Version,
+	p := Payload{V: spec.PayloadVersion, ManualID: r.ManualID, Version: r.Version,
 		Source: spec.Source{URL: r.URL, HTML: r.HTML}, Options: r.Options, Force: r.Force, RequestID: r.RequestID}
+	if r.CallbackURL != "" {
+		p.Callback = &spec.Callback{URL: r.CallbackURL}
+	}
+	return p
 }
 
 // DecodePayload parses a JSON payload strictly (unknown fields rejected).
@@ -78,7 +86,10 @@ func DecodePayload(b []byte) (Payload, error) { return spec.Decode(b) }
 type Config struct {
 	Redis        asynq.RedisConnOpt // required
 	AllowedHosts string             // the worker's ALLOWED_HOSTS; URLs elsewhere are rejected before enqueue
-	Queue        string             // default "default"
+	// CallbackAllowedHosts is the worker's CALLBACK_ALLOWED_HOSTS; a callback
+	// elsewhere is rejected before enqueue. Empty: callbacks are refused.
+	CallbackAllowedHosts string
+	Queue                string // default "default"
 	// Queues are the queues the workers serve (their QUEUES); a task on any
 	// other would never be picked up, so Enqueue refuses it. Default: the
 	// worker's default, critical, default and batch.
@@ -92,18 +103,23 @@ type Config struct {
 	// finish (deleted tasks). It must exceed the longest queue wait plus all
 	// retries. Default 48h.
 	SourceTTL time.Duration
-	MaxRetry  int           // default 5; -1 for none
-	Timeout   time.Duration // per-attempt deadline of the task, default 10m
-	Retention time.Duration // how long the result stays readable, default 24h
+	// CallbackMaxRetry is the workers' CALLBACK_MAX_RETRY, for the callback
+	// of an export this client cancels before a worker took it. Default 20.
+	CallbackMaxRetry int
+	MaxRetry         int           // default 5; -1 for none
+	Timeout          time.Duration // per-attempt deadline of the task, default 10m
+	Retention        time.Duration // how long the result stays readable, default 24h
 }
 
 // Client enqueues exports and reads their state. Safe for concurrent use.
 type Client struct {
 	cfg       Config
-	allowed   allowlist.List
+	hosts     spec.Hosts
 	client    *asynq.Client
 	inspector *asynq.Inspector
-	rdb       redis.UniversalClient // Wait's light polls
+	rdb       redis.UniversalClient // Wait's light polls, cancel markers
+	finals    *outcome.Listener     // Wait wakes on announced outcomes
+	reporter  outcome.Reporter      // outcomes of exports canceled before a worker took them
 }
 
 // New returns a Client. Close it when done.
@@ -111,9 +127,13 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Redis == nil {
 		return nil, errors.New("exportclient: Config.Redis is required")
 	}
-	allowed, err := allowlist.Parse(cfg.AllowedHosts)
+	sources, err := allowlist.Parse(cfg.AllowedHosts)
 	if err != nil {
 		return nil, fmt.Errorf("exportclient: AllowedHosts: %w", err)
+	}
+	callbacks, err := allowlist.Parse(cfg.CallbackAllowedHosts)
+	if err != nil {
+		return nil, fmt.Errorf("exportclient: CallbackAllowedHosts: %w", err)
 	}
 	if cfg.Queue == "" {
 		cfg.Queue = "default"
@@ -146,16 +166,22 @@ func New(cfg Config) (*Client, error) {
 	if !ok {
 		return nil, fmt.Errorf("exportclient: Config.Redis (%T) does not make a go-redis client", cfg.Redis)
 	}
-	return &Client{cfg: cfg, allowed: allowed, client: asynq.NewClient(cfg.Redis), inspector: asynq.NewInspector(cfg.Redis), rdb: rdb}, nil
+	if cfg.CallbackMaxRetry == 0 {
+		cfg.CallbackMaxRetry = 20
+	}
+	client := asynq.NewClient(cfg.Redis)
+	return &Client{cfg: cfg, hosts: spec.Hosts{Sources: sources, Callbacks: callbacks}, client: client,
+		inspector: asynq.NewInspector(cfg.Redis), rdb: rdb, finals: outcome.NewListener(rdb),
+		reporter: outcome.Reporter{RDB: rdb, Client: client, CallbackMaxRetry: cfg.CallbackMaxRetry, Retention: cfg.Retention}}, nil
 }
 
 // Close releases the Redis connections.
 func (c *Client) Close() error {
-	return errors.Join(c.client.Close(), c.inspector.Close(), c.rdb.Close())
+	return errors.Join(c.finals.Close(), c.client.Close(), c.inspector.Close(), c.rdb.Close())
 }
 
-// Validate checks a payload with the worker's rules and this client's allowlist.
-func (c *Client) Validate(p Payload) error { return p.Validate(c.allowed) }
+// Validate checks a payload with the worker's rules and this client's allowlists.
+func (c *Client) Validate(p Payload) error { return p.Validate(c.hosts) }
 
 // EnqueueOption changes one enqueue.
 type EnqueueOption func(*enqueueSettings)
@@ -216,126 +242,29 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	return Enqueued{TaskID: info.ID, Queue: info.Queue, ArtifactKey: key}, nil
 }
 
-// State of an export.
-type State string
+// VerifyCallback checks a callback request: header is its
+// Pdfexport-Signature, body the raw request body, secret the workers'
+// CALLBACK_SECRET. It fails (errors.Is ErrBadSignature) unless the body was
+// signed with the secret within tolerance of now (0: 5 minutes), which
+// refuses forged and replayed deliveries. Use Pdfexport-Delivery to drop a
+// delivery seen before: callbacks are delivered at least once.
+func VerifyCallback(secret []byte, header string, body []byte, tolerance time.Duration) error {
+	return spec.VerifyCallback(secret, header, body, tolerance, time.Now())
+}
 
-// States. Pending, Active and Retry are on their way; Completed and Failed are final.
-const (
-	StatePending   State = "pending"
-	StateActive    State = "active"
-	StateRetry     State = "retry"
-	StateScheduled State = "scheduled"
-	StateCompleted State = "completed"
-	StateFailed    State = "failed" // archived by asynq after its last retry or on bad input
+// Callback types and headers, for receivers.
+type (
+	// Final is the JSON body of a callback: the export's final outcome.
+	Final = spec.Final
+	// Callback asks for the outcome to be POSTed (Request.Callback).
+	Callback = spec.Callback
 )
 
-// Status is what is known about an export.
-type Status struct {
-	TaskID   string  `json:"task_id"`
-	Queue    string  `json:"queue"`
-	State    State   `json:"state"`
-	Result   *Result `json:"result,omitempty"`
-	Error    string  `json:"error,omitempty"`
-	Retried  int     `json:"retried"`
-	MaxRetry int     `json:"max_retry"`
-}
+// Callback headers and errors.
+const (
+	SignatureHeader = spec.SignatureHeader
+	DeliveryHeader  = spec.DeliveryHeader
+)
 
-// Final reports whether the export will not change state any more.
-func (s Status) Final() bool { return s.State == StateCompleted || s.State == StateFailed }
-
-// Status returns the state of a task, searching every queue.
-func (c *Client) Status(ctx context.Context, taskID string) (Status, error) {
-	if err := ctx.Err(); err != nil {
-		return Status{}, err
-	}
-	queues, err := c.inspector.Queues()
-	if err != nil {
-		return Status{}, fmt.Errorf("%w: listing queues: %w", ErrUnavailable, err)
-	}
-	for _, q := range queues {
-		info, err := c.inspector.GetTaskInfo(q, taskID)
-		if errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
-			continue
-		}
-		if err != nil {
-			return Status{}, fmt.Errorf("%w: reading task %s: %w", ErrUnavailable, taskID, err)
-		}
-		return statusOf(info)
-	}
-	return Status{}, fmt.Errorf("%w: %s", ErrNotFound, taskID)
-}
-
-func statusOf(info *asynq.TaskInfo) (Status, error) {
-	s := Status{TaskID: info.ID, Queue: info.Queue, Error: info.LastErr, Retried: info.Retried, MaxRetry: info.MaxRetry}
-	switch info.State {
-	case asynq.TaskStateCompleted:
-		s.State, s.Error = StateCompleted, ""
-		if len(info.Result) > 0 {
-			var res Result
-			if err := spec.DecodeResult(info.Result, &res); err != nil {
-				return s, fmt.Errorf("exportclient: task %s has a malformed result: %w", info.ID, err)
-			}
-			s.Result = &res
-		}
-	case asynq.TaskStateArchived:
-		s.State = StateFailed
-	case asynq.TaskStateActive:
-		s.State = StateActive
-	case asynq.TaskStateRetry:
-		s.State = StateRetry
-	case asynq.TaskStateScheduled:
-		s.State = StateScheduled
-	default:
-		s.State = StatePending
-	}
-	return s, nil
-}
-
-// Wait polls until the export is final or ctx ends, every interval (default
-// 100ms). A task in retry keeps being waited for. It reads the whole task once
-// to learn its queue and again once it is final; in between each poll reads
-// only the task's state (one HGET of a few bytes), not its payload, which
-// for inline HTML can be hundreds of kilobytes.
-func (c *Client) Wait(ctx context.Context, taskID string, interval time.Duration) (Status, error) {
-	if interval <= 0 {
-		interval = 100 * time.Millisecond
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	var s Status
-	var err error
-	full := true // read the whole task: first poll, unknown queue, or a final state
-	for {
-		if full {
-			s, err = c.Status(ctx, taskID)
-			if err != nil && !errors.Is(err, ErrUnavailable) {
-				return s, err
-			}
-			if err == nil && s.Final() {
-				return s, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			if err != nil {
-				return s, err
-			}
-			return s, fmt.Errorf("waiting for %s (state %s): %w", taskID, s.State, ctx.Err())
-		case <-t.C:
-		}
-		full = s.Queue == "" || c.finalOrGone(ctx, s.Queue, taskID)
-	}
-}
-
-// finalOrGone reads only the state field of asynq's task hash. It answers
-// true when the state is final (completed, archived), when the task is gone
-// (retention ended, deleted) and when the read fails, so that the caller
-// reads the whole task and reports exactly what happened.
-func (c *Client) finalOrGone(ctx context.Context, queue, taskID string) bool {
-	state, err := c.rdb.HGet(ctx, taskKey(queue, taskID), "state").Result()
-	return err != nil || state == "completed" || state == "archived"
-}
-
-// taskKey is asynq's Redis hash of a task (asynq/internal/base.TaskKey);
-// TestTaskKey_IsAsynqs checks it against a task asynq enqueued.
-func taskKey(queue, taskID string) string { return "asynq:{" + queue + "}:t:" + taskID }
+// ErrBadSignature matches every VerifyCallback failure.
+var ErrBadSignature = spec.ErrBadSignature

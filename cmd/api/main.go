@@ -25,9 +25,10 @@ import (
 
 // Exit codes.
 const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitUnavailable = 3 // artifact storage could not be opened
 )
 
 func main() {
@@ -63,10 +64,13 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return exitUsage
 	}
 	defer client.Close()
-	switch err := api.Serve(ctx, cfg.APIAddr, api.New(client, cfg.APIToken, log), log); {
+	switch err := api.Run(ctx, cfg, cfg.APIAddr, client, log); {
 	case errors.Is(err, api.ErrListen):
 		fmt.Fprintf(stderr, "api: API_ADDR: %v\n", err)
 		return exitUsage
+	case errors.Is(err, api.ErrStorage):
+		fmt.Fprintf(stderr, "api: %v\n", err)
+		return exitUnavailable
 	case err != nil:
 		log.Error("api stopped", "err", err)
 		return exitFailure

@@ -52,7 +52,7 @@ func TestBinary_ServesTheAPIAndStopsOnSIGTERM(t *testing.T) {
 	redis := testsupport.StartRedis(t)
 	addr := "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t))
 	cmd := exec.Command(filepath.Join(testsupport.Binaries(t), "api"))
-	cmd.Env = []string{"REDIS_URL=" + redis.URL(), "API_ADDR=" + addr, "API_TOKEN=t0k", "ALLOWED_HOSTS=docs.example.com", "LOG_FORMAT=text"}
+	cmd.Env = []string{"REDIS_URL=" + redis.URL(), "API_ADDR=" + addr, "API_TOKEN=t0k", "STORAGE_URL=file://" + t.TempDir(), "ALLOWED_HOSTS=docs.example.com", "LOG_FORMAT=text"}
 	var logs harness.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {

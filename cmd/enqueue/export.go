@@ -77,6 +77,7 @@ func runExport(ctx context.Context, e env, args []string) int {
 	fs.BoolVar(&req.Options.PreferCSSPageSize, "prefer-css-page-size", false, "let CSS @page size win over --paper")
 	fs.BoolVar(&req.Force, "force", false, "re-render even if this artifact is already stored")
 	fs.StringVar(&req.RequestID, "request-id", "", "correlation id logged by the worker")
+	fs.StringVar(&req.CallbackURL, "callback", "", "POST the outcome here once the export is final (host on CALLBACK_ALLOWED_HOSTS)")
 	fs.StringVar(&queue, "queue", "default", "queue: critical, default or batch")
 	fs.Var(&wait, "wait", "wait for the result (--wait waits up to 10m, --wait=DUR up to DUR)")
 	fs.BoolVar(&jsonOut, "json", false, "print JSON (the result document with --wait)")
@@ -113,7 +114,7 @@ func runExport(ctx context.Context, e env, args []string) int {
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait.d)
 	defer cancel()
-	st, err := client.Wait(wctx, enqueued.TaskID, 50*time.Millisecond)
+	st, err := client.Wait(wctx, enqueued.TaskID, time.Second) // wakes on the worker's announcement; polls every second besides
 	if err != nil {
 		fmt.Fprintf(e.stderr, "enqueue export: task %s: %v\n", enqueued.TaskID, err)
 		if errors.Is(err, exportclient.ErrUnavailable) {
@@ -126,8 +127,8 @@ func runExport(ctx context.Context, e env, args []string) int {
 
 // printFinal prints a final status: the result document on success.
 func printFinal(e env, st exportclient.Status, jsonOut bool) int {
-	if st.State == exportclient.StateFailed {
-		fmt.Fprintf(e.stderr, "enqueue: task %s failed: %s\n", st.TaskID, st.Error)
+	if st.State == exportclient.StateFailed || st.State == exportclient.StateCanceled {
+		fmt.Fprintf(e.stderr, "enqueue: task %s %s: %s\n", st.TaskID, st.State, st.Error)
 		return exitFailed
 	}
 	if st.Result == nil {

@@ -64,6 +64,8 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		return runExport(ctx, e, args[1:])
 	case "status":
 		return runStatus(ctx, e, args[1:])
+	case "cancel":
+		return runCancel(ctx, e, args[1:])
 	case "batch":
 		return runBatch(ctx, e, args[1:])
 	case "serve":
@@ -81,6 +83,8 @@ func usage(w io.Writer) {
 Usage:
   enqueue export --manual ID --version V (--url URL | --html-file F) [options]
   enqueue status TASK_ID [--json]
+  enqueue cancel TASK_ID [--json]             stop an export: removed if not started, its render
+                                              stopped if running; exit 1 if it was final already
   enqueue batch --file F.csv|- [--rate N/s] [--force] [--wait[=DUR]] [--queue batch]
                                               CSV columns manual_id,version,url
   enqueue serve [--addr ADDR]                 the HTTP API of bin/api (default API_ADDR)

@@ -28,10 +28,13 @@ func runServe(ctx context.Context, e env, args []string) int {
 		return exitInvalid
 	}
 	log := logging.New(e.stderr, cfg.LogLevel, cfg.LogFormat)
-	switch err := api.Serve(ctx, *addr, api.New(client, cfg.APIToken, log), log); {
+	switch err := api.Run(ctx, cfg, *addr, client, log); {
 	case errors.Is(err, api.ErrListen):
 		fmt.Fprintf(e.stderr, "enqueue serve: --addr: %v\n", err)
 		return exitInvalid
+	case errors.Is(err, api.ErrStorage):
+		fmt.Fprintf(e.stderr, "enqueue serve: %v\n", err)
+		return exitUnavailable
 	case err != nil:
 		fmt.Fprintf(e.stderr, "enqueue serve: %v\n", err)
 		return exitFailed

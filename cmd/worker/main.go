@@ -58,6 +58,9 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return exitUsage
 	}
 	cfg, err := config.Load(environ)
+	if err == nil {
+		err = cfg.CheckWorker()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "worker: %v\n", err)
 		return exitUsage

@@ -30,6 +30,7 @@ type Metrics struct {
 	lockLost        prometheus.Counter
 	storageBytes    *prometheus.CounterVec
 	browserRestarts prometheus.Counter
+	callbacks       *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics, plus Go and process collectors, on a
@@ -56,18 +57,26 @@ func NewMetrics() *Metrics {
 			Help: "Bytes written to or read from artifact storage, by op."}, []string{"op"}),
 		browserRestarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "pdfexport_browser_restarts_total",
 			Help: "Chromium restarts after a crash or recycling."}),
+		callbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pdfexport_callbacks_total",
+			Help: "Callback delivery attempts, by outcome (delivered, retry: the receiver refused or was unreachable, refused: not allowed, never retried)."}, []string{"outcome"}),
 	}
 	r.MustRegister(m.exports, m.exportSeconds, m.renders, m.renderSeconds, m.lockAcquire, m.lockWait, m.lockLost,
-		m.storageBytes, m.browserRestarts,
+		m.storageBytes, m.browserRestarts, m.callbacks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, o := range []string{"rendered", "reused", "failed"} {
 		m.exports.WithLabelValues(o)
+	}
+	for _, o := range []string{"delivered", "retry", "refused"} {
+		m.callbacks.WithLabelValues(o)
 	}
 	for _, r := range []string{"acquired", "contended", "fail_open"} {
 		m.lockAcquire.WithLabelValues(r)
 	}
 	return m
 }
+
+// CallbackDone implements callback.Observer.
+func (m *Metrics) CallbackDone(outcome string) { m.callbacks.WithLabelValues(outcome).Inc() }
 
 // ExportDone implements tasks.Observer.
 func (m *Metrics) ExportDone(outcome string, d time.Duration) {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -24,7 +25,7 @@ func newTestAPI(t *testing.T, redisAddr, token string) *httptest.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	srv := httptest.NewServer(New(c, token, slog.New(slog.DiscardHandler)))
+	srv := httptest.NewServer(New(Config{Client: c, Token: token, Logger: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -84,6 +85,14 @@ func TestAPI_Rejections(t *testing.T) {
 		{"oversize", "POST", "/v1/exports", "s3cret", `{"v":1,"source":{"html":"` + strings.Repeat("a", spec.MaxPayloadBytes) + `"}}`, http.StatusRequestEntityTooLarge, "payload"},
 		{"unknown task", "GET", "/v1/exports/nope", "s3cret", "", http.StatusNotFound, ""},
 		{"queue no worker serves", "POST", "/v1/exports?queue=anything", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"}}`, http.StatusBadRequest, "queue"},
+		{"callbacks not allowed", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"callback":{"url":"https://evil.example.net/h"}}`, http.StatusBadRequest, "callback.url"},
+		{"callback to metadata", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"callback":{"url":"http://169.254.169.254/latest"}}`, http.StatusBadRequest, "callback.url"},
+		{"wait not a duration", "GET", "/v1/exports/nope?wait=soon", "s3cret", "", http.StatusBadRequest, "wait"},
+		{"wait too long", "GET", "/v1/exports/nope?wait=5m", "s3cret", "", http.StatusBadRequest, "wait"},
+		{"long-poll unknown task", "GET", "/v1/exports/nope?wait=1s", "s3cret", "", http.StatusNotFound, ""},
+		{"cancel unknown task", "DELETE", "/v1/exports/nope", "s3cret", "", http.StatusNotFound, ""},
+		{"pdf without storage", "GET", "/v1/exports/nope/pdf", "s3cret", "", http.StatusNotImplemented, ""},
+		{"pdf without token", "GET", "/v1/exports/nope/pdf", "", "", http.StatusUnauthorized, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,6 +107,44 @@ func TestAPI_Rejections(t *testing.T) {
 				t.Fatalf("field %v, want %s (%v)", body["field"], tt.wantField, body)
 			}
 		})
+	}
+}
+
+// TestAPI_LongPollWakesOnCancel: a long-poll on a pending export answers
+// as soon as another client cancels it (200 canceled), long before its
+// wait ends; the PDF of a canceled export is a 409; cancel again is a 409.
+func TestAPI_LongPollWakesOnCancel(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	srv := newTestAPI(t, redis.Addr(), "")
+	code, body := do(t, "POST", srv.URL+"/v1/exports", "", `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"}}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST: %d %v", code, body)
+	}
+	id := body["task_id"].(string)
+	type answer struct {
+		code int
+		body map[string]any
+		took time.Duration
+	}
+	polled := make(chan answer, 1)
+	go func() {
+		start := time.Now()
+		code, body := do(t, "GET", srv.URL+"/v1/exports/"+id+"?wait=20", "", "")
+		polled <- answer{code, body, time.Since(start)}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if code, body := do(t, "DELETE", srv.URL+"/v1/exports/"+id, "", ""); code != http.StatusOK || body["state"] != "canceled" {
+		t.Fatalf("DELETE: %d %v", code, body)
+	}
+	a := <-polled
+	if a.code != http.StatusOK || a.body["state"] != "canceled" || a.took > 10*time.Second {
+		t.Fatalf("long-poll: %d %v after %s", a.code, a.body, a.took)
+	}
+	if code, body := do(t, "DELETE", srv.URL+"/v1/exports/"+id, "", ""); code != http.StatusConflict || body["state"] != "canceled" {
+		t.Errorf("second DELETE: %d %v, want 409 canceled", code, body)
+	}
+	if code, body := do(t, "GET", srv.URL+"/v1/exports/"+id+"?wait=1s", "", ""); code != http.StatusOK || body["state"] != "canceled" {
+		t.Errorf("status: %d %v", code, body)
 	}
 }
 

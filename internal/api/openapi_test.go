@@ -70,6 +70,7 @@ func TestOpenAPI_SchemasMatchContract(t *testing.T) {
 	for schema, typ := range map[string]reflect.Type{
 		"Payload": reflect.TypeOf(spec.Payload{}),
 		"Result":  reflect.TypeOf(spec.Result{}),
+		"Final":   reflect.TypeOf(spec.Final{}),
 	} {
 		var documented []string
 		for name := range doc.Components.Schemas[schema].Properties {

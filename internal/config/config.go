@@ -77,12 +77,19 @@ type Config struct {
 	LogFormat         string        `env:"LOG_FORMAT" envDefault:"json" help:"json or text."`
 	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"How long a stopping worker lets renders in flight finish."`
 
-	APIAddr  string `env:"API_ADDR" envDefault:"127.0.0.1:8080" help:"Listen address of bin/api, the HTTP enqueue API."`
-	APIToken string `env:"API_TOKEN" help:"Bearer token required by the HTTP enqueue API (bin/api) (empty: no authentication; bind to a private address)."`
+	APIAddr      string `env:"API_ADDR" envDefault:"127.0.0.1:8080" help:"Listen address of bin/api, the HTTP enqueue API."`
+	APIToken     string `env:"API_TOKEN" help:"Bearer token required by the HTTP enqueue API (bin/api) (empty: no authentication; bind to a private address)."`
+	APIPublicURL string `env:"API_PUBLIC_URL" help:"Base URL at which API servers reach bin/api, e.g. https://pdf.internal.example.com; set on workers, results and callbacks carry download_url = <it>/v1/exports/{id}/pdf."`
+
+	CallbackAllowedHosts string        `env:"CALLBACK_ALLOWED_HOSTS" help:"Hosts callback.url may name (same syntax and address rules as ALLOWED_HOSTS); empty refuses callbacks. Set on workers and on every enqueuer."`
+	CallbackSecret       string        `env:"CALLBACK_SECRET" help:"HMAC-SHA256 key signing callbacks (Pdfexport-Signature), at least 16 bytes; required on workers when CALLBACK_ALLOWED_HOSTS is set. Enqueuers do not need it."`
+	CallbackTimeout      time.Duration `env:"CALLBACK_TIMEOUT" envDefault:"10s" help:"Deadline of one callback POST (connect, send, response header)."`
+	CallbackMaxRetry     int           `env:"CALLBACK_MAX_RETRY" envDefault:"20" help:"Retries of a callback the receiver did not accept (non-2xx, network error), backing off from 1s to 1h: about 9 hours of attempts."`
 
 	// Parsed forms, filled by Load.
-	Allowed      allowlist.List `env:"-"`
-	QueueWeights map[string]int `env:"-"`
+	Allowed         allowlist.List `env:"-"`
+	CallbackAllowed allowlist.List `env:"-"`
+	QueueWeights    map[string]int `env:"-"`
 }
 
 // VarError is one bad variable and why.
@@ -104,6 +111,16 @@ func (e *Error) Error() string {
 		lines[i] = "  " + v.Error()
 	}
 	return "invalid configuration:\n" + strings.Join(lines, "\n")
+}
+
+// CheckWorker adds the rules only a worker needs: it signs callbacks, so
+// it must hold CALLBACK_SECRET when callbacks are allowed. The result is an
+// *Error (exit 2) or nil.
+func (c Config) CheckWorker() error {
+	if !c.CallbackAllowed.Empty() && c.CallbackSecret == "" {
+		return &Error{Vars: []VarError{{Var: "CALLBACK_SECRET", Reason: "required on a worker when CALLBACK_ALLOWED_HOSTS is set (it signs the callbacks)"}}}
+	}
+	return nil
 }
 
 // Load reads the configuration from environ (os.Environ() form) and
@@ -220,6 +237,25 @@ func (c *Config) validate() []VarError {
 		bad("ALLOWED_HOSTS", "%v", err)
 	}
 	c.Allowed = allowed
+	callbacks, err := allowlist.Parse(c.CallbackAllowedHosts)
+	if err != nil {
+		bad("CALLBACK_ALLOWED_HOSTS", "%v", err)
+	}
+	c.CallbackAllowed = callbacks
+	if c.CallbackSecret != "" && len(c.CallbackSecret) < 16 {
+		bad("CALLBACK_SECRET", "must be at least 16 bytes (e.g. openssl rand -hex 32)")
+	}
+	if c.CallbackTimeout <= 0 || c.CallbackTimeout > 5*time.Minute {
+		bad("CALLBACK_TIMEOUT", "must be between 1ms and 5m")
+	}
+	if c.CallbackMaxRetry < 0 || c.CallbackMaxRetry > 100 {
+		bad("CALLBACK_MAX_RETRY", "must be between 0 and 100")
+	}
+	if c.APIPublicURL != "" {
+		if u, err := url.Parse(c.APIPublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+			bad("API_PUBLIC_URL", "must be an http(s) base URL without credentials or query, like https://pdf.internal.example.com")
+		}
+	}
 	weights, err := ParseQueues(c.Queues)
 	if err != nil {
 		bad("QUEUES", "%v", err)

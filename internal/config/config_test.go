@@ -126,3 +126,47 @@ func TestLoad_ErrorsNeverShowSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestLoad_Delivery: the callback and download variables are checked and
+// name themselves; only a worker needs CALLBACK_SECRET, and never shows it.
+func TestLoad_Delivery(t *testing.T) {
+	const secret = "SECRET-7f3a9c1e2b4d"
+	for _, tc := range []struct {
+		env    []string
+		bad    string // "" valid for every role
+		worker string // "" valid for a worker too
+	}{
+		{[]string{"CALLBACK_ALLOWED_HOSTS=hooks.example.com", "CALLBACK_SECRET=" + secret}, "", ""},
+		{[]string{"CALLBACK_ALLOWED_HOSTS=hooks.example.com"}, "", "CALLBACK_SECRET"},
+		{[]string{"CALLBACK_ALLOWED_HOSTS=hooks.example.com:notaport"}, "CALLBACK_ALLOWED_HOSTS", ""},
+		{[]string{"CALLBACK_SECRET=short"}, "CALLBACK_SECRET", ""},
+		{[]string{"CALLBACK_TIMEOUT=0s"}, "CALLBACK_TIMEOUT", ""},
+		{[]string{"CALLBACK_MAX_RETRY=-1"}, "CALLBACK_MAX_RETRY", ""},
+		{[]string{"API_PUBLIC_URL=https://pdf.example.com"}, "", ""},
+		{[]string{"API_PUBLIC_URL=pdf.example.com"}, "API_PUBLIC_URL", ""},
+		{[]string{"API_PUBLIC_URL=https://u:" + secret + "@pdf.example.com"}, "API_PUBLIC_URL", ""},
+	} {
+		cfg, err := Load(tc.env)
+		if tc.bad != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.bad) {
+				t.Errorf("%v: err %v, want one naming %s", tc.env, err, tc.bad)
+			}
+		} else if err != nil {
+			t.Errorf("%v: %v", tc.env, err)
+			continue
+		}
+		if err != nil {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("%v: the error shows the secret", tc.env)
+			}
+			continue
+		}
+		werr := cfg.CheckWorker()
+		switch {
+		case tc.worker == "" && werr != nil:
+			t.Errorf("%v: CheckWorker: %v", tc.env, werr)
+		case tc.worker != "" && (werr == nil || !strings.Contains(werr.Error(), tc.worker)):
+			t.Errorf("%v: CheckWorker: %v, want one naming %s", tc.env, werr, tc.worker)
+		}
+	}
+}

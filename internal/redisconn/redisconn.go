@@ -175,7 +175,8 @@ func ExportClient(c config.Config) (*exportclient.Client, error) {
 	if _, ok := c.QueueWeights[queue]; !ok && len(queues) > 0 {
 		queue = slices.MaxFunc(queues, func(a, b string) int { return c.QueueWeights[a] - c.QueueWeights[b] })
 	}
-	return exportclient.New(exportclient.Config{Redis: opt, AllowedHosts: c.AllowedHosts, MaxRetry: maxRetry,
+	return exportclient.New(exportclient.Config{Redis: opt, AllowedHosts: c.AllowedHosts, CallbackAllowedHosts: c.CallbackAllowedHosts,
+		CallbackMaxRetry: c.CallbackMaxRetry, MaxRetry: maxRetry,
 		Timeout: c.TaskTimeout, Retention: c.ResultRetention, Queues: queues, Queue: queue, SourceTTL: c.SourceTTL})
 }
 

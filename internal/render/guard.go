@@ -52,7 +52,7 @@ func (r *Renderer) precheckSource(ctx context.Context, raw string) error {
 	_, err = p.resolve(ctx, u.Hostname(), port)
 	var rf *refusal
 	if errors.As(err, &rf) {
-		return fmt.Errorf("%w: %s", ErrBlocked, rf.reason)
+		return fmt.Errorf("%w: %s", ErrBlocked, rf.Reason)
 	}
 	return nil
 }

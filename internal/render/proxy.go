@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,8 +32,6 @@ import (
 
 // Bounds of the proxy.
 const (
-	proxyResolveTimeout = 5 * time.Second
-	proxyDialTimeout    = 10 * time.Second
 	proxyHeaderTimeout  = 10 * time.Second // reading a request's header from Chromium
 	proxyIdleTimeout    = 60 * time.Second // an idle keep-alive connection or tunnel is closed
 	proxyMaxHeaderBytes = 256 << 10
@@ -45,23 +42,17 @@ const (
 const egressRefusedHeader = "X-Pdfexport-Egress"
 
 // errEgressRefused is the cause of every refusal of the proxy.
-var errEgressRefused = errors.New("egress refused")
+var errEgressRefused = allowlist.ErrRefused
 
 // refusal is an error that makes the proxy answer 403.
-type refusal struct{ reason string }
-
-func (e *refusal) Error() string { return "egress refused: " + e.reason }
-func (e *refusal) Unwrap() error { return errEgressRefused }
+type refusal = allowlist.Refusal
 
 // egressProxy is the forward proxy. Start it with startEgressProxy; close
 // stops it and waits for every goroutine it started.
 type egressProxy struct {
-	allowed allowlist.List
-	log     *slog.Logger
+	dialer allowlist.Dialer // resolves, checks and dials every upstream connection
+	log    *slog.Logger
 
-	// Seams for tests; nil means the system resolver and a net.Dialer.
-	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
-	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 	// onRefuse, if set, sees every refusal: the URL of a plain request or
 	// "CONNECT host:port" (tests).
 	onRefuse func(target, reason string)
@@ -96,22 +87,11 @@ func startEgressProxy(allowed allowlist.List, logger *slog.Logger, o egressOptio
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	p := &egressProxy{
-		allowed:  allowed,
+		dialer:   allowlist.Dialer{List: allowed, Lookup: o.lookup, Dial: o.dial},
 		log:      logger,
-		lookup:   o.lookup,
-		dial:     o.dial,
 		onRefuse: o.onRefuse,
 		ln:       ln,
 		tunnels:  make(map[net.Conn]struct{}),
-	}
-	if p.lookup == nil {
-		p.lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
-			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-		}
-	}
-	if p.dial == nil {
-		d := &net.Dialer{Timeout: proxyDialTimeout, KeepAlive: 30 * time.Second}
-		p.dial = d.DialContext
 	}
 	p.base, p.stop = context.WithCancel(context.Background())
 	p.tr = &http.Transport{
@@ -219,10 +199,10 @@ func (p *egressProxy) serve(w http.ResponseWriter, req *http.Request) {
 	if port == "" {
 		port = "80"
 	}
-	if err := p.checkHost(host, port); err != nil {
+	if err := p.dialer.CheckHost(host, port); err != nil {
 		var rf *refusal
 		errors.As(err, &rf)
-		p.refuse(w, req.URL.String(), rf.reason)
+		p.refuse(w, req.URL.String(), rf.Reason)
 		return
 	}
 	if scheme == "ws" {
@@ -236,7 +216,7 @@ func (p *egressProxy) serve(w http.ResponseWriter, req *http.Request) {
 func (p *egressProxy) upstreamFailed(w http.ResponseWriter, req *http.Request, err error) {
 	var rf *refusal
 	if errors.As(err, &rf) {
-		p.refuse(w, req.URL.String(), rf.reason)
+		p.refuse(w, req.URL.String(), rf.Reason)
 		return
 	}
 	if req.Context().Err() != nil {
@@ -262,86 +242,18 @@ func (p *egressProxy) noteRefusal(target, reason string) {
 	}
 }
 
-// checkHost is the allowlist check of a URL host before any resolution.
-func (p *egressProxy) checkHost(host, port string) error {
-	if host == "" {
-		return &refusal{"empty host"}
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return &refusal{fmt.Sprintf("bad port %q", port)}
-	}
-	if !p.allowed.AllowsHost(host, port) {
-		canon, _, _ := allowlist.CanonicalHost(host)
-		return &refusal{net.JoinHostPort(canon, port) + " is not on the allowlist"}
-	}
-	return nil
-}
-
-// resolve checks host and port and returns the addresses that may be dialled
-// for them: an IP literal (any spelling) as itself, a name resolved once,
-// keeping only the addresses AllowsAddr accepts.
+// resolve is the dialer's check and resolution (the guard's precheck uses it).
 func (p *egressProxy) resolve(ctx context.Context, host, port string) ([]netip.AddrPort, error) {
-	if err := p.checkHost(host, port); err != nil {
-		return nil, err
-	}
-	n, _ := strconv.Atoi(port)
-	canon, addr, isIP := allowlist.CanonicalHost(host)
-	if isIP {
-		// AllowsHost already required an entry naming it (or a public address).
-		if why := p.allowed.AddrRefusal(addr, port); why != "" {
-			return nil, &refusal{why}
-		}
-		return []netip.AddrPort{netip.AddrPortFrom(addr, uint16(n))}, nil
-	}
-	rctx, cancel := context.WithTimeout(ctx, proxyResolveTimeout)
-	defer cancel()
-	addrs, err := p.lookup(rctx, canon)
-	if err != nil {
-		return nil, fmt.Errorf("resolving %s: %w", canon, err)
-	}
-	var ok []netip.AddrPort
-	var refused []string
-	for _, a := range addrs {
-		a = a.Unmap().WithZone("")
-		if why := p.allowed.AddrRefusal(a, port); why == "" {
-			ok = append(ok, netip.AddrPortFrom(a, uint16(n)))
-		} else {
-			refused = append(refused, why)
-		}
-	}
-	if len(ok) == 0 {
-		if len(refused) == 0 {
-			return nil, fmt.Errorf("resolving %s: no address", canon)
-		}
-		return nil, &refusal{fmt.Sprintf("%s resolves only to addresses the allowlist does not name: %s", canon, strings.Join(refused, "; "))}
-	}
-	return ok, nil
+	return p.dialer.Resolve(ctx, host, port)
 }
 
-// dialChecked resolves and checks addr ("host:port") and dials the first
-// allowed address that answers. Used by the transport and the tunnels.
+// dialChecked dials through the dialer and counts upstream connections.
 func (p *egressProxy) dialChecked(ctx context.Context, network, addr string) (net.Conn, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, &refusal{fmt.Sprintf("bad address %q", addr)}
+	c, err := p.dialer.DialContext(ctx, network, addr)
+	if err == nil {
+		p.connected.Add(1)
 	}
-	targets, err := p.resolve(ctx, host, port)
-	if err != nil {
-		return nil, err
-	}
-	var errs []error
-	for _, t := range targets {
-		c, err := p.dial(ctx, "tcp", t.String())
-		if err == nil {
-			p.connected.Add(1)
-			return c, nil
-		}
-		errs = append(errs, err)
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, errors.Join(errs...)
+	return c, err
 }
 
 // tunnel serves CONNECT: it dials the checked target, answers 200 and copies
@@ -356,13 +268,13 @@ func (p *egressProxy) tunnel(w http.ResponseWriter, req *http.Request) {
 		p.refuse(w, target, "CONNECT target must be host:port")
 		return
 	}
-	ctx, cancel := context.WithTimeout(req.Context(), proxyResolveTimeout+proxyDialTimeout)
+	ctx, cancel := context.WithTimeout(req.Context(), allowlist.DefaultResolveTimeout+allowlist.DefaultDialTimeout)
 	up, err := p.dialChecked(ctx, "tcp", net.JoinHostPort(host, port))
 	cancel()
 	if err != nil {
 		var rf *refusal
 		if errors.As(err, &rf) {
-			p.refuse(w, "CONNECT "+target, rf.reason)
+			p.refuse(w, "CONNECT "+target, rf.Reason)
 			return
 		}
 		p.log.Debug("egress proxy: tunnel dial failed", "target", shortURL(target), "err", err)

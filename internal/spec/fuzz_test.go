@@ -40,7 +40,7 @@ func checkKey(t *testing.T, p Payload) {
 	if err != nil {
 		t.Fatalf("the encoding of a valid payload does not decode: %v\n%s", err, b)
 	}
-	if err := q.Validate(testAllowed); err != nil {
+	if err := q.Validate(Hosts{Sources: testAllowed}); err != nil {
 		t.Fatalf("a valid payload is invalid after encoding and decoding: %v\n%s", err, b)
 	}
 	if got := q.ArtifactKey(); got != key {
@@ -71,7 +71,7 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		if err := p.Validate(testAllowed); err != nil {
+		if err := p.Validate(Hosts{Sources: testAllowed}); err != nil {
 			if !errors.Is(err, ErrInvalid) || FirstField(err) == "" {
 				t.Fatalf("Validate error %v does not match ErrInvalid with a field", err)
 			}
@@ -141,7 +141,7 @@ func FuzzValidateURL(f *testing.F) {
 		checkAllowedURL(t, raw)
 		p := validPayload()
 		p.Source.URL = raw
-		if err := p.Validate(fuzzAllowed); err != nil {
+		if err := p.Validate(Hosts{Sources: fuzzAllowed}); err != nil {
 			t.Fatalf("ValidateURL accepted %q but Validate refused it: %v", raw, err)
 		}
 		checkKey(t, p)
@@ -163,7 +163,7 @@ func FuzzArtifactKey(f *testing.F) {
 		p := Payload{V: PayloadVersion, ManualID: manual, Version: version, Source: Source{URL: rawURL, HTML: html},
 			Options: Options{Paper: paper, Landscape: landscape, Outline: outline, HeaderHTML: header, WaitFor: waitFor,
 				Scale: &scale, MarginMM: &Margins{Top: &margin, Left: &margin}}}
-		err := p.Validate(fuzzAllowed)
+		err := p.Validate(Hosts{Sources: fuzzAllowed})
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) || FirstField(err) == "" {
 				t.Fatalf("Validate error %v does not match ErrInvalid with a field", err)

@@ -36,6 +36,15 @@ type Payload struct {
 	Options   Options `json:"options,omitzero"`
 	Force     bool    `json:"force,omitempty"`
 	RequestID string  `json:"request_id,omitempty"`
+	// Callback, when set, is POSTed the outcome once the export is final.
+	// It is not part of the artifact's identity.
+	Callback *Callback `json:"callback,omitempty"`
+}
+
+// Callback asks for the outcome to be POSTed to URL (a host on
+// CALLBACK_ALLOWED_HOSTS), signed with CALLBACK_SECRET.
+type Callback struct {
+	URL string `json:"url"`
 }
 
 // Source is what to print: a URL on ALLOWED_HOSTS, an inline HTML document,
@@ -68,6 +77,9 @@ type Result struct {
 	FailOpen    bool   `json:"fail_open"`
 	RenderMS    int64  `json:"render_ms"`
 	WaitedMS    int64  `json:"waited_ms"`
+	// DownloadURL is bin/api's GET /v1/exports/{id}/pdf for this export,
+	// when the worker knows API_PUBLIC_URL.
+	DownloadURL string `json:"download_url,omitempty"`
 }
 
 // ErrInvalid is matched (errors.Is) by every validation and decoding error,

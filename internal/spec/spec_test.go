@@ -111,7 +111,7 @@ func TestValidate_NamesFieldAndRule(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := validPayload()
 			tt.mutate(&p)
-			err := p.Validate(testAllowed)
+			err := p.Validate(Hosts{Sources: testAllowed})
 			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("Validate = %v, want ErrInvalid", err)
 			}
@@ -143,7 +143,7 @@ func TestValidate_Accepts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := validPayload()
 			tt.mutate(&p)
-			if err := p.Validate(testAllowed); err != nil {
+			if err := p.Validate(Hosts{Sources: testAllowed}); err != nil {
 				t.Fatalf("Validate = %v", err)
 			}
 		})
@@ -152,7 +152,7 @@ func TestValidate_Accepts(t *testing.T) {
 
 func TestValidate_ReportsEveryViolation(t *testing.T) {
 	p := Payload{V: 2, Source: Source{URL: "ftp://x"}, Options: Options{Paper: "B5"}}
-	err := p.Validate(testAllowed)
+	err := p.Validate(Hosts{Sources: testAllowed})
 	for _, field := range []string{"v:", "manual_id:", "version:", "source.url:", "options.paper:"} {
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("error %q misses %s", err, field)
@@ -237,7 +237,7 @@ func TestArtifactKey_SameForInlineAndReference(t *testing.T) {
 	inline := Payload{V: 1, ManualID: "m", Version: "1", Source: Source{HTML: html}, Options: Options{Paper: "Letter"}}
 	ref := inline
 	ref.Source = Source{HTMLRef: &HTMLRef{SHA256: hex.EncodeToString(sum[:]), Bytes: len(html)}}
-	if err := ref.Validate(allowlist.List{}); err != nil {
+	if err := ref.Validate(Hosts{}); err != nil {
 		t.Fatalf("a valid reference: %v", err)
 	}
 	if inline.ArtifactKey() != ref.ArtifactKey() {

@@ -17,10 +17,16 @@ var identifierRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 var pageRangesRE = regexp.MustCompile(`^\s*\d+\s*(-\s*\d+\s*)?(,\s*\d+\s*(-\s*\d+\s*)?)*$`)
 
+// Hosts are the allowlists a payload's URLs are checked against.
+type Hosts struct {
+	Sources   allowlist.List // ALLOWED_HOSTS: a source URL's host
+	Callbacks allowlist.List // CALLBACK_ALLOWED_HOSTS: callback.url's host; empty refuses callbacks
+}
+
 // Validate checks every rule of the v1 contract and returns all violations
 // joined; each is a *FieldError naming the field and the rule, and all match
-// ErrInvalid. allowed is the ALLOWED_HOSTS list a URL source must be on.
-func (p Payload) Validate(allowed allowlist.List) error {
+// ErrInvalid.
+func (p Payload) Validate(hosts Hosts) error {
 	var errs []error
 	add := func(e *FieldError) { errs = append(errs, e) }
 	if p.V != PayloadVersion {
@@ -32,12 +38,15 @@ func (p Payload) Validate(allowed allowlist.List) error {
 	if e := validateIdentifier("version", p.Version); e != nil {
 		add(e)
 	}
-	errs = append(errs, p.Source.validate(allowed)...)
+	errs = append(errs, p.Source.validate(hosts.Sources)...)
 	errs = append(errs, p.Options.validate()...)
 	if len(p.RequestID) > MaxRequestIDBytes {
 		add(fieldErr("request_id", "longer than %d bytes", MaxRequestIDBytes))
 	} else if !printable(p.RequestID) {
 		add(fieldErr("request_id", "must be printable text without control characters"))
+	}
+	if e := p.Callback.validate(hosts.Callbacks); e != nil {
+		add(e)
 	}
 	return errors.Join(errs...)
 }
@@ -94,7 +103,30 @@ func (s Source) validate(allowed allowlist.List) []error {
 // ValidateURL checks a source URL: absolute http(s), no credentials, host on
 // the allowlist (IP literals in any notation are normalized first).
 func ValidateURL(raw string, allowed allowlist.List) *FieldError {
-	const field = "source.url"
+	return validateWebURL("source.url", "ALLOWED_HOSTS", raw, allowed)
+}
+
+// validateCallback checks callback.url like a source URL, against
+// CALLBACK_ALLOWED_HOSTS.
+func (c *Callback) validate(allowed allowlist.List) *FieldError {
+	switch {
+	case c == nil:
+		return nil
+	case c.URL == "":
+		return fieldErr("callback.url", "required when callback is given")
+	case allowed.Empty():
+		return fieldErr("callback.url", "callbacks are disabled: CALLBACK_ALLOWED_HOSTS is empty")
+	}
+	return ValidateCallbackURL(c.URL, allowed)
+}
+
+// ValidateCallbackURL checks callback.url: absolute http(s), no
+// credentials, host on CALLBACK_ALLOWED_HOSTS.
+func ValidateCallbackURL(raw string, allowed allowlist.List) *FieldError {
+	return validateWebURL("callback.url", "CALLBACK_ALLOWED_HOSTS", raw, allowed)
+}
+
+func validateWebURL(field, listName, raw string, allowed allowlist.List) *FieldError {
 	if len(raw) > MaxURLBytes {
 		return fieldErr(field, "longer than %d bytes", MaxURLBytes)
 	}
@@ -120,8 +152,13 @@ func ValidateURL(raw string, allowed allowlist.List) *FieldError {
 	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return fieldErr(field, "port %q out of range 1-65535", port)
 	}
-	if err := allowed.Check(u.Hostname(), port); err != nil {
-		return fieldErr(field, "host %s is not allowed: %v", net.JoinHostPort(u.Hostname(), port), err)
+	if !allowed.AllowsHost(u.Hostname(), port) {
+		canon, addr, isIP := allowlist.CanonicalHost(u.Hostname())
+		hp := net.JoinHostPort(canon, port)
+		if reason, special := allowlist.Special(addr); isIP && special {
+			return fieldErr(field, "host %s is not allowed: special-purpose address: %s (%s must name it exactly)", hp, reason, listName)
+		}
+		return fieldErr(field, "host %s is not allowed: not on %s", hp, listName)
 	}
 	return nil
 }

@@ -9,13 +9,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/redact"
@@ -52,6 +53,21 @@ type Sources interface {
 	Release(ctx context.Context, ref spec.HTMLRef) error
 }
 
+// Finals reports an export's final outcome: it wakes waiting clients and
+// enqueues the callback (outcome.Reporter).
+type Finals interface {
+	Final(ctx context.Context, queue string, f spec.Final, cb *spec.Callback) error
+}
+
+// Cancellations tells whether an export was canceled by request
+// (outcome.Cancels).
+type Cancellations interface {
+	Canceled(ctx context.Context, taskID string) (bool, error)
+}
+
+// ErrCanceled ends an export canceled by request: final, never retried.
+var ErrCanceled = errors.New("export canceled by request")
+
 // Observer receives export outcomes for metrics.
 type Observer interface {
 	ExportDone(outcome string, d time.Duration) // rendered | reused | failed
@@ -60,10 +76,11 @@ type Observer interface {
 
 // Config wires a Handler.
 type Config struct {
-	Store        Store
-	Renderer     Renderer
-	Gate         Gate
-	AllowedHosts allowlist.List
+	Store    Store
+	Renderer Renderer
+	Gate     Gate
+	// Hosts are ALLOWED_HOSTS and CALLBACK_ALLOWED_HOSTS.
+	Hosts spec.Hosts
 	// Namespace separates lock ids of different storage locations sharing
 	// one Redis; use the STORAGE_URL.
 	Namespace string
@@ -73,6 +90,14 @@ type Config struct {
 	Sources Sources
 	// Hostname goes into the artifact's metadata; default os.Hostname.
 	Hostname string
+	// Finals receives every final outcome; nil: nobody is told.
+	Finals Finals
+	// Cancellations is asked when a task starts and when its context is
+	// canceled; nil: exports are never canceled by request.
+	Cancellations Cancellations
+	// PublicURL is bin/api's base URL (API_PUBLIC_URL); when set, results
+	// carry download_url.
+	PublicURL string
 }
 
 // Handler processes pdf:export tasks. It is safe for concurrent use.
@@ -113,16 +138,39 @@ const maxGatePasses = 5
 // ProcessTask implements asynq.Handler.
 func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 	start := time.Now()
-	p, err := spec.Decode(t.Payload())
-	if err == nil {
-		err = p.Validate(h.cfg.AllowedHosts)
-	}
 	taskID, _ := asynq.GetTaskID(ctx)
 	log := h.cfg.Logger.With("task_id", taskID)
-	if ref := p.Source.HTMLRef; err == nil && ref != nil {
-		// The document travelled beside the task. Its reference goes once
-		// the task is final, whatever the outcome; a retry needs it still.
-		defer func() { h.releaseSource(ctx, log, *ref, rerr) }()
+	p, err := spec.Decode(t.Payload())
+	var res *spec.Result
+	var ref *spec.HTMLRef // a document that travelled beside the task
+	defer func() {
+		stopped := rerr != nil && h.canceled(ctx, taskID)
+		if stopped {
+			rerr = fmt.Errorf("%w: %w", ErrCanceled, asynq.SkipRetry)
+			log.Info("export canceled by request", "ms", time.Since(start).Milliseconds())
+		}
+		if ref != nil && !stopped {
+			// Its reference goes once the task is final, whatever the
+			// outcome; a retry needs it still. asynq moves a task whose
+			// context was canceled to retry, whatever it returns: whoever
+			// archives it then (the canceller, or its next attempt, which
+			// finds the cancel mark) gives the reference back, once.
+			h.releaseSource(ctx, log, *ref, rerr)
+		}
+		if final(ctx, rerr) {
+			h.finish(ctx, log, taskID, p, res, rerr)
+		}
+	}()
+	if err == nil {
+		ref = p.Source.HTMLRef
+	}
+	if h.canceledBeforeStart(ctx, taskID) {
+		return fmt.Errorf("%w: %w", ErrCanceled, asynq.SkipRetry)
+	}
+	if err == nil {
+		err = p.Validate(h.cfg.Hosts)
+	}
+	if err == nil && ref != nil {
 		var html string
 		html, err = h.source(ctx, *ref)
 		if err != nil && !errors.Is(err, spec.ErrInvalid) {
@@ -132,7 +180,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 		}
 		if err == nil {
 			p.Source = spec.Source{HTML: html}
-			err = p.Validate(h.cfg.AllowedHosts)
+			err = p.Validate(h.cfg.Hosts)
 		}
 	}
 	if err != nil {
@@ -144,7 +192,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 	key := p.ArtifactKey()
 	log = log.With("manual_id", p.ManualID, "version", p.Version, "key", key, "request_id", p.RequestID)
 
-	res, err := h.export(ctx, log, p, key)
+	r, err := h.export(ctx, log, p, key)
 	if err != nil {
 		// The error becomes the task's error (the dashboard, status): no
 		// password or query value of any URL in it.
@@ -154,21 +202,88 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 		return err
 	}
 	outcome := "reused"
-	if res.Rendered {
+	if r.Rendered {
 		outcome = "rendered"
 	}
+	if h.cfg.PublicURL != "" && taskID != "" {
+		r.DownloadURL = strings.TrimSuffix(h.cfg.PublicURL, "/") + "/v1/exports/" + url.PathEscape(taskID) + "/pdf"
+	}
 	h.cfg.Observer.ExportDone(outcome, time.Since(start))
-	log.Info("export done", "outcome", outcome, "bytes", res.Bytes, "pages", res.Pages,
-		"render_ms", res.RenderMS, "waited_ms", res.WaitedMS, "fail_open", res.FailOpen, "ms", time.Since(start).Milliseconds())
+	log.Info("export done", "outcome", outcome, "bytes", r.Bytes, "pages", r.Pages,
+		"render_ms", r.RenderMS, "waited_ms", r.WaitedMS, "fail_open", r.FailOpen, "ms", time.Since(start).Milliseconds())
 	if w := t.ResultWriter(); w != nil {
-		b, _ := json.Marshal(res)
+		b, _ := json.Marshal(r)
 		if _, err := w.Write(b); err != nil {
 			// The artifact is stored; losing the result only hides it from
 			// status readers, so retrying the task (a cheap reuse) is right.
 			return fmt.Errorf("writing task result: %w", err)
 		}
 	}
+	res = &r
 	return nil
+}
+
+// final reports whether the attempt that ended with err is the task's last:
+// it succeeded, failed for good, or failed on its last retry. An attempt
+// whose context was canceled (the worker shutting down, asynq's cancel
+// without a cancel request) is not: asynq puts the task back, whatever the
+// retry count.
+func final(ctx context.Context, err error) bool {
+	if err == nil || errors.Is(err, asynq.SkipRetry) {
+		return true
+	}
+	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return false
+	}
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	return retried >= maxRetry
+}
+
+// canceledBeforeStart: a task canceled while asynq was handing it to us
+// (after the canceller saw it pending, before our cancel function existed).
+func (h *Handler) canceledBeforeStart(ctx context.Context, taskID string) bool {
+	if h.cfg.Cancellations == nil || taskID == "" {
+		return false
+	}
+	c, err := h.cfg.Cancellations.Canceled(ctx, taskID)
+	return err == nil && c
+}
+
+// canceled reports whether a task that failed did so because it was
+// canceled by request: asynq canceled its context (not a deadline, not the
+// worker's shutdown) and the cancel marker is there.
+func (h *Handler) canceled(ctx context.Context, taskID string) bool {
+	if h.cfg.Cancellations == nil || taskID == "" || ctx.Err() == nil || context.Cause(ctx) != context.Canceled {
+		return false
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	c, err := h.cfg.Cancellations.Canceled(rctx, taskID)
+	return err == nil && c
+}
+
+// finish reports a final outcome: waiting clients wake, the callback is
+// enqueued. A callback that cannot be enqueued is logged, not retried by
+// failing the export (its artifact is stored; the result is readable).
+func (h *Handler) finish(ctx context.Context, log *slog.Logger, taskID string, p spec.Payload, res *spec.Result, err error) {
+	if h.cfg.Finals == nil || taskID == "" {
+		return
+	}
+	f := spec.Final{TaskID: taskID, State: spec.StateCompleted, ManualID: p.ManualID, Version: p.Version, RequestID: p.RequestID, Result: res}
+	switch {
+	case errors.Is(err, ErrCanceled):
+		f.State, f.Error = spec.StateCanceled, err.Error()
+	case err != nil:
+		f.State, f.Error = spec.StateFailed, err.Error()
+	}
+	f.Retried, _ = asynq.GetRetryCount(ctx)
+	queue, _ := asynq.GetQueueName(ctx)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if ferr := h.cfg.Finals.Final(rctx, queue, f, p.Callback); ferr != nil {
+		log.Error("reporting the final outcome failed; waiters fall back to polling", "state", f.State, "callback", p.Callback != nil, "err", redact.Error(ferr))
+	}
 }
 
 func (h *Handler) export(ctx context.Context, log *slog.Logger, p spec.Payload, key string) (spec.Result, error) {
@@ -362,12 +477,8 @@ func (h *Handler) releaseSource(ctx context.Context, log *slog.Logger, ref spec.
 	if h.cfg.Sources == nil {
 		return
 	}
-	if err != nil && !errors.Is(err, asynq.SkipRetry) {
-		retried, _ := asynq.GetRetryCount(ctx)
-		maxRetry, _ := asynq.GetMaxRetry(ctx)
-		if retried < maxRetry {
-			return // another attempt will read it
-		}
+	if !final(ctx, err) {
+		return // another attempt will read it
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()

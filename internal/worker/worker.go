@@ -23,10 +23,12 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/admin"
 	"github.com/pdfexport/pdfexport/internal/buildinfo"
+	"github.com/pdfexport/pdfexport/internal/callback"
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/logging"
+	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/redisconn"
 	"github.com/pdfexport/pdfexport/internal/render"
@@ -224,12 +226,25 @@ func (w *Worker) Start(ctx context.Context) error {
 		}
 		log.Warn("lock Redis unreachable at start; renders fail open until it answers", "redis", redisconn.DescribeLock(cfg), "err", redact.Text(err.Error()))
 	}
-	handler, err := tasks.NewHandler(tasks.Config{Store: store, Renderer: renderer, Gate: gate, AllowedHosts: cfg.Allowed,
+	// Final outcomes are announced on the queue Redis and callbacks are
+	// enqueued there, as tasks of their own.
+	outcomes := asynq.NewClientFromRedisClient(queueRDB)
+	w.undo = append(w.undo, func() { _ = outcomes.Close() })
+	handler, err := tasks.NewHandler(tasks.Config{Store: store, Renderer: renderer, Gate: gate,
+		Hosts:     spec.Hosts{Sources: cfg.Allowed, Callbacks: cfg.CallbackAllowed},
 		Namespace: cfg.StorageURL, Logger: log, Observer: w.metrics, Hostname: w.opts.Hostname,
-		Sources: htmlstore.Store{RDB: queueRDB}}) // documents sent by reference live beside the tasks
+		Sources: htmlstore.Store{RDB: queueRDB}, // documents sent by reference live beside the tasks
+		Finals: outcome.Reporter{RDB: queueRDB, Client: outcomes, CallbackMaxRetry: cfg.CallbackMaxRetry,
+			Retention: cfg.ResultRetention},
+		Cancellations: outcome.Cancels{RDB: queueRDB},
+		PublicURL:     cfg.APIPublicURL,
+	})
 	if err != nil {
 		return err
 	}
+	callbacks := callback.New(callback.Config{Secret: []byte(cfg.CallbackSecret), Allowed: cfg.CallbackAllowed,
+		Timeout: cfg.CallbackTimeout, Logger: log, Observer: w.metrics})
+	w.undo = append(w.undo, callbacks.Close)
 
 	w.base, w.stopTask = context.WithCancelCause(w.opts.BaseContext)
 	base := w.base
@@ -248,6 +263,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	mux.Use(w.opts.Middleware...)
 	mux.Use(taskDeadline(cfg.TaskTimeout))
 	mux.Handle(spec.TaskType, handler)
+	mux.Handle(spec.CallbackTaskType, callbacks)
 
 	w.inspector = asynq.NewInspector(queueOpt)
 	inspector := w.inspector
@@ -390,11 +406,16 @@ func taskDeadline(d time.Duration) asynq.MiddlewareFunc {
 	}
 }
 
-// retryDelay backs off exponentially from 1s to 5m with ±25 % jitter, so a
+// retryDelay backs off exponentially from 1s to 5m (exports) or 1h
+// (callbacks: a receiver may be down for hours) with ±25 % jitter, so a
 // fleet retrying after a shared outage does not return in lock-step.
-func retryDelay(n int, _ error, _ *asynq.Task) time.Duration {
-	d := time.Second << min(n, 9)
-	d = min(d, 5*time.Minute)
+func retryDelay(n int, _ error, t *asynq.Task) time.Duration {
+	limit := 5 * time.Minute
+	if t != nil && t.Type() == spec.CallbackTaskType {
+		limit = time.Hour
+	}
+	d := time.Second << min(n, 12)
+	d = min(d, limit)
 	jitter := time.Duration(rand.Int64N(int64(d) / 2))
 	return d*3/4 + jitter
 }

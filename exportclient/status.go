@@ -1,0 +1,205 @@
+package exportclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/pdfexport/pdfexport/internal/outcome"
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+// State of an export.
+type State string
+
+// States. Pending, Scheduled, Active and Retry are on their way; Completed,
+// Failed and Canceled are final.
+const (
+	StatePending   State = "pending"
+	StateActive    State = "active"
+	StateRetry     State = "retry"
+	StateScheduled State = "scheduled"
+	StateCompleted State = spec.StateCompleted
+	StateFailed    State = spec.StateFailed   // archived by asynq after its last retry or on bad input
+	StateCanceled  State = spec.StateCanceled // canceled by request (Cancel, DELETE /v1/exports/{id})
+)
+
+// Status is what is known about an export.
+type Status struct {
+	TaskID   string  `json:"task_id"`
+	Queue    string  `json:"queue"`
+	State    State   `json:"state"`
+	Result   *Result `json:"result,omitempty"`
+	Error    string  `json:"error,omitempty"`
+	Retried  int     `json:"retried"`
+	MaxRetry int     `json:"max_retry"`
+}
+
+// Final reports whether the export will not change state any more.
+func (s Status) Final() bool {
+	return s.State == StateCompleted || s.State == StateFailed || s.State == StateCanceled
+}
+
+// Status returns the state of a task, searching every queue.
+func (c *Client) Status(ctx context.Context, taskID string) (Status, error) {
+	info, err := c.taskInfo(ctx, taskID)
+	if err != nil {
+		return Status{}, err
+	}
+	s, err := statusOf(info)
+	if err != nil {
+		return s, err
+	}
+	if s.State != StateCompleted && s.State != StateActive {
+		// A task canceled by request is archived, or on its way there: asynq
+		// puts one stopped while running in retry, and its next attempt (or
+		// the canceller) archives it.
+		canceled, err := outcome.Cancels{RDB: c.rdb}.Canceled(ctx, taskID)
+		if err != nil {
+			return s, fmt.Errorf("%w: reading the cancel marker of %s: %w", ErrUnavailable, taskID, err)
+		}
+		if canceled {
+			s.State = StateCanceled
+			if s.Error == "" {
+				s.Error = canceledMessage
+			}
+		}
+	}
+	return s, nil
+}
+
+// taskInfo finds a task in any queue.
+func (c *Client) taskInfo(ctx context.Context, taskID string) (*asynq.TaskInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	queues, err := c.inspector.Queues()
+	if err != nil {
+		return nil, fmt.Errorf("%w: listing queues: %w", ErrUnavailable, err)
+	}
+	for _, q := range queues {
+		info, err := c.inspector.GetTaskInfo(q, taskID)
+		if errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: reading task %s: %w", ErrUnavailable, taskID, err)
+		}
+		if info.Type != spec.TaskType {
+			break // a callback or other task: not an export
+		}
+		return info, nil
+	}
+	return nil, fmt.Errorf("%w: %s", ErrNotFound, taskID)
+}
+
+func statusOf(info *asynq.TaskInfo) (Status, error) {
+	s := Status{TaskID: info.ID, Queue: info.Queue, Error: info.LastErr, Retried: info.Retried, MaxRetry: info.MaxRetry}
+	switch info.State {
+	case asynq.TaskStateCompleted:
+		s.State, s.Error = StateCompleted, ""
+		if len(info.Result) > 0 {
+			var res Result
+			if err := spec.DecodeResult(info.Result, &res); err != nil {
+				return s, fmt.Errorf("exportclient: task %s has a malformed result: %w", info.ID, err)
+			}
+			s.Result = &res
+		}
+	case asynq.TaskStateArchived:
+		s.State = StateFailed
+	case asynq.TaskStateActive:
+		s.State = StateActive
+	case asynq.TaskStateRetry:
+		s.State = StateRetry
+	case asynq.TaskStateScheduled:
+		s.State = StateScheduled
+	default:
+		s.State = StatePending
+	}
+	return s, nil
+}
+
+// Wait returns once the export is final or ctx ends. It wakes on the
+// outcome the worker announces (one shared subscription per Client), so a
+// final export is seen within about a millisecond; every interval (default
+// 1s) it also reads the task's state, which covers an announcement missed
+// while Redis was unreachable. Without announcements (the subscription
+// failed) it polls every interval, at most 100ms. A task in retry keeps being
+// waited for. Polls read only the task's state (one HGET of a few bytes),
+// not its payload.
+func (c *Client) Wait(ctx context.Context, taskID string, interval time.Duration) (Status, error) {
+	if interval <= 0 {
+		interval = time.Second
+	}
+	var announced <-chan spec.Final
+	if w, err := c.finals.Watch(ctx, taskID); err == nil {
+		defer w.Stop()
+		announced = w.C()
+	} else {
+		interval = min(interval, 100*time.Millisecond)
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var s Status
+	var err error
+	full := true // read the whole task: first poll, unknown queue, or a final state
+	for {
+		if full {
+			s, err = c.Status(ctx, taskID)
+			if err != nil && !errors.Is(err, ErrUnavailable) {
+				return s, err
+			}
+			if err == nil && s.Final() {
+				return s, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return s, err
+			}
+			return s, fmt.Errorf("waiting for %s (state %s): %w", taskID, s.State, ctx.Err())
+		case f := <-announced:
+			return s.with(f), nil
+		case <-t.C:
+		}
+		full = s.Queue == "" || c.finalOrGone(ctx, s.Queue, taskID)
+	}
+}
+
+// with is s updated by an announced outcome.
+func (s Status) with(f spec.Final) Status {
+	s.TaskID, s.State, s.Result, s.Error, s.Retried = f.TaskID, State(f.State), f.Result, f.Error, f.Retried
+	return s
+}
+
+// finalOrGone reads only the state field of asynq's task hash. It answers
+// true when the state is final (completed, archived), when the task is gone
+// (retention ended, deleted) and when the read fails, so that the caller
+// reads the whole task and reports exactly what happened.
+func (c *Client) finalOrGone(ctx context.Context, queue, taskID string) bool {
+	state, err := c.rdb.HGet(ctx, taskKey(queue, taskID), "state").Result()
+	return err != nil || state == "completed" || state == "archived"
+}
+
+// taskKey is asynq's Redis hash of a task (asynq/internal/base.TaskKey);
+// TestTaskKey_IsAsynqs checks it against a task asynq enqueued.
+func taskKey(queue, taskID string) string { return "asynq:{" + queue + "}:t:" + taskID }
+
+// Artifact returns an export's status and the key of its artifact relative
+// to the storage location (STORAGE_URL), as the payload determines it.
+func (c *Client) Artifact(ctx context.Context, taskID string) (Status, string, error) {
+	info, err := c.taskInfo(ctx, taskID)
+	if err != nil {
+		return Status{}, "", err
+	}
+	p, err := spec.Decode(info.Payload)
+	if err != nil {
+		return Status{}, "", fmt.Errorf("exportclient: task %s has a malformed payload: %w", taskID, err)
+	}
+	s, err := c.Status(ctx, taskID)
+	return s, p.ArtifactKey(), err
+}

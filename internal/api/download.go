@@ -1,0 +1,135 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/storage"
+)
+
+// Artifacts is the part of artifact storage downloads need.
+type Artifacts interface {
+	Stat(ctx context.Context, key string) (storage.Object, error)
+	Open(ctx context.Context, key string) (io.ReadCloser, error)
+}
+
+// writeIdle is how long a download may wait for the client to take more
+// bytes; each write extends the deadline, so a large PDF on a slow link
+// streams to the end and a stalled client is cut off.
+const writeIdle = 30 * time.Second
+
+// download answers GET /v1/exports/{id}/pdf. For storage whose objects have
+// HTTP URLs (S3: a presigned URL, fresh at each Stat) it redirects there
+// unless ?redirect=false; otherwise it streams the PDF with ETag,
+// Last-Modified, Range and conditional requests (file storage; an S3 stream
+// has ETag and If-None-Match but no Range).
+func (a *api) download(w http.ResponseWriter, r *http.Request) {
+	if a.store == nil {
+		writeJSON(w, http.StatusNotImplemented, apiError{Error: "this API has no artifact storage configured (STORAGE_URL)"})
+		return
+	}
+	id := r.PathValue("id")
+	st, key, err := a.client.Artifact(r.Context(), id)
+	if a.failed(w, r, err) {
+		return
+	}
+	if st.State != exportclient.StateCompleted {
+		writeJSON(w, http.StatusConflict, statusResponse{State: st.State, Error: fmt.Sprintf(
+			"the export is %s; its PDF can be downloaded once it is completed (GET /v1/exports/%s?wait=30s)", st.State, id)})
+		return
+	}
+	obj, err := a.store.Stat(r.Context(), key)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		writeJSON(w, http.StatusNotFound, apiError{Error: "the export completed but its PDF is no longer in storage (deleted or expired); export it again"})
+		return
+	case err != nil:
+		a.log.Error("download: storage", "task_id", id, "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "storage unavailable, retry later"})
+		return
+	}
+	if redirectable(obj.URL) && r.URL.Query().Get("redirect") != "false" {
+		w.Header().Set("Cache-Control", "no-store") // the URL expires
+		http.Redirect(w, r, obj.URL, http.StatusFound)
+		return
+	}
+	body, err := a.store.Open(r.Context(), key)
+	if err != nil {
+		a.log.Error("download: opening the artifact", "task_id", id, "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "storage unavailable, retry later"})
+		return
+	}
+	defer body.Close()
+	h := w.Header()
+	h.Set("Content-Type", "application/pdf")
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": fileName(obj)}))
+	h.Set("ETag", `"`+obj.ETag+`"`)
+	h.Set("Cache-Control", "private, max-age=0, must-revalidate")
+	h.Set("X-Content-Type-Options", "nosniff")
+	out := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
+	if f, ok := body.(*os.File); ok {
+		var modified time.Time
+		if fi, err := f.Stat(); err == nil {
+			modified = fi.ModTime()
+		}
+		http.ServeContent(out, r, "", modified, f) // Range, If-None-Match, If-Modified-Since
+		return
+	}
+	if etagMatches(r.Header.Get("If-None-Match"), obj.ETag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Accept-Ranges", "none")
+	h.Set("Content-Length", strconv.FormatInt(obj.Size, 10))
+	if r.Method == http.MethodHead {
+		return
+	}
+	if _, err := io.Copy(out, body); err != nil && r.Context().Err() == nil {
+		a.log.Warn("download interrupted", "task_id", id, "err", err)
+	}
+}
+
+// fileName is the download name: manual-version.pdf from the artifact's
+// metadata (identifiers are [A-Za-z0-9._-], safe in a header), else the
+// key's last element.
+func fileName(obj storage.Object) string {
+	if m, v := obj.Metadata["manual-id"], obj.Metadata["version"]; m != "" && v != "" {
+		return m + "-" + v + ".pdf"
+	}
+	return obj.Key[strings.LastIndex(obj.Key, "/")+1:]
+}
+
+func redirectable(u string) bool {
+	return strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://")
+}
+
+// etagMatches implements If-None-Match for one strong ETag.
+func etagMatches(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == `"`+etag+`"` {
+			return true
+		}
+	}
+	return false
+}
+
+// deadlineWriter extends the connection's write deadline before each write.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (d *deadlineWriter) Write(b []byte) (int, error) {
+	_ = d.rc.SetWriteDeadline(time.Now().Add(writeIdle))
+	return d.ResponseWriter.Write(b)
+}

@@ -1,0 +1,104 @@
+// Package outcome tells the world that an export is final (completed, failed
+// for good, canceled): it announces the outcome on the queue Redis, where
+// waiting clients (exportclient.Wait, the HTTP long-poll) wake on it, and
+// enqueues the export's callback as its own durable pdf:callback task. The
+// worker reports every final export through it; exportclient reports the
+// exports it cancels before a worker took them.
+//
+// Announcements go to one sharded pub/sub channel (SPUBLISH, Redis ≥ 7.0, on
+// every topology, like the render gate's releases) carrying the whole
+// outcome, so a waiter needs no read after it wakes. Pub/sub is not durable:
+// a waiter that was disconnected when it was sent falls back to polling.
+package outcome
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+// Channel is the sharded pub/sub channel of final outcomes.
+const Channel = "pdfexport:final"
+
+// CancelKey marks an export as canceled by request; the worker running it
+// checks it when its context is canceled, and status readers when asynq
+// shows the task archived.
+func CancelKey(taskID string) string { return "pdfexport:cancel:" + taskID }
+
+// CallbackTaskID is the asynq task id of an export's callback, which is also
+// its Pdfexport-Delivery id: the same export gets one callback task however
+// often its final step runs (asynq refuses a second task with the id).
+func CallbackTaskID(exportTaskID string) string { return "callback-" + exportTaskID }
+
+// Reporter publishes final outcomes and enqueues callbacks.
+type Reporter struct {
+	RDB    redis.UniversalClient // the queue Redis
+	Client *asynq.Client         // enqueues pdf:callback tasks on the same Redis
+	// CallbackMaxRetry is the callback task's retries (CALLBACK_MAX_RETRY).
+	CallbackMaxRetry int
+	// Retention keeps a delivered callback task (and so its id) readable.
+	Retention time.Duration
+}
+
+// Final announces f and, when cb names a URL, enqueues its delivery on
+// queue. The announcement is best-effort (waiters poll too); the callback is
+// not: its error is returned, so the caller can retry or log it.
+func (r Reporter) Final(ctx context.Context, queue string, f spec.Final, cb *spec.Callback) error {
+	body, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("outcome: encoding: %w", err)
+	}
+	var errs []error
+	if err := r.RDB.SPublish(ctx, Channel, body).Err(); err != nil {
+		errs = append(errs, fmt.Errorf("announcing %s: %w", f.TaskID, err))
+	}
+	if cb != nil && cb.URL != "" {
+		errs = append(errs, r.enqueueCallback(ctx, queue, f.TaskID, cb.URL, body))
+	}
+	return errors.Join(errs...)
+}
+
+func (r Reporter) enqueueCallback(ctx context.Context, queue, taskID, url string, body []byte) error {
+	id := CallbackTaskID(taskID)
+	payload, err := json.Marshal(spec.CallbackTask{URL: url, Delivery: id, Body: body})
+	if err != nil {
+		return fmt.Errorf("outcome: encoding callback: %w", err)
+	}
+	opts := []asynq.Option{asynq.TaskID(id), asynq.MaxRetry(r.CallbackMaxRetry), asynq.Timeout(2 * time.Minute)}
+	if queue != "" {
+		opts = append(opts, asynq.Queue(queue))
+	}
+	if r.Retention > 0 {
+		opts = append(opts, asynq.Retention(r.Retention))
+	}
+	_, err = r.Client.EnqueueContext(ctx, asynq.NewTask(spec.CallbackTaskType, payload), opts...)
+	if errors.Is(err, asynq.ErrTaskIDConflict) {
+		return nil // enqueued already, by an earlier run of this final step
+	}
+	if err != nil {
+		return fmt.Errorf("enqueueing the callback of %s: %w", taskID, err)
+	}
+	return nil
+}
+
+// Cancels reads and writes the cancel markers on the queue Redis.
+type Cancels struct{ RDB redis.UniversalClient }
+
+// Mark records that taskID is canceled by request, for ttl (at least the
+// task's retention, so status readers tell canceled from failed).
+func (c Cancels) Mark(ctx context.Context, taskID string, ttl time.Duration) error {
+	return c.RDB.Set(ctx, CancelKey(taskID), "1", ttl).Err()
+}
+
+// Canceled reports whether taskID was canceled by request.
+func (c Cancels) Canceled(ctx context.Context, taskID string) (bool, error) {
+	n, err := c.RDB.Exists(ctx, CancelKey(taskID)).Result()
+	return n > 0, err
+}

@@ -1,0 +1,100 @@
+package outcome
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
+)
+
+func setup(t *testing.T) (*testsupport.Redis, redis.UniversalClient, Reporter) {
+	t.Helper()
+	srv := testsupport.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	client := asynq.NewClientFromRedisClient(rdb)
+	t.Cleanup(func() { _ = client.Close(); _ = rdb.Close() })
+	return srv, rdb, Reporter{RDB: rdb, Client: client, CallbackMaxRetry: 3, Retention: time.Hour}
+}
+
+// TestListener_DeliversToEveryWaiterOfTheTask: two waiters of one task both
+// get its outcome, a waiter of another task gets nothing, a stopped watch
+// nothing; one subscription serves them all.
+func TestListener_DeliversToEveryWaiterOfTheTask(t *testing.T) {
+	srv, rdb, rep := setup(t)
+	ctx := context.Background()
+	l := NewListener(rdb)
+	t.Cleanup(func() { _ = l.Close() })
+	a1, err := l.Watch(ctx, "task-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, _ := l.Watch(ctx, "task-a")
+	b, _ := l.Watch(ctx, "task-b")
+	stopped, _ := l.Watch(ctx, "task-a")
+	stopped.Stop()
+	if err := rep.Final(ctx, "default", spec.Final{TaskID: "task-a", State: spec.StateFailed, Error: "boom"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range []*Watch{a1, a2} {
+		select {
+		case f := <-w.C():
+			if f.State != spec.StateFailed || f.Error != "boom" {
+				t.Errorf("waiter %d got %+v", i, f)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("waiter %d got nothing", i)
+		}
+	}
+	select {
+	case f := <-b.C():
+		t.Errorf("the other task's waiter got %+v", f)
+	case f := <-stopped.C():
+		t.Errorf("a stopped watch got %+v", f)
+	case <-time.After(200 * time.Millisecond):
+	}
+	n, err := srv.Client().PubSubShardNumSub(ctx, Channel).Result()
+	if err != nil || n[Channel] != 1 {
+		t.Errorf("subscribers of %s: %v (%v), want 1 for the whole process", Channel, n, err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Watch(ctx, "task-c"); err == nil {
+		t.Error("Watch on a closed listener succeeded")
+	}
+}
+
+// TestReporter_OneCallbackPerExport: reporting the same export twice (its
+// final step ran twice) enqueues one pdf:callback task, whose id is the
+// delivery id and whose body is the outcome.
+func TestReporter_OneCallbackPerExport(t *testing.T) {
+	srv, _, rep := setup(t)
+	ctx := context.Background()
+	f := spec.Final{TaskID: "t-9", State: spec.StateCompleted, ManualID: "m", Version: "1", Result: &spec.Result{Pages: 2}}
+	cb := &spec.Callback{URL: "https://hooks.example.com/pdf"}
+	for range 2 {
+		if err := rep.Final(ctx, "critical", f, cb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: srv.Addr()})
+	defer insp.Close()
+	tasks, err := insp.ListPendingTasks("critical")
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("pending callbacks: %d (%v), want 1", len(tasks), err)
+	}
+	var ct spec.CallbackTask
+	var body spec.Final
+	if err := json.Unmarshal(tasks[0].Payload, &ct); err != nil || json.Unmarshal(ct.Body, &body) != nil {
+		t.Fatalf("payload %s: %v", tasks[0].Payload, err)
+	}
+	if tasks[0].ID != CallbackTaskID("t-9") || ct.Delivery != tasks[0].ID || ct.URL != cb.URL || body.TaskID != "t-9" || body.Result.Pages != 2 || tasks[0].MaxRetry != 3 {
+		t.Errorf("callback task %s (max retry %d): %+v, body %+v", tasks[0].ID, tasks[0].MaxRetry, ct, body)
+	}
+}

@@ -1,0 +1,97 @@
+package spec
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pdfexport/pdfexport/internal/allowlist"
+)
+
+func TestValidate_Callback(t *testing.T) {
+	hooks := allowlist.MustParse("api.example.com,127.0.0.1:9999")
+	tests := []struct {
+		name     string
+		callback *Callback
+		hooks    allowlist.List
+		want     string // "" accepts; else a word of the rule
+	}{
+		{"none", nil, allowlist.List{}, ""},
+		{"allowed host", &Callback{URL: "https://api.example.com/hooks/pdf"}, hooks, ""},
+		{"loopback named exactly", &Callback{URL: "http://127.0.0.1:9999/hook"}, hooks, ""},
+		{"callbacks disabled", &Callback{URL: "https://api.example.com/hooks/pdf"}, allowlist.List{}, "CALLBACK_ALLOWED_HOSTS is empty"},
+		{"host off the list", &Callback{URL: "https://evil.example.net/x"}, hooks, "not on CALLBACK_ALLOWED_HOSTS"},
+		{"metadata address", &Callback{URL: "http://169.254.169.254/latest"}, hooks, "special-purpose address"},
+		{"loopback on another port", &Callback{URL: "http://127.0.0.1:22/"}, hooks, "special-purpose address"},
+		{"scheme", &Callback{URL: "ftp://api.example.com/x"}, hooks, "scheme"},
+		{"credentials", &Callback{URL: "https://u:p@api.example.com/x"}, hooks, "credentials"},
+		{"empty url", &Callback{}, hooks, "required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := validPayload()
+			p.Callback = tt.callback
+			err := p.Validate(Hosts{Sources: testAllowed, Callbacks: tt.hooks})
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("err = %v, want one saying %q", err, tt.want)
+			case tt.want != "" && FirstField(err) != "callback.url":
+				t.Errorf("field = %q, want callback.url", FirstField(err))
+			}
+		})
+	}
+}
+
+func TestArtifactKey_IgnoresCallback(t *testing.T) {
+	p := validPayload()
+	q := p
+	q.Callback = &Callback{URL: "https://api.example.com/hooks/pdf"}
+	if p.ArtifactKey() != q.ArtifactKey() {
+		t.Fatal("a callback changed the artifact key: the same document would render twice")
+	}
+}
+
+func TestVerifyCallback(t *testing.T) {
+	secret := []byte("0123456789abcdef-secret")
+	body := []byte(`{"task_id":"t1","state":"completed"}`)
+	now := time.Unix(1_800_000_000, 0)
+	sig := SignCallback(secret, now, body)
+	old := SignCallback([]byte("the-previous-secret-value"), now, body)
+	tests := []struct {
+		name   string
+		secret []byte
+		header string
+		body   []byte
+		at     time.Time
+		want   error // nil accepts
+	}{
+		{"valid", secret, sig, body, now, nil},
+		{"valid within tolerance", secret, sig, body, now.Add(4 * time.Minute), nil},
+		{"rotation: old and new signature", secret, old + "," + strings.Split(sig, ",")[1], body, now, nil},
+		{"body changed", secret, sig, []byte(`{"task_id":"t1","state":"failed"}`), now, ErrBadSignature},
+		{"wrong secret", []byte("another-secret-0000"), sig, body, now, ErrBadSignature},
+		{"replayed later", secret, sig, body, now.Add(6 * time.Minute), ErrStale},
+		{"from the future", secret, sig, body, now.Add(-6 * time.Minute), ErrStale},
+		{"no timestamp", secret, strings.Split(sig, ",")[1], body, now, ErrBadSignature},
+		{"no signature", secret, strings.Split(sig, ",")[0], body, now, ErrBadSignature},
+		{"garbage", secret, "hello", body, now, ErrBadSignature},
+		{"no secret", nil, sig, body, now, ErrBadSignature},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := VerifyCallback(tt.secret, tt.header, tt.body, 5*time.Minute, tt.at)
+			if tt.want == nil && err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+	if !strings.HasPrefix(sig, "t=1800000000,v1=") || len(sig) != len("t=1800000000,v1=")+64 {
+		t.Errorf("signature header %q is not t=<unix>,v1=<64 hex>", sig)
+	}
+}
