@@ -363,7 +363,7 @@ func startDistinctSystem(ctx context.Context, e *benchEnv, doc distinctDoc, name
 			if err != nil {
 				return err
 			}
-			st, err := f.client.Wait(ctx, job.TaskID, 20*time.Millisecond)
+			st, err := f.client.Wait(ctx, job.TaskID, 0)
 			if err != nil {
 				return err
 			}

@@ -368,7 +368,7 @@ to show that a second process on the same machine does not deliver less), the pe
 headless shell and on the full Chromium, and the old design of this project (a new browser context,
 hence a window, per render on the full Chromium with default flags). At 1, 2 and 4 closed-loop clients
 (each waits for its PDF before asking for the next, as an API server does; the pipeline's clients use
-`+"`exportclient.Enqueue`"+` and `+"`Wait`"+` with a 20 ms poll) the systems take turns in bursts of N/rounds
+`+"`exportclient.Enqueue`"+` and `+"`Wait`"+`, which wakes on the worker's announcement) the systems take turns in bursts of N/rounds
 exports, the order rotating each round, so that a drift in the machine's speed hits all alike. CPU = the
 whole machine's busy time over a burst from `+"`/proc/stat`"+` (not steal), minus the rate of other work
 measured before the section, minus what the other systems' idle processes used meanwhile

@@ -114,3 +114,27 @@ func TestCancel_ExportNoWorkerTook(t *testing.T) {
 		t.Errorf("Cancel of an unknown id: %v, want ErrNotFound", err)
 	}
 }
+
+// TestWait_SeesAnOutcomeAnnouncedBeforeItSubscribed: the worker announces
+// before asynq records the final state; a Wait that subscribes in between
+// reads the recorded outcome instead of sleeping until its next poll.
+func TestWait_SeesAnOutcomeAnnouncedBeforeItSubscribed(t *testing.T) {
+	c, _ := newTestClient(t)
+	ctx := context.Background()
+	job, err := c.Enqueue(ctx, Request{ManualID: "m", Version: "1", HTML: "<p>x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Announced with nobody listening; asynq still says pending.
+	if err := (outcome.Reporter{RDB: c.rdb, Client: c.client}).Final(ctx, "default",
+		spec.Final{TaskID: job.TaskID, State: spec.StateCompleted, Result: &spec.Result{Pages: 4}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	st, err := c.Wait(wctx, job.TaskID, time.Minute)
+	if err != nil || st.State != StateCompleted || st.Result == nil || st.Result.Pages != 4 {
+		t.Fatalf("Wait = %+v, %v after %s", st, err, time.Since(start))
+	}
+}

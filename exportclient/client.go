@@ -169,15 +169,18 @@ func New(cfg Config) (*Client, error) {
 	if cfg.CallbackMaxRetry == 0 {
 		cfg.CallbackMaxRetry = 20
 	}
-	client := asynq.NewClient(cfg.Redis)
+	// One connection pool for enqueue, status, polls and markers: a CLI
+	// process dials once, not three times.
+	client := asynq.NewClientFromRedisClient(rdb)
 	return &Client{cfg: cfg, hosts: spec.Hosts{Sources: sources, Callbacks: callbacks}, client: client,
-		inspector: asynq.NewInspector(cfg.Redis), rdb: rdb, finals: outcome.NewListener(rdb),
+		inspector: asynq.NewInspectorFromRedisClient(rdb), rdb: rdb, finals: outcome.NewListener(rdb),
 		reporter: outcome.Reporter{RDB: rdb, Client: client, CallbackMaxRetry: cfg.CallbackMaxRetry, Retention: cfg.Retention}}, nil
 }
 
 // Close releases the Redis connections.
 func (c *Client) Close() error {
-	return errors.Join(c.finals.Close(), c.client.Close(), c.inspector.Close(), c.rdb.Close())
+	// The asynq client and inspector share rdb: closing it closes them.
+	return errors.Join(c.finals.Close(), c.rdb.Close())
 }
 
 // Validate checks a payload with the worker's rules and this client's allowlists.
@@ -239,6 +242,7 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 		}
 		return Enqueued{}, fmt.Errorf("%w: enqueue: %w", ErrUnavailable, err)
 	}
+	c.finals.Prepare() // a Wait is likely to follow: subscribe meanwhile
 	return Enqueued{TaskID: info.ID, Queue: info.Queue, ArtifactKey: key}, nil
 }
 

@@ -76,6 +76,10 @@ func (c *Client) taskInfo(ctx context.Context, taskID string) (*asynq.TaskInfo, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// Most tasks are on this client's queue: one read, no queue listing.
+	if info, err := c.inspector.GetTaskInfo(c.cfg.Queue, taskID); err == nil && info.Type == spec.TaskType {
+		return info, nil
+	}
 	queues, err := c.inspector.Queues()
 	if err != nil {
 		return nil, fmt.Errorf("%w: listing queues: %w", ErrUnavailable, err)
@@ -154,6 +158,13 @@ func (c *Client) Wait(ctx context.Context, taskID string, interval time.Duration
 			}
 			if err == nil && s.Final() {
 				return s, nil
+			}
+			if err == nil && announced != nil {
+				// Announced between our subscription and asynq's write of
+				// the final state: the worker recorded what it announced.
+				if f, ok, _ := outcome.Announced(ctx, c.rdb, taskID); ok {
+					return s.with(f), nil
+				}
 			}
 		}
 		select {

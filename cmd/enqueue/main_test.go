@@ -57,6 +57,11 @@ func TestExport_ExitCodes(t *testing.T) {
 		{"redis unreachable", down, []string{"export", "--manual", "m", "--version", "1", "--html-file", htmlFile}, exitUnavailable, "unavailable"},
 		{"status unknown task", up, []string{"status", "no-such-task"}, exitInvalid, "not found"},
 		{"status unreachable", down, []string{"status", "x"}, exitUnavailable, "unavailable"},
+		{"cancel unknown task", up, []string{"cancel", "no-such-task"}, exitInvalid, "not found"},
+		{"cancel without a task id", up, []string{"cancel"}, exitInvalid, "want exactly one TASK_ID"},
+		{"cancel unreachable", down, []string{"cancel", "x"}, exitUnavailable, "unavailable"},
+		{"callback not allowed", up, []string{"export", "--manual", "m", "--version", "1", "--html-file", htmlFile, "--callback", "https://hooks.example.com/x"}, exitInvalid, "callback.url: callbacks are disabled"},
+		{"callback host off the list", append(up, "CALLBACK_ALLOWED_HOSTS=hooks.example.com"), []string{"export", "--manual", "m", "--version", "1", "--html-file", htmlFile, "--callback", "https://evil.example.net/x"}, exitInvalid, "callback.url"},
 		{"unknown command", up, []string{"frobnicate"}, exitInvalid, "unknown command"},
 	}
 	for _, tt := range tests {
@@ -66,6 +71,34 @@ func TestExport_ExitCodes(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want exit %d and %q", r.code, r.stderr, tt.wantCode, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestCancel_ThenStatusSaysCanceled: an export enqueued with no worker
+// running is canceled by `enqueue cancel` (exit 0, canceled); status then
+// says canceled (exit 1, like a failure); a second cancel exits 1.
+func TestCancel_ThenStatusSaysCanceled(t *testing.T) {
+	srv := testsupport.StartRedis(t)
+	env := []string{"REDIS_URL=" + srv.URL()}
+	htmlFile := filepath.Join(t.TempDir(), "m.html")
+	if err := os.WriteFile(htmlFile, []byte("<!doctype html><h1>Manual</h1>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, env, "export", "--manual", "m", "--version", "1", "--html-file", htmlFile, "--json")
+	var job struct {
+		TaskID string `json:"task_id"`
+	}
+	if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &job) != nil || job.TaskID == "" {
+		t.Fatalf("export: %+v", r)
+	}
+	if r := runCLI(t, env, "cancel", job.TaskID, "--json"); r.code != exitOK || !strings.Contains(r.stdout, `"state":"canceled"`) {
+		t.Fatalf("cancel: %+v", r)
+	}
+	if r := runCLI(t, env, "status", job.TaskID); r.code != exitFailed || !strings.Contains(r.stdout, ": canceled") {
+		t.Errorf("status after cancel: %+v", r)
+	}
+	if r := runCLI(t, env, "cancel", job.TaskID); r.code != exitFailed || !strings.Contains(r.stderr, "canceled already") {
+		t.Errorf("second cancel: %+v", r)
 	}
 }
 

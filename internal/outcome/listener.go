@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -24,6 +25,9 @@ type Listener struct {
 	closed  bool
 	waiters map[string]map[*Watch]struct{}
 	done    chan struct{} // closed when the dispatch loop ends
+
+	preparing bool
+	wg        sync.WaitGroup // Prepare's subscriber
 }
 
 // NewListener returns a Listener on the queue Redis; it does no I/O.
@@ -76,6 +80,23 @@ func (l *Listener) Watch(ctx context.Context, taskID string) (*Watch, error) {
 	return w, nil
 }
 
+// Prepare subscribes in the background, so that a Watch soon after finds
+// the subscription up (bounded by 5 s; an error is Watch's to report).
+func (l *Listener) Prepare() {
+	l.mu.Lock()
+	ready := l.ps != nil || l.closed || l.preparing
+	l.preparing = true
+	l.mu.Unlock()
+	if ready {
+		return
+	}
+	l.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = l.subscribe(ctx)
+	})
+}
+
 func (l *Listener) subscribe(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -115,6 +136,7 @@ func (l *Listener) dispatch(msgs <-chan *redis.Message, done chan struct{}) {
 
 // Close ends the subscription and waits for the dispatch loop.
 func (l *Listener) Close() error {
+	l.wg.Wait()
 	l.mu.Lock()
 	l.closed = true
 	ps, done := l.ps, l.done

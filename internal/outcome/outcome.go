@@ -27,6 +27,16 @@ import (
 // Channel is the sharded pub/sub channel of final outcomes.
 const Channel = "pdfexport:final"
 
+// FinalKey holds the announced outcome of a task for FinalTTL: the worker
+// announces before asynq records the task's final state, so a waiter that
+// subscribed just after the announcement, and then read the state, reads
+// this key to learn what it missed.
+func FinalKey(taskID string) string { return "pdfexport:final:" + taskID }
+
+// FinalTTL bounds how long FinalKey stays: the announcement's race window
+// is milliseconds; minutes cover a Redis blip between the two writes.
+const FinalTTL = 5 * time.Minute
+
 // CancelKey marks an export as canceled by request; the worker running it
 // checks it when its context is canceled, and status readers when asynq
 // shows the task archived.
@@ -47,8 +57,8 @@ type Reporter struct {
 	Retention time.Duration
 }
 
-// Final announces f and, when cb names a URL, enqueues its delivery on
-// queue. The announcement is best-effort (waiters poll too); the callback is
+// Final records and announces f and, when cb names a URL, enqueues its
+// delivery on queue. The announcement is best-effort (waiters poll too); the callback is
 // not: its error is returned, so the caller can retry or log it.
 func (r Reporter) Final(ctx context.Context, queue string, f spec.Final, cb *spec.Callback) error {
 	body, err := json.Marshal(f)
@@ -56,7 +66,11 @@ func (r Reporter) Final(ctx context.Context, queue string, f spec.Final, cb *spe
 		return fmt.Errorf("outcome: encoding: %w", err)
 	}
 	var errs []error
-	if err := r.RDB.SPublish(ctx, Channel, body).Err(); err != nil {
+	if _, err := r.RDB.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, FinalKey(f.TaskID), body, FinalTTL)
+		p.SPublish(ctx, Channel, body)
+		return nil
+	}); err != nil {
 		errs = append(errs, fmt.Errorf("announcing %s: %w", f.TaskID, err))
 	}
 	if cb != nil && cb.URL != "" {
@@ -101,4 +115,20 @@ func (c Cancels) Mark(ctx context.Context, taskID string, ttl time.Duration) err
 func (c Cancels) Canceled(ctx context.Context, taskID string) (bool, error) {
 	n, err := c.RDB.Exists(ctx, CancelKey(taskID)).Result()
 	return n > 0, err
+}
+
+// Announced returns the outcome recorded for taskID, if any (see FinalKey).
+func Announced(ctx context.Context, rdb redis.UniversalClient, taskID string) (spec.Final, bool, error) {
+	b, err := rdb.Get(ctx, FinalKey(taskID)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return spec.Final{}, false, nil
+	}
+	if err != nil {
+		return spec.Final{}, false, err
+	}
+	var f spec.Final
+	if err := json.Unmarshal(b, &f); err != nil {
+		return spec.Final{}, false, fmt.Errorf("outcome: %s: %w", FinalKey(taskID), err)
+	}
+	return f, true, nil
 }

@@ -18,7 +18,7 @@ func setup(t *testing.T) (*testsupport.Redis, redis.UniversalClient, Reporter) {
 	srv := testsupport.StartRedis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	client := asynq.NewClientFromRedisClient(rdb)
-	t.Cleanup(func() { _ = client.Close(); _ = rdb.Close() })
+	t.Cleanup(func() { _ = rdb.Close() }) // closes client's connections too
 	return srv, rdb, Reporter{RDB: rdb, Client: client, CallbackMaxRetry: 3, Retention: time.Hour}
 }
 

@@ -13,7 +13,23 @@ import (
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 )
 
-var identifierRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+// identifierPattern is the rule of manual_id and version, as validIdentifier
+// checks it (a compiled regexp of it costs every process start ~1 ms).
+const identifierPattern = `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`
+
+func validIdentifier(v string) bool {
+	if len(v) == 0 || len(v) > maxIdentifierLength {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
 
 var pageRangesRE = regexp.MustCompile(`^\s*\d+\s*(-\s*\d+\s*)?(,\s*\d+\s*(-\s*\d+\s*)?)*$`)
 
@@ -55,8 +71,8 @@ func validateIdentifier(field, v string) *FieldError {
 	switch {
 	case v == "":
 		return fieldErr(field, "required")
-	case !identifierRE.MatchString(v):
-		return fieldErr(field, "must match %s (letters, digits, '.', '_', '-'; at most %d characters, starting with a letter or digit)", identifierRE, maxIdentifierLength)
+	case !validIdentifier(v):
+		return fieldErr(field, "must match %s (letters, digits, '.', '_', '-'; at most %d characters, starting with a letter or digit)", identifierPattern, maxIdentifierLength)
 	case strings.Contains(v, ".."):
 		return fieldErr(field, "must not contain '..'")
 	}

@@ -228,8 +228,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	// Final outcomes are announced on the queue Redis and callbacks are
 	// enqueued there, as tasks of their own.
-	outcomes := asynq.NewClientFromRedisClient(queueRDB)
-	w.undo = append(w.undo, func() { _ = outcomes.Close() })
+	outcomes := asynq.NewClientFromRedisClient(queueRDB) // closed with queueRDB
 	handler, err := tasks.NewHandler(tasks.Config{Store: store, Renderer: renderer, Gate: gate,
 		Hosts:     spec.Hosts{Sources: cfg.Allowed, Callbacks: cfg.CallbackAllowed},
 		Namespace: cfg.StorageURL, Logger: log, Observer: w.metrics, Hostname: w.opts.Hostname,
