@@ -199,7 +199,7 @@ func deliveryWakeUp(ctx context.Context, e *benchEnv, res *deliveryResult, n int
 			defer cancel()
 			st, err := f.client.Wait(wctx, id, 0)
 			if err == nil && st.State != exportclient.StateCompleted {
-				err = fmt.Errorf("Wait: %s", st.State)
+				err = fmt.Errorf("exportclient.Wait answered %s", st.State)
 			}
 			return err
 		}},

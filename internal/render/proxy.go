@@ -41,9 +41,6 @@ const (
 // egressRefusedHeader marks a 403 that the proxy, not the server, answered.
 const egressRefusedHeader = "X-Pdfexport-Egress"
 
-// errEgressRefused is the cause of every refusal of the proxy.
-var errEgressRefused = allowlist.ErrRefused
-
 // refusal is an error that makes the proxy answer 403.
 type refusal = allowlist.Refusal
 
