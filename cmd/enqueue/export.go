@@ -75,6 +75,8 @@ func runExport(ctx context.Context, e env, args []string) int {
 	fs.StringVar(&req.Options.Media, "media", "", "CSS media: print (default) or screen")
 	fs.StringVar(&req.Options.PageRanges, "page-ranges", "", "pages to print, e.g. 1-5,8")
 	fs.BoolVar(&req.Options.PreferCSSPageSize, "prefer-css-page-size", false, "let CSS @page size win over --paper")
+	fs.BoolVar(&req.Options.FailOnResourceErrors, "fail-on-resource-errors", false, "fail, storing nothing, when an image, style sheet or other sub-resource failed, answered >= 400 or was blocked")
+	fs.BoolVar(&req.Options.FailOnConsoleErrors, "fail-on-console-errors", false, "fail, storing nothing, on an uncaught JavaScript exception or a console.error line")
 	fs.BoolVar(&req.Force, "force", false, "re-render even if this artifact is already stored")
 	fs.StringVar(&req.RequestID, "request-id", "", "correlation id logged by the worker")
 	fs.StringVar(&req.CallbackURL, "callback", "", "POST the outcome here once the export is final (host on CALLBACK_ALLOWED_HOSTS)")
@@ -146,6 +148,7 @@ func printFinal(e env, st exportclient.Status, jsonOut bool) int {
 	}
 	fmt.Fprintf(e.stdout, "task %s: %s %s (%d pages, %d bytes, render %d ms, waited %d ms)\n%s\n",
 		st.TaskID, how, r.ArtifactKey, r.Pages, r.Bytes, r.RenderMS, r.WaitedMS, r.URL)
+	printWarnings(e, r)
 	return exitOK
 }
 

@@ -104,6 +104,21 @@ func printStatus(e env, st exportclient.Status, jsonOut bool) {
 			if r.DownloadURL != "" {
 				fmt.Fprintf(e.stdout, "download: %s\n", r.DownloadURL)
 			}
+			printWarnings(e, r)
 		}
+	}
+}
+
+// printWarnings lists what the render could not load or saw fail.
+func printWarnings(e env, r *exportclient.Result) {
+	if len(r.Warnings) == 0 {
+		return
+	}
+	fmt.Fprintf(e.stdout, "warnings (%d):\n", len(r.Warnings)+r.WarningsOmitted)
+	for _, w := range r.Warnings {
+		fmt.Fprintf(e.stdout, "  %s\n", w)
+	}
+	if r.WarningsOmitted > 0 {
+		fmt.Fprintf(e.stdout, "  … and %d more\n", r.WarningsOmitted)
 	}
 }

@@ -31,6 +31,7 @@ type Metrics struct {
 	storageBytes    *prometheus.CounterVec
 	browserRestarts prometheus.Counter
 	callbacks       *prometheus.CounterVec
+	warnings        *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics, plus Go and process collectors, on a
@@ -57,14 +58,19 @@ func NewMetrics() *Metrics {
 			Help: "Bytes written to or read from artifact storage, by op."}, []string{"op"}),
 		browserRestarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "pdfexport_browser_restarts_total",
 			Help: "Chromium restarts after a crash or recycling."}),
+		warnings: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pdfexport_render_warnings_total",
+			Help: "Warnings of renders, by kind (resource: a sub-resource failed or answered >= 400, blocked: refused by the allowlist or the egress guard, console: an uncaught exception or console.error)."}, []string{"kind"}),
 		callbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pdfexport_callbacks_total",
 			Help: "Callback delivery attempts, by outcome (delivered, retry: the receiver refused or was unreachable, refused: not allowed, never retried)."}, []string{"outcome"}),
 	}
 	r.MustRegister(m.exports, m.exportSeconds, m.renders, m.renderSeconds, m.lockAcquire, m.lockWait, m.lockLost,
-		m.storageBytes, m.browserRestarts, m.callbacks,
+		m.storageBytes, m.browserRestarts, m.callbacks, m.warnings,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, o := range []string{"rendered", "reused", "failed"} {
 		m.exports.WithLabelValues(o)
+	}
+	for _, k := range []string{"resource", "blocked", "console"} {
+		m.warnings.WithLabelValues(k)
 	}
 	for _, o := range []string{"delivered", "retry", "refused"} {
 		m.callbacks.WithLabelValues(o)
@@ -74,6 +80,9 @@ func NewMetrics() *Metrics {
 	}
 	return m
 }
+
+// RenderWarning implements render.WarningObserver.
+func (m *Metrics) RenderWarning(kind string) { m.warnings.WithLabelValues(kind).Inc() }
 
 // CallbackDone implements callback.Observer.
 func (m *Metrics) CallbackDone(outcome string) { m.callbacks.WithLabelValues(outcome).Inc() }

@@ -71,6 +71,7 @@ func TestOpenAPI_SchemasMatchContract(t *testing.T) {
 		"Payload": reflect.TypeOf(spec.Payload{}),
 		"Result":  reflect.TypeOf(spec.Result{}),
 		"Final":   reflect.TypeOf(spec.Final{}),
+		"Warning": reflect.TypeOf(spec.Warning{}),
 	} {
 		var documented []string
 		for name := range doc.Components.Schemas[schema].Properties {

@@ -44,6 +44,11 @@ var (
 	// stream was cut off. Not retryable: the same page prints the same PDF.
 	ErrLimit = errors.New("PDF over a limit")
 
+	// ErrPageErrors: the page had warnings that the print settings' FailOn
+	// fails on (fail_on_resource_errors, fail_on_console_errors); nothing
+	// was printed. Not retryable: the options asked for a final failure.
+	ErrPageErrors = errors.New("page errors")
+
 	// ErrSink: the sink returned an error (which this error wraps too), or it
 	// returned nil before it read the PDF to the end.
 	ErrSink = errors.New("PDF sink failed")

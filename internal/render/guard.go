@@ -93,7 +93,8 @@ type guard struct {
 	allowed   allowlist.List
 	log       *slog.Logger
 	mainFrame cdp.FrameID
-	notify    func() // called when the main document is blocked
+	notify    func()                   // called when the main document is blocked
+	blocked   func(url, reason string) // called for every blocked request
 
 	blockedCount atomic.Int64
 
@@ -103,8 +104,8 @@ type guard struct {
 	done chan struct{}
 }
 
-func newGuard(allowed allowlist.List, log *slog.Logger, mainFrame cdp.FrameID, notify func()) *guard {
-	return &guard{allowed: allowed, log: log, mainFrame: mainFrame, notify: notify, done: make(chan struct{})}
+func newGuard(allowed allowlist.List, log *slog.Logger, mainFrame cdp.FrameID, notify func(), blocked func(url, reason string)) *guard {
+	return &guard{allowed: allowed, log: log, mainFrame: mainFrame, notify: notify, blocked: blocked, done: make(chan struct{})}
 }
 
 // start subscribes to Fetch.requestPaused, enables interception of every
@@ -148,6 +149,9 @@ func (g *guard) handle(ctx context.Context, t *chromedp.Target, ev *fetch.EventR
 	}
 	g.blockedCount.Add(1)
 	main := ev.ResourceType == network.ResourceTypeDocument && ev.FrameID == g.mainFrame
+	if !main && g.blocked != nil {
+		g.blocked(raw, strings.TrimPrefix(err.Error(), ErrBlocked.Error()+": "))
+	}
 	level := slog.LevelDebug // pages often reference trackers; one line per render is enough
 	if main {
 		level = slog.LevelInfo

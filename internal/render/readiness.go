@@ -165,8 +165,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 // pageWatch follows the events of one tab. onEvent runs on chromedp's reader
 // goroutine: it only records and pokes.
 type pageWatch struct {
-	guard *guard
-	log   *slog.Logger
+	guard    *guard
+	log      *slog.Logger
+	warnings *warnings
 
 	mu         sync.Mutex
 	frame      cdp.FrameID
@@ -176,20 +177,23 @@ type pageWatch struct {
 	loaded     map[cdp.LoaderID]bool
 	responses  map[cdp.LoaderID]*network.Response // main-frame documents
 	navLoaders map[cdp.LoaderID]bool              // loaders of main-frame document requests
+	mainDocs   map[network.RequestID]bool         // main-frame document requests (their failures fail the render)
 	crashed    bool
 
 	poke    chan struct{}
 	dialogs chan page.DialogType // JavaScript dialogs waiting to be dismissed
 }
 
-func newPageWatch(log *slog.Logger) *pageWatch {
+func newPageWatch(log *slog.Logger, observeWarning func(kind string)) *pageWatch {
 	return &pageWatch{
 		log:        log,
+		warnings:   newWarnings(observeWarning),
 		inflight:   make(map[network.RequestID]string),
 		quietSince: time.Now(),
 		loaded:     make(map[cdp.LoaderID]bool),
 		responses:  make(map[cdp.LoaderID]*network.Response),
 		navLoaders: make(map[cdp.LoaderID]bool),
+		mainDocs:   make(map[network.RequestID]bool),
 		poke:       make(chan struct{}, 1),
 		dialogs:    make(chan page.DialogType, 8),
 	}
@@ -218,13 +222,17 @@ func (w *pageWatch) onEvent(ev any) {
 		}
 		if ev.Type == network.ResourceTypeDocument && ev.FrameID == w.frame && ev.LoaderID != "" {
 			w.navLoaders[ev.LoaderID] = true
+			w.mainDocs[ev.RequestID] = true
 		}
 	case *network.EventLoadingFinished:
 		w.done(ev.RequestID)
 	case *network.EventLoadingFailed:
+		w.warnings.onLoadingFailed(ev, w.inflight[ev.RequestID], w.mainDocs[ev.RequestID])
 		w.done(ev.RequestID)
 	case *network.EventResponseReceived:
-		if ev.Type == network.ResourceTypeDocument && ev.FrameID == w.frame && ev.Response != nil {
+		mainDoc := ev.Type == network.ResourceTypeDocument && ev.FrameID == w.frame
+		w.warnings.onResponse(ev, mainDoc)
+		if mainDoc && ev.Response != nil {
 			w.responses[ev.LoaderID] = ev.Response
 		}
 		if ev.Type == network.ResourceTypeDocument && ev.FrameID != w.frame {
@@ -237,6 +245,10 @@ func (w *pageWatch) onEvent(ev any) {
 		if ev.Name == "load" && ev.FrameID == w.frame {
 			w.loaded[ev.LoaderID] = true
 		}
+	case *runtime.EventExceptionThrown:
+		w.warnings.onException(ev)
+	case *runtime.EventConsoleAPICalled:
+		w.warnings.onConsole(ev)
 	case *inspector.EventTargetCrashed:
 		w.crashed = true
 	case *page.EventJavascriptDialogOpening:

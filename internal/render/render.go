@@ -33,6 +33,10 @@ type Stats struct {
 	Bytes     int64         // size of the PDF
 	Duration  time.Duration // from getting a tab slot until the sink returned (includes a browser start)
 	QueueWait time.Duration // waiting for a tab slot (Concurrency)
+	// Warnings are what the page could not load or reported as errors, at
+	// most spec.MaxWarnings; WarningsOmitted counts the rest.
+	Warnings        []spec.Warning
+	WarningsOmitted int
 }
 
 // errRenderDeadline is the cause of a render context that hit its deadline.
@@ -133,7 +137,11 @@ func callerErr(ctx context.Context, stage string) error {
 // renderInTab runs one render in its own tab and maps its failure to a
 // sentinel.
 func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats) error {
-	w := newPageWatch(r.log)
+	var observe func(string)
+	if wo, ok := r.cfg.Observer.(WarningObserver); ok {
+		observe = wo.RenderWarning
+	}
+	w := newPageWatch(r.log, observe)
 	opts := []chromedp.ContextOption{chromedp.WithListener(w.onEvent), chromedp.WithNewWindow(false)}
 	if r.hooks.design == designContextPerRender {
 		// Its own browser context: cookies, storage, service workers and
@@ -305,7 +313,9 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	w.setMainFrame(mainFrame)
 
 	*stage = "enabling the request guard"
-	g := newGuard(r.cfg.AllowedHosts, r.log, mainFrame, w.wake)
+	g := newGuard(r.cfg.AllowedHosts, r.log, mainFrame, w.wake, func(url, reason string) {
+		w.warnings.add(spec.Warning{Kind: spec.WarningBlocked, URL: url, Message: reason})
+	})
 	gctx, stopGuard := context.WithCancel(ctx)
 	defer func() {
 		g.wait()
@@ -386,6 +396,10 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	}
 	if err := w.checkCrashed(); err != nil {
 		return err
+	}
+	st.Warnings, st.WarningsOmitted = w.warnings.result()
+	if err := w.warnings.failure(settings.FailOn); err != nil {
+		return err // before printing: nothing reaches the sink
 	}
 
 	*stage = "printing"

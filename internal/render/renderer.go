@@ -73,6 +73,13 @@ type StatsObserver interface {
 	RenderStats(result string, st Stats)
 }
 
+// WarningObserver is an optional extension of Observer: it hears of every
+// warning a render collects (kind: resource, blocked, console), listed in
+// Stats.Warnings or not.
+type WarningObserver interface {
+	RenderWarning(kind string)
+}
+
 type nopObserver struct{}
 
 func (nopObserver) RenderDone(string, time.Duration) {}

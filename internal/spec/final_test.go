@@ -45,12 +45,24 @@ func TestValidate_Callback(t *testing.T) {
 	}
 }
 
-func TestArtifactKey_IgnoresCallback(t *testing.T) {
+// TestArtifactKey_IgnoresWhatDoesNotChangeThePDF: a callback and the
+// fail_on options do not change the artifact key (the same document is not
+// rendered twice for them).
+func TestArtifactKey_IgnoresWhatDoesNotChangeThePDF(t *testing.T) {
 	p := validPayload()
-	q := p
-	q.Callback = &Callback{URL: "https://api.example.com/hooks/pdf"}
-	if p.ArtifactKey() != q.ArtifactKey() {
-		t.Fatal("a callback changed the artifact key: the same document would render twice")
+	for name, change := range map[string]func(*Payload){
+		"callback":                func(q *Payload) { q.Callback = &Callback{URL: "https://api.example.com/hooks/pdf"} },
+		"fail_on_resource_errors": func(q *Payload) { q.Options.FailOnResourceErrors = true },
+		"fail_on_console_errors":  func(q *Payload) { q.Options.FailOnConsoleErrors = true },
+	} {
+		q := p
+		change(&q)
+		if p.ArtifactKey() != q.ArtifactKey() {
+			t.Errorf("%s changed the artifact key", name)
+		}
+		if name != "callback" && q.Options.Settings().FailOn == (FailOn{}) {
+			t.Errorf("%s did not reach the print settings", name)
+		}
 	}
 }
 

@@ -55,6 +55,12 @@ type Options struct {
 	Media             string   `json:"media,omitempty"`
 	PageRanges        string   `json:"page_ranges,omitempty"`
 	PreferCSSPageSize bool     `json:"prefer_css_page_size,omitempty"`
+	// FailOnResourceErrors fails the export for good, storing nothing, when
+	// a sub-resource failed, answered ≥ 400 or was blocked.
+	FailOnResourceErrors bool `json:"fail_on_resource_errors,omitempty"`
+	// FailOnConsoleErrors does the same for uncaught exceptions and
+	// console.error lines.
+	FailOnConsoleErrors bool `json:"fail_on_console_errors,omitempty"`
 }
 
 // PrintSettings are Options with every default applied and every value
@@ -78,6 +84,26 @@ type PrintSettings struct {
 	Media             string  `json:"media"`
 	PageRanges        string  `json:"page_ranges"`
 	PreferCSSPageSize bool    `json:"prefer_css_page_size"`
+	// FailOn is not part of the artifact's identity (json "-"): it does not
+	// change the PDF, only whether one with warnings is acceptable.
+	FailOn FailOn `json:"-"`
+}
+
+// FailOn selects the warning kinds that fail an export.
+type FailOn struct {
+	ResourceErrors bool // resource and blocked warnings
+	ConsoleErrors  bool // console warnings
+}
+
+// Offends reports whether w is a warning f fails on.
+func (f FailOn) Offends(w Warning) bool {
+	switch w.Kind {
+	case WarningResource, WarningBlocked:
+		return f.ResourceErrors
+	case WarningConsole:
+		return f.ConsoleErrors
+	}
+	return false
 }
 
 // Settings resolves o into PrintSettings. It assumes o passed Validate; an
@@ -96,6 +122,7 @@ func (o Options) Settings() PrintSettings {
 		Media:             o.Media,
 		PageRanges:        o.PageRanges,
 		PreferCSSPageSize: o.PreferCSSPageSize,
+		FailOn:            FailOn{ResourceErrors: o.FailOnResourceErrors, ConsoleErrors: o.FailOnConsoleErrors},
 		MarginTopMM:       DefaultMarginMM,
 		MarginRightMM:     DefaultMarginMM,
 		MarginBottomMM:    DefaultMarginMM,

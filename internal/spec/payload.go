@@ -80,6 +80,43 @@ type Result struct {
 	// DownloadURL is bin/api's GET /v1/exports/{id}/pdf for this export,
 	// when the worker knows API_PUBLIC_URL.
 	DownloadURL string `json:"download_url,omitempty"`
+	// Warnings are what the render that made the artifact could not load
+	// or saw fail (at most MaxWarnings; WarningsOmitted counts the rest).
+	// A reuser reports the warnings of that render.
+	Warnings        []Warning `json:"warnings,omitempty"`
+	WarningsOmitted int       `json:"warnings_omitted,omitempty"`
+}
+
+// Warning kinds.
+const (
+	WarningResource = "resource" // a sub-resource failed to load or answered ≥ 400
+	WarningBlocked  = "blocked"  // a request the allowlist or the egress guard refused
+	WarningConsole  = "console"  // an uncaught exception or a console.error line
+)
+
+// MaxWarnings bounds the warnings a result lists.
+const MaxWarnings = 20
+
+// Warning is one thing that makes a PDF possibly incomplete.
+type Warning struct {
+	Kind    string `json:"kind"`
+	URL     string `json:"url,omitempty"` // redacted: no password, no query values
+	Status  int    `json:"status,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+func (w Warning) String() string {
+	s := w.Kind
+	if w.URL != "" {
+		s += " " + w.URL
+	}
+	if w.Status != 0 {
+		s += fmt.Sprintf(" answered %d", w.Status)
+	}
+	if w.Message != "" {
+		s += ": " + w.Message
+	}
+	return s
 }
 
 // ErrInvalid is matched (errors.Is) by every validation and decoding error,

@@ -294,7 +294,7 @@ func (h *Handler) export(ctx context.Context, log *slog.Logger, p spec.Payload, 
 		// Stored already — by this very task too, when an earlier attempt
 		// stored it and then failed (its result write, its lease): a retry
 		// of a forced export must not render and replace again.
-		return h.reuse(ctx, key, obj, 0, false)
+		return h.reuse(ctx, key, obj, 0, false, p.Options.Settings().FailOn)
 	case err == nil:
 		staleETag = obj.ETag
 	case !errors.Is(err, storage.ErrNotFound):
@@ -313,7 +313,7 @@ func (h *Handler) export(ctx context.Context, log *slog.Logger, p spec.Payload, 
 		case lock.Released:
 			obj, err := h.cfg.Store.Stat(ctx, key)
 			if err == nil {
-				return h.reuse(ctx, key, obj, waited, false)
+				return h.reuse(ctx, key, obj, waited, false, p.Options.Settings().FailOn)
 			}
 			if !errors.Is(err, storage.ErrNotFound) {
 				return spec.Result{}, fmt.Errorf("reading the artifact another worker stored: %w", err)
@@ -347,7 +347,7 @@ func (h *Handler) renderUnderLease(ctx context.Context, log *slog.Logger, p spec
 	// before we got the lock (its done marker expired, or it failed open).
 	if obj, err := h.cfg.Store.Stat(lease.Context(), key); err == nil && (staleETag == "" || obj.ETag != staleETag) {
 		h.release(ctx, log, lease, lock.Outcome{Status: lock.StatusStored, ETag: obj.ETag})
-		return h.reuse(ctx, key, obj, waited, false)
+		return h.reuse(ctx, key, obj, waited, false, p.Options.Settings().FailOn)
 	}
 	res, err := h.renderAndStore(lease.Context(), log, p, key, staleETag, lease, waited)
 	if err != nil {
@@ -442,18 +442,20 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p spec.P
 			return spec.Result{}, fmt.Errorf("replacing %s: %w", key, storeErr) // not replaced after all: retry
 		}
 		log.Info("artifact already stored by another worker; ours discarded", "fail_open", failOpen)
-		res, err := h.reuse(ctx, key, obj, waited, failOpen)
+		res, err := h.reuse(ctx, key, obj, waited, failOpen, p.Options.Settings().FailOn)
 		res.RenderMS = renderMS
 		return res, err
 	}
 	h.cfg.Observer.StorageBytes("put", stored.Size)
-	info := artifactInfo{Pages: stats.Pages, Bytes: stored.Size, RenderMS: renderMS, Fence: fence, Renderer: h.cfg.Hostname}
+	info := artifactInfo{Pages: stats.Pages, Bytes: stored.Size, RenderMS: renderMS, Fence: fence, Renderer: h.cfg.Hostname,
+		Warnings: stats.Warnings, WarningsOmitted: stats.WarningsOmitted}
 	if err := h.writeInfo(ctx, key, stored.ETag, info); err != nil {
 		log.Warn("writing artifact info failed; readers will count pages themselves", "err", err)
 	}
 	return spec.Result{
 		ArtifactKey: stored.Key, URL: stored.URL, ETag: stored.ETag, Bytes: stored.Size, Pages: stats.Pages,
 		Rendered: true, FailOpen: failOpen, RenderMS: renderMS, WaitedMS: waited.Milliseconds(),
+		Warnings: stats.Warnings, WarningsOmitted: stats.WarningsOmitted,
 	}, nil
 }
 
@@ -497,15 +499,26 @@ func storedBy(ctx context.Context, obj storage.Object) bool {
 	return ok && id != "" && obj.Metadata[taskIDMeta] == id
 }
 
-func (h *Handler) reuse(ctx context.Context, key string, obj storage.Object, waited time.Duration, failOpen bool) (spec.Result, error) {
-	pages, err := h.pages(ctx, key, obj)
+func (h *Handler) reuse(ctx context.Context, key string, obj storage.Object, waited time.Duration, failOpen bool, failOn spec.FailOn) (spec.Result, error) {
+	info, err := h.describe(ctx, key, obj)
 	if err != nil {
 		return spec.Result{}, err
 	}
+	// The options fail on the warnings of the artifact, whichever render
+	// made it: a request that asks for a complete PDF never gets one that
+	// a render without the option stored with its images missing.
+	unlisted := 0 // the kinds of warnings beyond the list are not kept
+	if failOn.ResourceErrors && failOn.ConsoleErrors {
+		unlisted = info.WarningsOmitted
+	}
+	if err := render.PageErrors(failOn, info.Warnings, unlisted); err != nil {
+		return spec.Result{}, fmt.Errorf("the stored artifact %s: %w (export again with force once the page is fixed): %w", obj.Key, err, asynq.SkipRetry)
+	}
 	return spec.Result{
-		ArtifactKey: obj.Key, URL: obj.URL, ETag: obj.ETag, Bytes: obj.Size, Pages: pages,
+		ArtifactKey: obj.Key, URL: obj.URL, ETag: obj.ETag, Bytes: obj.Size, Pages: info.Pages,
 		// The task that rendered it says so, on whichever attempt it reads it.
 		Rendered: storedBy(ctx, obj), FailOpen: failOpen, WaitedMS: waited.Milliseconds(),
+		Warnings: info.Warnings, WarningsOmitted: info.WarningsOmitted,
 	}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
 
@@ -23,6 +24,9 @@ type artifactInfo struct {
 	RenderMS int64  `json:"render_ms"`
 	Fence    int64  `json:"fence"`
 	Renderer string `json:"renderer"`
+	// The render's warnings, reported again by every reuser.
+	Warnings        []spec.Warning `json:"warnings,omitempty"`
+	WarningsOmitted int            `json:"warnings_omitted,omitempty"`
 }
 
 const maxInfoBytes = 64 << 10
@@ -49,23 +53,24 @@ func (h *Handler) writeInfo(ctx context.Context, key, etag string, info artifact
 	return err
 }
 
-// pages returns an artifact's page count from its info object, or counts the
-// pages of the PDF itself when the info is missing or stale (a renderer
-// crashed between storing the PDF and its info).
-func (h *Handler) pages(ctx context.Context, key string, obj storage.Object) (int, error) {
+// describe returns what a reuser reports of an artifact: its page count and
+// its render's warnings from the info object, or, when the info is missing
+// or stale (a renderer crashed between storing the PDF and its info), the
+// pages counted in the PDF itself and no warnings.
+func (h *Handler) describe(ctx context.Context, key string, obj storage.Object) (artifactInfo, error) {
 	if info, err := h.readInfo(ctx, key); err == nil && info.ETag == obj.ETag {
-		return info.Pages, nil
+		return info, nil
 	}
 	rc, err := h.cfg.Store.Open(ctx, key)
 	if err != nil {
-		return 0, fmt.Errorf("opening %s to count its pages: %w", obj.Key, err)
+		return artifactInfo{}, fmt.Errorf("opening %s to count its pages: %w", obj.Key, err)
 	}
 	defer rc.Close()
 	n, err := render.CountPages(rc)
 	if err != nil {
-		return 0, fmt.Errorf("counting pages of %s: %w", obj.Key, err)
+		return artifactInfo{}, fmt.Errorf("counting pages of %s: %w", obj.Key, err)
 	}
-	return n, nil
+	return artifactInfo{ETag: obj.ETag, Pages: n, Bytes: obj.Size}, nil
 }
 
 func (h *Handler) readInfo(ctx context.Context, key string) (artifactInfo, error) {
