@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what pdfexport needs to build, test and demo, only where missing:
 # redis-server, Chromium (the headless shell the worker prefers, and the full
-# browser the tests also cover), fonts and poppler-utils from apt, and the pinned
-# versitygw S3 server (built with go install into ./bin). Idempotent.
+# browser the tests also cover), fonts, poppler-utils and promtool (Debian's
+# prometheus package: the tests check deployments/prometheus with it) from
+# apt, and the pinned versitygw S3 server (built with go install into ./bin).
+# Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +16,7 @@ have_cmd redis-server || missing+=(redis-server)
 { [ -x /usr/lib/chromium/chromium-headless-shell ] || have_cmd chromium-headless-shell || have_cmd chrome-headless-shell; } || missing+=(chromium-headless-shell)
 { [ -x /usr/lib/chromium/chromium ] || have_cmd chromium || have_cmd chromium-browser || have_cmd google-chrome; } || missing+=(chromium)
 have_cmd pdfinfo || missing+=(poppler-utils)
+have_cmd promtool || missing+=(prometheus)
 for font in fonts-dejavu-core fonts-liberation; do
 	have_pkg "$font" || missing+=("$font")
 done
@@ -28,10 +31,18 @@ if [ ${#missing[@]} -gt 0 ]; then
 		echo "setup: installing ${missing[*]} with sudo apt-get"
 		sudo apt-get update -qq
 		sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+		sudo=sudo
 	else
 		echo "setup: missing ${missing[*]}." >&2
 		echo "setup: install them with: apt-get install -y ${missing[*]}  (or your platform's equivalent)" >&2
 		exit 1
+	fi
+	# prometheus is installed for promtool only: where the package started its
+	# server (systemd), stop and disable it; it would hold :9090, the worker's
+	# default ADMIN_ADDR port.
+	if [[ " ${missing[*]} " == *" prometheus "* ]] && have_cmd systemctl && systemctl is-enabled --quiet prometheus 2>/dev/null; then
+		echo "setup: stopping the prometheus service the package started (only promtool is needed)"
+		${sudo:-} systemctl disable --now prometheus >/dev/null 2>&1 || true
 	fi
 fi
 
@@ -43,4 +54,4 @@ fi
 if [ -x scripts/install-versitygw.sh ]; then
 	scripts/install-versitygw.sh
 fi
-echo "setup: ok (redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), $( { /usr/lib/chromium/chromium --version 2>/dev/null || chromium --version; } | head -1), headless shell $( { /usr/lib/chromium/chromium-headless-shell --version 2>/dev/null || chromium-headless-shell --version; } | head -1 | awk '{print $NF}'))"
+echo "setup: ok (redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), $( { /usr/lib/chromium/chromium --version 2>/dev/null || chromium --version; } | head -1), headless shell $( { /usr/lib/chromium/chromium-headless-shell --version 2>/dev/null || chromium-headless-shell --version; } | head -1 | awk '{print $NF}'), promtool $(promtool --version 2>&1 | awk 'NR == 1 {print $3}'))"

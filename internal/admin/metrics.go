@@ -32,7 +32,22 @@ type Metrics struct {
 	browserRestarts prometheus.Counter
 	callbacks       *prometheus.CounterVec
 	warnings        *prometheus.CounterVec
+	ready           prometheus.Gauge
+	readyChecks     *prometheus.GaugeVec
 }
+
+// Label values the code paths observe. NewMetrics creates every series with
+// them at 0, so that rate(), increase() and the alerts in
+// deployments/prometheus see a series from a worker's first scrape rather
+// than only after the first event.
+var (
+	exportOutcomes  = []string{"rendered", "reused", "failed"}       // tasks.Observer.ExportDone
+	renderResults   = []string{"ok", "error", "timeout"}             // render.Renderer.Render
+	lockResults     = []string{"acquired", "contended", "fail_open"} // lock.Observer.LockAcquire
+	storageOps      = []string{"put"}                                // tasks.Observer.StorageBytes
+	warningKinds    = []string{"resource", "blocked", "console"}     // render.WarningObserver
+	callbackOutcome = []string{"delivered", "retry", "refused"}      // callback.Observer
+)
 
 // NewMetrics registers the metrics, plus Go and process collectors, on a
 // fresh registry.
@@ -62,23 +77,52 @@ func NewMetrics() *Metrics {
 			Help: "Warnings of renders, by kind (resource: a sub-resource failed or answered >= 400, blocked: refused by the allowlist or the egress guard, console: an uncaught exception or console.error)."}, []string{"kind"}),
 		callbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pdfexport_callbacks_total",
 			Help: "Callback delivery attempts, by outcome (delivered, retry: the receiver refused or was unreachable, refused: not allowed, never retried)."}, []string{"outcome"}),
+		ready: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pdfexport_ready",
+			Help: "1 when every readiness check (/readyz) passed at the last evaluation (each /readyz and each /metrics scrape), else 0."}),
+		readyChecks: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pdfexport_ready_check",
+			Help: "1 when the readiness check (redis, locks, storage, chromium) passed at the last evaluation, else 0."}, []string{"check"}),
 	}
 	r.MustRegister(m.exports, m.exportSeconds, m.renders, m.renderSeconds, m.lockAcquire, m.lockWait, m.lockLost,
-		m.storageBytes, m.browserRestarts, m.callbacks, m.warnings,
+		m.storageBytes, m.browserRestarts, m.callbacks, m.warnings, m.ready, m.readyChecks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, o := range []string{"rendered", "reused", "failed"} {
+	for _, o := range exportOutcomes {
 		m.exports.WithLabelValues(o)
+		m.exportSeconds.WithLabelValues(o)
 	}
-	for _, k := range []string{"resource", "blocked", "console"} {
-		m.warnings.WithLabelValues(k)
+	for _, r := range renderResults {
+		m.renders.WithLabelValues(r)
 	}
-	for _, o := range []string{"delivered", "retry", "refused"} {
-		m.callbacks.WithLabelValues(o)
-	}
-	for _, r := range []string{"acquired", "contended", "fail_open"} {
+	for _, r := range lockResults {
 		m.lockAcquire.WithLabelValues(r)
 	}
+	for _, op := range storageOps {
+		m.storageBytes.WithLabelValues(op)
+	}
+	for _, k := range warningKinds {
+		m.warnings.WithLabelValues(k)
+	}
+	for _, o := range callbackOutcome {
+		m.callbacks.WithLabelValues(o)
+	}
 	return m
+}
+
+// Readiness records an evaluation of the readiness checks: checks are the
+// names of those run, failures those that failed (name → reason), as
+// runChecks returns them. No checks at all is ready, as /readyz answers.
+func (m *Metrics) Readiness(checks []string, failures map[string]string) {
+	for _, name := range checks {
+		v := 1.0
+		if _, failed := failures[name]; failed {
+			v = 0
+		}
+		m.readyChecks.WithLabelValues(name).Set(v)
+	}
+	if len(failures) > 0 {
+		m.ready.Set(0)
+	} else {
+		m.ready.Set(1)
+	}
 }
 
 // RenderWarning implements render.WarningObserver.

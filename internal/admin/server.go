@@ -26,7 +26,9 @@ type Config struct {
 	Dashboard    *DashboardConfig // nil: no dashboard
 }
 
-// Handler returns the admin mux: /healthz, /readyz, /metrics.
+// Handler returns the admin mux: /healthz, /readyz, /metrics. Both /readyz
+// and /metrics run the readiness checks; with Metrics, each run sets
+// pdfexport_ready and pdfexport_ready_check.
 func Handler(cfg Config) http.Handler {
 	if cfg.CheckTimeout <= 0 {
 		cfg.CheckTimeout = 2 * time.Second
@@ -35,8 +37,22 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": cfg.Version})
 	})
+	names := make([]string, 0, len(cfg.Checks))
+	for name := range cfg.Checks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	// evaluate runs the checks and, with metrics, records the result as
+	// pdfexport_ready and pdfexport_ready_check{check}.
+	evaluate := func(ctx context.Context) map[string]string {
+		failures := runChecks(ctx, cfg.Checks, cfg.CheckTimeout)
+		if cfg.Metrics != nil {
+			cfg.Metrics.Readiness(names, failures)
+		}
+		return failures
+	}
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		failures := runChecks(r.Context(), cfg.Checks, cfg.CheckTimeout)
+		failures := evaluate(r.Context())
 		if len(failures) > 0 {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failing": failures})
 			return
@@ -44,7 +60,14 @@ func Handler(cfg Config) http.Handler {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
 	})
 	if cfg.Metrics != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{}))
+		// Each scrape evaluates readiness first (the checks are cheap and
+		// bounded by CheckTimeout), so pdfexport_ready is current even where
+		// nothing probes /readyz (compose, bare processes).
+		metrics := promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{})
+		mux.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			evaluate(r.Context())
+			metrics.ServeHTTP(w, r)
+		}))
 	}
 	if cfg.Dashboard != nil {
 		dash := newDashboard(*cfg.Dashboard)
