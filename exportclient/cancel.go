@@ -99,7 +99,8 @@ func (c *Client) awaitStop(ctx context.Context, taskID string) (Status, error) {
 // run it again, so the canceller reports it (a worker that stopped it may
 // have too: a callback is enqueued once per export, a second announcement
 // is harmless) and gives back the reference to a source document stored
-// beside it, which a worker never does for a task it stopped.
+// beside it and its credentials, which a worker never does for a task it
+// stopped.
 func (c *Client) archivedByCancel(ctx context.Context, info *asynq.TaskInfo) (Status, error) {
 	s := Status{TaskID: info.ID, Queue: info.Queue, State: StateCanceled, Error: canceledMessage, Retried: info.Retried, MaxRetry: info.MaxRetry}
 	p, err := spec.Decode(info.Payload)
@@ -109,6 +110,9 @@ func (c *Client) archivedByCancel(ctx context.Context, info *asynq.TaskInfo) (St
 	var errs []error
 	if ref := p.Source.HTMLRef; ref != nil {
 		errs = append(errs, htmlstore.Release(ctx, c.rdb, *ref))
+	}
+	if ref := p.Source.Credentials; ref != nil {
+		errs = append(errs, c.creds.Release(ctx, *ref))
 	}
 	f := spec.Final{TaskID: info.ID, State: spec.StateCanceled, ManualID: p.ManualID, Version: p.Version, RequestID: p.RequestID,
 		Error: canceledMessage, Retried: info.Retried}

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/credstore"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -29,6 +30,8 @@ type (
 	Options = spec.Options
 	// Margins are page margins in millimetres.
 	Margins = spec.Margins
+	// Cookie is a cookie of Request.Cookies.
+	Cookie = spec.Cookie
 	// Result is what a finished export reports.
 	Result = spec.Result
 	// Payload is the raw task payload (schema v1), for callers that already
@@ -67,12 +70,20 @@ type Request struct {
 	// CallbackURL, when set, is POSTed the outcome once the export is final
 	// (host on CALLBACK_ALLOWED_HOSTS; verify it with VerifyCallback).
 	CallbackURL string
+	// Headers and Cookies render URL as one of your users: every request to
+	// URL's exact host and port gets them, no other request does. They are
+	// secrets: stored beside the task until it is final (never in it),
+	// never logged, and part of the artifact's identity through a keyed
+	// hash, so one user's render is never reused for another.
+	Headers map[string]string
+	Cookies []Cookie
 }
 
 // Payload converts the request to the task payload.
 func (r Request) Payload() Payload {
 	p := Payload{V: spec.PayloadVersion, ManualID: r.ManualID, Version: r.Version,
-		Source: spec.Source{URL: r.URL, HTML: r.HTML}, Options: r.Options, Force: r.Force, RequestID: r.RequestID}
+		Source: spec.Source{URL: r.URL, HTML: r.HTML, Headers: r.Headers, Cookies: r.Cookies}, Options: r.Options,
+		Force: r.Force, RequestID: r.RequestID}
 	if r.CallbackURL != "" {
 		p.Callback = &spec.Callback{URL: r.CallbackURL}
 	}
@@ -120,6 +131,7 @@ type Client struct {
 	rdb       redis.UniversalClient // Wait's light polls, cancel markers
 	finals    *outcome.Listener     // Wait wakes on announced outcomes
 	reporter  outcome.Reporter      // outcomes of exports canceled before a worker took them
+	creds     *credstore.Store      // per-export credentials, beside their tasks
 }
 
 // New returns a Client. Close it when done.
@@ -173,7 +185,7 @@ func New(cfg Config) (*Client, error) {
 	// process dials once, not three times.
 	client := asynq.NewClientFromRedisClient(rdb)
 	return &Client{cfg: cfg, hosts: spec.Hosts{Sources: sources, Callbacks: callbacks}, client: client,
-		inspector: asynq.NewInspectorFromRedisClient(rdb), rdb: rdb, finals: outcome.NewListener(rdb),
+		inspector: asynq.NewInspectorFromRedisClient(rdb), rdb: rdb, finals: outcome.NewListener(rdb), creds: &credstore.Store{RDB: rdb},
 		reporter: outcome.Reporter{RDB: rdb, Client: client, CallbackMaxRetry: cfg.CallbackMaxRetry, Retention: cfg.Retention}}, nil
 }
 
@@ -219,6 +231,15 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	if !slices.Contains(c.cfg.Queues, s.queue) {
 		return Enqueued{}, &FieldError{Field: "queue", Rule: fmt.Sprintf("%q is not a queue the workers serve (%s)", s.queue, strings.Join(c.cfg.Queues, ", "))}
 	}
+	var credRef *spec.CredentialsRef
+	if len(p.Source.Headers) > 0 || len(p.Source.Cookies) > 0 {
+		r, err := c.creds.Put(ctx, credstore.Credentials{Headers: p.Source.Headers, Cookies: p.Source.Cookies}, c.cfg.SourceTTL)
+		if err != nil {
+			return Enqueued{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		credRef = &r
+		p.Source.Headers, p.Source.Cookies, p.Source.Credentials = nil, nil, credRef
+	}
 	key := p.ArtifactKey()
 	var ref *spec.HTMLRef
 	if c.cfg.HTMLByReference > 0 && len(p.Source.HTML) >= c.cfg.HTMLByReference {
@@ -239,6 +260,9 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	if err != nil {
 		if ref != nil { // no task holds the reference this call took
 			_ = htmlstore.Release(context.WithoutCancel(ctx), c.rdb, *ref)
+		}
+		if credRef != nil {
+			_ = c.creds.Release(context.WithoutCancel(ctx), *credRef)
 		}
 		return Enqueued{}, fmt.Errorf("%w: enqueue: %w", ErrUnavailable, err)
 	}

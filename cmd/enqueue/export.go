@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -77,6 +78,9 @@ func runExport(ctx context.Context, e env, args []string) int {
 	fs.BoolVar(&req.Options.PreferCSSPageSize, "prefer-css-page-size", false, "let CSS @page size win over --paper")
 	fs.BoolVar(&req.Options.FailOnResourceErrors, "fail-on-resource-errors", false, "fail, storing nothing, when an image, style sheet or other sub-resource failed, answered >= 400 or was blocked")
 	fs.BoolVar(&req.Options.FailOnConsoleErrors, "fail-on-console-errors", false, "fail, storing nothing, on an uncaught JavaScript exception or a console.error line")
+	var srcHeaders, srcCookies stringList
+	fs.Var(&srcHeaders, "source-header", `"Name: value" sent with every request to --url's host and port (repeatable); value may be env:VAR or file:PATH, which keeps it out of the process list`)
+	fs.Var(&srcCookies, "source-cookie", `"name=value" or "name=value; path=/p" sent to --url's host and port (repeatable); value may be env:VAR or file:PATH`)
 	fs.BoolVar(&req.Force, "force", false, "re-render even if this artifact is already stored")
 	fs.StringVar(&req.RequestID, "request-id", "", "correlation id logged by the worker")
 	fs.StringVar(&req.CallbackURL, "callback", "", "POST the outcome here once the export is final (host on CALLBACK_ALLOWED_HOSTS)")
@@ -95,6 +99,10 @@ func runExport(ctx context.Context, e env, args []string) int {
 	}
 	if code := fillOptions(e, &req, htmlFile, headerFile, footerFile, marginMM, scale, noBackground); code != exitOK {
 		return code
+	}
+	if err := fillCredentials(&req, srcHeaders, srcCookies); err != nil {
+		fmt.Fprintf(e.stderr, "enqueue export: %v\n", err)
+		return exitInvalid
 	}
 	client, _, code := newClient(e)
 	if client == nil {
@@ -220,4 +228,51 @@ func readLimited(e env, path string, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d bytes", strings.TrimSpace(path), limit)
 	}
 	return b, nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ", ") }
+
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// fillCredentials parses --source-header and --source-cookie; errors name the
+// flag and never show a value.
+func fillCredentials(req *exportclient.Request, headers, cookies stringList) error {
+	for _, h := range headers {
+		name, raw, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(name) == "" {
+			return fmt.Errorf(`--source-header: want "Name: value", got a value without a colon`)
+		}
+		v, err := sourceauth.ResolveValue(strings.TrimSpace(raw))
+		if err != nil {
+			return fmt.Errorf("--source-header %s: %w", strings.TrimSpace(name), err)
+		}
+		if req.Headers == nil {
+			req.Headers = map[string]string{}
+		}
+		req.Headers[strings.TrimSpace(name)] = v
+	}
+	for _, c := range cookies {
+		pair, attrs, _ := strings.Cut(c, ";")
+		name, raw, ok := strings.Cut(pair, "=")
+		if !ok || strings.TrimSpace(name) == "" {
+			return fmt.Errorf(`--source-cookie: want "name=value" or "name=value; path=/p"`)
+		}
+		v, err := sourceauth.ResolveValue(strings.TrimSpace(raw))
+		if err != nil {
+			return fmt.Errorf("--source-cookie %s: %w", strings.TrimSpace(name), err)
+		}
+		ck := exportclient.Cookie{Name: strings.TrimSpace(name), Value: v}
+		if attrs = strings.TrimSpace(attrs); attrs != "" {
+			path, ok := strings.CutPrefix(attrs, "path=")
+			if !ok {
+				return fmt.Errorf("--source-cookie %s: the only attribute is path=/p", ck.Name)
+			}
+			ck.Path = path
+		}
+		req.Cookies = append(req.Cookies, ck)
+	}
+	return nil
 }

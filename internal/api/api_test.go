@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -68,6 +69,35 @@ func TestAPI_EnqueueAndStatus(t *testing.T) {
 	}
 }
 
+// TestAPI_CredentialsTravelBesideTheTask: per-export credentials sent to the
+// API are stored beside the task; the queued payload names them only, and
+// the status shows no value.
+func TestAPI_CredentialsTravelBesideTheTask(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	srv := newTestAPI(t, redis.Addr(), "s3cret")
+	req := `{"v":1,"manual_id":"a","version":"1","source":{"url":"https://docs.example.com/p","headers":{"authorization":"Bearer SECRET-7"},"cookies":[{"name":"sid","value":"SECRET-8"}]}}`
+	code, body := do(t, "POST", srv.URL+"/v1/exports", "s3cret", req)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST: %d %v", code, body)
+	}
+	info, err := asynq.NewInspectorFromRedisClient(redis.Client()).GetTaskInfo("default", body["task_id"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := string(info.Payload)
+	if strings.Contains(payload, "SECRET") || !strings.Contains(payload, `"header_names":["Authorization"],"cookie_names":["sid"]`) {
+		t.Errorf("queued payload: %s", payload)
+	}
+	stored, err := redis.Client().Keys(context.Background(), "pdfexport:credentials:{*}").Result()
+	if err != nil || len(stored) != 1 {
+		t.Errorf("credentials beside the task: %v %v", stored, err)
+	}
+	_, st := do(t, "GET", srv.URL+body["status_url"].(string), "s3cret", "")
+	if b, _ := json.Marshal(st); strings.Contains(string(b), "SECRET") {
+		t.Errorf("status shows a credential: %s", b)
+	}
+}
+
 func TestAPI_Rejections(t *testing.T) {
 	redis := testsupport.StartRedis(t)
 	srv := newTestAPI(t, redis.Addr(), "s3cret")
@@ -87,6 +117,9 @@ func TestAPI_Rejections(t *testing.T) {
 		{"queue no worker serves", "POST", "/v1/exports?queue=anything", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"}}`, http.StatusBadRequest, "queue"},
 		{"callbacks not allowed", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"callback":{"url":"https://evil.example.net/h"}}`, http.StatusBadRequest, "callback.url"},
 		{"callback to metadata", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"callback":{"url":"http://169.254.169.254/latest"}}`, http.StatusBadRequest, "callback.url"},
+		{"credentials without url", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"html":"x","headers":{"Authorization":"SECRET-1"}}}`, http.StatusBadRequest, "source.headers"},
+		{"forbidden header", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"url":"https://docs.example.com/p","headers":{"Host":"SECRET-1"}}}`, http.StatusBadRequest, "source.headers"},
+		{"bad cookie", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"url":"https://docs.example.com/p","cookies":[{"name":"sid","value":"SECRET 1"}]}}`, http.StatusBadRequest, "source.cookies[0]"},
 		{"wait not a duration", "GET", "/v1/exports/nope?wait=soon", "s3cret", "", http.StatusBadRequest, "wait"},
 		{"wait too long", "GET", "/v1/exports/nope?wait=5m", "s3cret", "", http.StatusBadRequest, "wait"},
 		{"long-poll unknown task", "GET", "/v1/exports/nope?wait=1s", "s3cret", "", http.StatusNotFound, ""},
@@ -105,6 +138,9 @@ func TestAPI_Rejections(t *testing.T) {
 			}
 			if tt.wantField != "" && body["field"] != tt.wantField {
 				t.Fatalf("field %v, want %s (%v)", body["field"], tt.wantField, body)
+			}
+			if msg, _ := body["error"].(string); strings.Contains(msg, "SECRET") {
+				t.Fatalf("the error shows a credential: %v", body)
 			}
 		})
 	}

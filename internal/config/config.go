@@ -21,6 +21,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/redact"
+	"github.com/pdfexport/pdfexport/internal/sourceauth"
 )
 
 // Config is every setting of pdfexport. The `env` tag is the variable, the
@@ -61,7 +62,8 @@ type Config struct {
 	MaxRetry          int           `env:"MAX_RETRY" envDefault:"5" help:"Retries of a failed export before it is archived."`
 	TaskTimeout       time.Duration `env:"TASK_TIMEOUT" envDefault:"10m" help:"Overall deadline of one export task, waiting for another worker's render included."`
 	ResultRetention   time.Duration `env:"RESULT_RETENTION" envDefault:"24h" help:"How long finished tasks and their results stay readable (status, --wait, GET /v1/exports/{id})."`
-	SourceTTL         time.Duration `env:"SOURCE_TTL" envDefault:"48h" help:"How long an inline HTML document of 32 KiB or more, stored beside its export task, survives when its export never finishes (it is deleted as soon as its last export is final). Longer than the longest queue wait plus all retries."`
+	SourceTTL         time.Duration `env:"SOURCE_TTL" envDefault:"48h" help:"How long an inline HTML document of 32 KiB or more, or an export's source credentials (source.headers, source.cookies), stored beside its export task, survive when the export never finishes (they are deleted as soon as it is final). Longer than the longest queue wait plus all retries."`
+	SourceAuthFile    string        `env:"SOURCE_AUTH_FILE" help:"JSON file of credentials for private sources: {\"rules\": [{\"hosts\": \"docs.example.com,*.intra.example\", \"headers\": {\"Authorization\": \"env:DOCS_TOKEN\"}, \"cookies\": [{\"name\": \"sid\", \"value\": \"file:/run/secrets/sid\", \"path\": \"/\"}]}]}. Every request of a render to a matching host gets them, no other request does. Reloaded on SIGHUP and when it (or a file it names) changes. Workers only."`
 
 	LockTTL         time.Duration `env:"LOCK_TTL" envDefault:"30s" help:"Render lock lease; renewed every third of it while rendering."`
 	LockWaitTimeout time.Duration `env:"LOCK_WAIT_TIMEOUT" envDefault:"5m" help:"Longest a task waits for another worker's render before it is retried."`
@@ -119,6 +121,11 @@ func (e *Error) Error() string {
 func (c Config) CheckWorker() error {
 	if !c.CallbackAllowed.Empty() && c.CallbackSecret == "" {
 		return &Error{Vars: []VarError{{Var: "CALLBACK_SECRET", Reason: "required on a worker when CALLBACK_ALLOWED_HOSTS is set (it signs the callbacks)"}}}
+	}
+	if c.SourceAuthFile != "" {
+		if _, err := sourceauth.Load(c.SourceAuthFile); err != nil {
+			return &Error{Vars: []VarError{{Var: "SOURCE_AUTH_FILE", Reason: c.SourceAuthFile + ": " + err.Error()}}}
+		}
 	}
 	return nil
 }

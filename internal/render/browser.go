@@ -92,7 +92,7 @@ func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 		if o.upstreamHeader == 0 {
 			o.upstreamHeader = r.cfg.Timeout // no render waits longer
 		}
-		p, err := startEgressProxy(r.cfg.AllowedHosts, r.log, o)
+		p, err := startEgressProxy(r.cfg.AllowedHosts, r.log, r.cfg.SourceAuth, o)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrBrowserCrashed, err)
 		}
@@ -117,6 +117,10 @@ func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 		// Every request, loopback included, goes through the egress proxy.
 		chromedp.ProxyServer("http://"+r.proxy.Load().addr()),
 		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
+		// The proxy opens the HTTPS tunnels of hosts with source
+		// credentials with certificates made from its key (mitm.go);
+		// only that key is accepted in place of a valid chain.
+		chromedp.Flag("ignore-certificate-errors-spki-list", strings.Join(append([]string{r.proxy.Load().spki()}, r.hooks.trustSPKI...), ",")),
 		// WebRTC may not send UDP, which no HTTP proxy sees.
 		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		chromedp.Flag("webrtc-ip-handling-policy", "disable_non_proxied_udp"),

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -54,19 +55,23 @@ type egressProxy struct {
 	// "CONNECT host:port" (tests).
 	onRefuse func(target, reason string)
 
-	ln   net.Listener
-	srv  *http.Server
-	rp   *httputil.ReverseProxy
-	tr   *http.Transport
-	base context.Context // canceled by close: ends requests and upgraded connections
-	stop context.CancelFunc
+	ln  net.Listener
+	srv *http.Server
+	rp  *httputil.ReverseProxy
+	tr  *http.Transport
+
+	creds        Credentials     // operator rules; nil: none
+	intercepting *interceptor    // certificates of tunnels opened for credentials
+	tlsTr        *http.Transport // upstream of intercepted requests
+	base         context.Context // canceled by close: ends requests and upgraded connections
+	stop         context.CancelFunc
 
 	refused   atomic.Int64
 	connected atomic.Int64 // upstream connections dialled
 
 	mu      sync.Mutex
 	closed  bool
-	tunnels map[net.Conn]struct{} // hijacked client and upstream connections
+	tunnels map[net.Conn]*session // hijacked client and upstream connections, by session (nil: none)
 	wg      sync.WaitGroup        // Serve, handlers, tunnel copiers
 }
 
@@ -74,22 +79,31 @@ type egressOptions struct {
 	lookup         func(ctx context.Context, host string) ([]netip.Addr, error)
 	dial           func(ctx context.Context, network, addr string) (net.Conn, error)
 	onRefuse       func(target, reason string)
-	upstreamHeader time.Duration // bound on waiting for a response header; 0 = none
+	upstreamHeader time.Duration  // bound on waiting for a response header; 0 = none
+	upstreamRoots  *x509.CertPool // roots of intercepted upstreams; nil: the system's
 }
 
 // startEgressProxy listens on 127.0.0.1 on a random port and serves.
-func startEgressProxy(allowed allowlist.List, logger *slog.Logger, o egressOptions) (*egressProxy, error) {
+// creds, if not nil, gives the requests of matching hosts their credentials.
+func startEgressProxy(allowed allowlist.List, logger *slog.Logger, creds Credentials, o egressOptions) (*egressProxy, error) {
+	icp, err := newInterceptor()
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	p := &egressProxy{
-		dialer:   allowlist.Dialer{List: allowed, Lookup: o.lookup, Dial: o.dial},
-		log:      logger,
-		onRefuse: o.onRefuse,
-		ln:       ln,
-		tunnels:  make(map[net.Conn]struct{}),
+		dialer:       allowlist.Dialer{List: allowed, Lookup: o.lookup, Dial: o.dial},
+		log:          logger,
+		onRefuse:     o.onRefuse,
+		ln:           ln,
+		tunnels:      make(map[net.Conn]*session),
+		creds:        creds,
+		intercepting: icp,
 	}
+	p.tlsTr = p.newUpstreamTLS(o.upstreamRoots, o.upstreamHeader)
 	p.base, p.stop = context.WithCancel(context.Background())
 	p.tr = &http.Transport{
 		Proxy:                  nil,
@@ -112,17 +126,27 @@ func startEgressProxy(allowed allowlist.List, logger *slog.Logger, o egressOptio
 		ErrorLog:      log.New(io.Discard, "", 0),
 		ErrorHandler:  p.upstreamFailed,
 	}
-	p.srv = &http.Server{
-		Handler:           http.HandlerFunc(p.serve),
+	p.srv = p.newServer(nil)
+	p.wg.Go(func() { _ = p.srv.Serve(ln) })
+	return p, nil
+}
+
+// newServer is the proxy's HTTP server for the main listener (s nil) or a
+// session's.
+func (p *egressProxy) newServer(s *session) *http.Server {
+	return &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { p.serve(w, req, s) }),
 		ReadHeaderTimeout: proxyHeaderTimeout,
 		IdleTimeout:       proxyIdleTimeout,
 		MaxHeaderBytes:    proxyMaxHeaderBytes,
 		ErrorLog:          log.New(io.Discard, "", 0),
 		BaseContext:       func(net.Listener) context.Context { return p.base },
 	}
-	p.wg.Go(func() { _ = p.srv.Serve(ln) })
-	return p, nil
 }
+
+// spki is the base64 SHA-256 of the interception key, which Chromium is told
+// to accept.
+func (p *egressProxy) spki() string { return p.intercepting.spki }
 
 // addr is "127.0.0.1:PORT".
 func (p *egressProxy) addr() string { return p.ln.Addr().String() }
@@ -143,20 +167,22 @@ func (p *egressProxy) close() {
 	p.stop()
 	_ = p.srv.Close() // listener and connections not hijacked
 	p.tr.CloseIdleConnections()
+	p.tlsTr.CloseIdleConnections()
 	p.wg.Wait()
 	p.tr.CloseIdleConnections() // ones a last request put back
+	p.tlsTr.CloseIdleConnections()
 }
 
 // track registers a hijacked connection so close can end it; it returns false
 // (and closes c) when the proxy is closing.
-func (p *egressProxy) track(c net.Conn) bool {
+func (p *egressProxy) track(c net.Conn, s *session) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		_ = c.Close()
 		return false
 	}
-	p.tunnels[c] = struct{}{}
+	p.tunnels[c] = s
 	return true
 }
 
@@ -168,7 +194,7 @@ func (p *egressProxy) untrack(c net.Conn) {
 }
 
 // serve is the handler of every proxy request.
-func (p *egressProxy) serve(w http.ResponseWriter, req *http.Request) {
+func (p *egressProxy) serve(w http.ResponseWriter, req *http.Request, s *session) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -180,7 +206,7 @@ func (p *egressProxy) serve(w http.ResponseWriter, req *http.Request) {
 	defer p.wg.Done()
 
 	if req.Method == http.MethodConnect {
-		p.tunnel(w, req)
+		p.tunnel(w, req, s)
 		return
 	}
 	if !req.URL.IsAbs() || req.URL.Host == "" {
@@ -205,6 +231,7 @@ func (p *egressProxy) serve(w http.ResponseWriter, req *http.Request) {
 	if scheme == "ws" {
 		req.URL.Scheme = "http"
 	}
+	p.credsFor(s, host, port).Apply(req.Header, req.URL.Path)
 	p.rp.ServeHTTP(w, req)
 }
 
@@ -255,7 +282,7 @@ func (p *egressProxy) dialChecked(ctx context.Context, network, addr string) (ne
 
 // tunnel serves CONNECT: it dials the checked target, answers 200 and copies
 // bytes both ways until one side closes or both are idle for proxyIdleTimeout.
-func (p *egressProxy) tunnel(w http.ResponseWriter, req *http.Request) {
+func (p *egressProxy) tunnel(w http.ResponseWriter, req *http.Request, s *session) {
 	target := req.Host
 	if target == "" {
 		target = req.URL.Host
@@ -263,6 +290,10 @@ func (p *egressProxy) tunnel(w http.ResponseWriter, req *http.Request) {
 	host, port, err := net.SplitHostPort(target)
 	if err != nil {
 		p.refuse(w, target, "CONNECT target must be host:port")
+		return
+	}
+	if !p.credsFor(s, host, port).Empty() {
+		p.intercept(w, req, s, host, port)
 		return
 	}
 	ctx, cancel := context.WithTimeout(req.Context(), allowlist.DefaultResolveTimeout+allowlist.DefaultDialTimeout)
@@ -289,12 +320,12 @@ func (p *egressProxy) tunnel(w http.ResponseWriter, req *http.Request) {
 		_ = up.Close()
 		return
 	}
-	if !p.track(client) {
+	if !p.track(client, s) {
 		_ = up.Close()
 		return
 	}
 	defer p.untrack(client)
-	if !p.track(up) {
+	if !p.track(up, s) {
 		return
 	}
 	defer p.untrack(up)

@@ -60,7 +60,7 @@ func newProxyHarness(t *testing.T, allow string, answer func(host string, n int6
 			return answer(host, h.lookups.Add(1)), nil
 		}
 	}
-	p, err := startEgressProxy(allowlist.MustParse(allow), slog.New(slog.NewTextHandler(testWriter{t}, nil)), o)
+	p, err := startEgressProxy(allowlist.MustParse(allow), slog.New(slog.NewTextHandler(testWriter{t}, nil)), nil, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -25,6 +29,10 @@ import (
 type Source struct {
 	URL  string
 	HTML string
+	// Auth are per-export credentials: every request to the URL's exact
+	// host and port gets them (added by the egress proxy, so requests of
+	// frames and workers too), no other request does.
+	Auth sourceauth.Credentials
 }
 
 // Stats describe one render.
@@ -152,7 +160,16 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 		// cancellation loses, or a dispose that chromedp's short close
 		// timeout cuts, leaves a context behind (measured: one in 500
 		// renders with forced timeouts on a loaded machine).
-		id, err := createBrowserContext(b)
+		var proxyAddr string
+		if !src.Auth.Empty() && src.URL != "" {
+			sess, err := r.openAuthSession(src)
+			if err != nil {
+				return fmt.Errorf("%w: %v", ErrNavigation, err)
+			}
+			defer r.proxy.Load().closeSession(sess) // after the context is disposed of
+			proxyAddr = sess.addr()
+		}
+		id, err := createBrowserContext(b, proxyAddr)
 		if err != nil {
 			if b.dead() {
 				return fmt.Errorf("%w: creating a browser context: %v", ErrBrowserCrashed, err)
@@ -216,13 +233,42 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	return err
 }
 
+// openAuthSession opens the egress proxy listener of a render whose source
+// has per-export credentials.
+func (r *Renderer) openAuthSession(src Source) (*session, error) {
+	u, err := url.Parse(src.URL)
+	if err != nil {
+		return nil, fmt.Errorf("source URL: %w", err)
+	}
+	port := u.Port()
+	if port == "" {
+		port = defaultPortOf(u.Scheme)
+	}
+	host, _, _ := allowlist.CanonicalHost(u.Hostname())
+	return r.proxy.Load().openSession(host, port, src.Auth)
+}
+
+func defaultPortOf(scheme string) string {
+	if strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "wss") {
+		return "443"
+	}
+	return "80"
+}
+
 // contextOpTimeout bounds creating and disposing of a browser context.
 const contextOpTimeout = 10 * time.Second
 
-func createBrowserContext(b *browser) (cdp.BrowserContextID, error) {
+// createBrowserContext creates a browser context; proxyAddr, if not empty, is
+// its own listener of the egress proxy (a render with per-export credentials).
+func createBrowserContext(b *browser, proxyAddr string) (cdp.BrowserContextID, error) {
 	ctx, cancel := context.WithTimeout(b.ctx, contextOpTimeout)
 	defer cancel()
-	res, err := cdp.Call(ctx, b.session(), target.CreateBrowserContext, target.CreateBrowserContextParams{})
+	params := target.CreateBrowserContextParams{}
+	if proxyAddr != "" {
+		params.ProxyServer = "http://" + proxyAddr
+		params.ProxyBypassList = "<-loopback>"
+	}
+	res, err := cdp.Call(ctx, b.session(), target.CreateBrowserContext, params)
 	if err != nil {
 		return "", err
 	}

@@ -154,18 +154,7 @@ func pdfInfo(t *testing.T, pdf []byte) map[string]string {
 	return info
 }
 
-func pdfText(t *testing.T, pdf []byte) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "out.pdf")
-	if err := os.WriteFile(path, pdf, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("pdftotext", "-layout", path, "-").CombinedOutput()
-	if err != nil {
-		t.Fatalf("pdftotext: %v\n%s", err, out)
-	}
-	return string(out)
-}
+func pdfText(t *testing.T, pdf []byte) string { t.Helper(); return testsupport.PDFText(t, pdf) }
 
 func settings(o spec.Options) spec.PrintSettings { return o.Settings() }
 

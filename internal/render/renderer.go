@@ -51,6 +51,9 @@ type Config struct {
 	StartTimeout time.Duration
 	// Logger receives lifecycle events. nil means slog.Default().
 	Logger *slog.Logger
+	// SourceAuth gives the requests of matching hosts their credentials
+	// (SOURCE_AUTH_FILE: sourceauth.Watcher). nil: none.
+	SourceAuth Credentials
 	// Observer receives render outcomes and browser restarts for metrics.
 	// nil means none.
 	Observer Observer
@@ -115,6 +118,9 @@ type testHooks struct {
 	// skipTabGuard disables the tab-level guard so tests can prove the
 	// proxy alone holds.
 	skipTabGuard bool
+	// trustSPKI are keys Chromium also accepts without a valid chain
+	// (test servers that stand in for sites with public certificates).
+	trustSPKI []string
 	// keepChromedpDomains skips leanTab (BenchmarkRenderDesign compares).
 	keepChromedpDomains bool
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -115,7 +116,7 @@ func PageErrors(f spec.FailOn, list []spec.Warning, unlisted int) error {
 // the request's URL as the watch recorded it.
 func (w *warnings) onResponse(ev *network.EventResponseReceived, mainFrameDoc bool) {
 	r := ev.Response
-	if r == nil || r.Status < 400 || mainFrameDoc {
+	if r == nil || r.Status < 400 || mainFrameDoc || browserFavicon(ev.Type, r.URL) {
 		return
 	}
 	if egressRefused(r.Headers) {
@@ -127,7 +128,7 @@ func (w *warnings) onResponse(ev *network.EventResponseReceived, mainFrameDoc bo
 
 func (w *warnings) onLoadingFailed(ev *network.EventLoadingFailed, url string, mainFrameDoc bool) {
 	switch {
-	case ev.Canceled || mainFrameDoc:
+	case ev.Canceled || mainFrameDoc || browserFavicon(ev.Type, url):
 		return // the page gave up on it, or the render fails on it
 	case strings.Contains(ev.ErrorText, "ERR_BLOCKED_BY_CLIENT"):
 		return // the guard's own refusal: it reports it with its reason
@@ -136,6 +137,16 @@ func (w *warnings) onLoadingFailed(ev *network.EventLoadingFailed, url string, m
 	default:
 		w.add(spec.Warning{Kind: spec.WarningResource, URL: url, Message: ev.ErrorText})
 	}
+}
+
+// browserFavicon: the full browser asks every site for /favicon.ico on its
+// own; a site without one has lost nothing.
+func browserFavicon(t network.ResourceType, raw string) bool {
+	if t != network.ResourceTypeOther {
+		return false
+	}
+	u, err := url.Parse(raw)
+	return err == nil && u.Path == "/favicon.ico"
 }
 
 func (w *warnings) onException(ev *runtime.EventExceptionThrown) {

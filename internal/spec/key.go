@@ -24,6 +24,9 @@ func (p Payload) ContentHash() string {
 	type sourceIdentity struct {
 		URL        string `json:"url,omitempty"`
 		HTMLSHA256 string `json:"html_sha256,omitempty"`
+		// Credentials is the keyed hash of per-export credentials: a
+		// page rendered as one user is never reused for another.
+		Credentials string `json:"credentials,omitempty"`
 	}
 	canonical := struct {
 		V        int            `json:"v"`
@@ -38,6 +41,14 @@ func (p Payload) ContentHash() string {
 		canonical.Source.HTMLSHA256 = p.Source.HTMLRef.SHA256
 	default:
 		canonical.Source.URL = CanonicalURL(p.Source.URL)
+	}
+	switch {
+	case p.Source.Credentials != nil:
+		canonical.Source.Credentials = p.Source.Credentials.Identity
+	case len(p.Source.Headers) > 0 || len(p.Source.Cookies) > 0:
+		// Inline credentials get their identity when the enqueuer stores
+		// them; until then the key must still differ from the public page.
+		canonical.Source.Credentials = "unstored"
 	}
 	// encoding/json writes struct fields in declaration order, so this byte
 	// string is stable across processes and releases of the same schema.

@@ -55,6 +55,12 @@ type Source struct {
 	URL     string   `json:"url,omitempty"`
 	HTML    string   `json:"html,omitempty"`
 	HTMLRef *HTMLRef `json:"html_ref,omitempty"`
+	// Headers and Cookies are per-export credentials for the source URL's
+	// exact host (see credentials.go). A queued payload carries them only
+	// as Credentials, a reference to where they wait beside the task.
+	Headers     map[string]string `json:"headers,omitempty"`
+	Cookies     []Cookie          `json:"cookies,omitempty"`
+	Credentials *CredentialsRef   `json:"credentials_ref,omitempty"`
 }
 
 // HTMLRef names an HTML document stored beside the task by its SHA-256: the

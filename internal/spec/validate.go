@@ -55,6 +55,7 @@ func (p Payload) Validate(hosts Hosts) error {
 		add(e)
 	}
 	errs = append(errs, p.Source.validate(hosts.Sources)...)
+	errs = append(errs, p.Source.validateCredentials()...)
 	errs = append(errs, p.Options.validate()...)
 	if len(p.RequestID) > MaxRequestIDBytes {
 		add(fieldErr("request_id", "longer than %d bytes", MaxRequestIDBytes))

@@ -17,10 +17,12 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/pdfexport/pdfexport/internal/credstore"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
@@ -51,6 +53,19 @@ type Gate interface {
 type Sources interface {
 	Get(ctx context.Context, ref spec.HTMLRef) (string, error)
 	Release(ctx context.Context, ref spec.HTMLRef) error
+}
+
+// Credentials holds the per-export source credentials that payloads name by
+// reference (credstore.Store).
+type Credentials interface {
+	Get(ctx context.Context, ref spec.CredentialsRef) (credstore.Credentials, error)
+	Release(ctx context.Context, ref spec.CredentialsRef) error
+}
+
+// job is a payload and the credentials its reference resolved to.
+type job struct {
+	spec.Payload
+	auth sourceauth.Credentials
 }
 
 // Finals reports an export's final outcome: it wakes waiting clients and
@@ -88,6 +103,9 @@ type Config struct {
 	Observer  Observer
 	// Sources resolves source.html_ref; nil refuses such payloads.
 	Sources Sources
+	// Credentials resolves source.credentials_ref; nil refuses such
+	// payloads.
+	Credentials Credentials
 	// Hostname goes into the artifact's metadata; default os.Hostname.
 	Hostname string
 	// Finals receives every final outcome; nil: nobody is told.
@@ -142,7 +160,8 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 	log := h.cfg.Logger.With("task_id", taskID)
 	p, err := spec.Decode(t.Payload())
 	var res *spec.Result
-	var ref *spec.HTMLRef // a document that travelled beside the task
+	var ref *spec.HTMLRef            // a document that travelled beside the task
+	var credRef *spec.CredentialsRef // credentials that travelled beside it
 	defer func() {
 		stopped := rerr != nil && h.canceled(ctx, taskID)
 		if stopped {
@@ -157,12 +176,15 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 			// finds the cancel mark) gives the reference back, once.
 			h.releaseSource(ctx, log, *ref, rerr)
 		}
+		if credRef != nil && !stopped {
+			h.releaseCredentials(ctx, log, *credRef, rerr)
+		}
 		if final(ctx, rerr) {
 			h.finish(ctx, log, taskID, p, res, rerr)
 		}
 	}()
 	if err == nil {
-		ref = p.Source.HTMLRef
+		ref, credRef = p.Source.HTMLRef, p.Source.Credentials
 	}
 	if h.canceledBeforeStart(ctx, taskID) {
 		return fmt.Errorf("%w: %w", ErrCanceled, asynq.SkipRetry)
@@ -183,6 +205,20 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 			err = p.Validate(h.cfg.Hosts)
 		}
 	}
+	if err == nil && (len(p.Source.Headers) > 0 || len(p.Source.Cookies) > 0) {
+		err = &spec.FieldError{Field: "source.headers", Rule: "per-export credentials travel beside the task, never in it: enqueue through exportclient, bin/api or bin/enqueue, which store them and send source.credentials_ref"}
+	}
+	var auth sourceauth.Credentials
+	if err == nil && credRef != nil {
+		var c credstore.Credentials
+		c, err = h.credentials(ctx, *credRef)
+		if err != nil && !errors.Is(err, spec.ErrInvalid) {
+			h.cfg.Observer.ExportDone("failed", time.Since(start))
+			log.Warn("reading the source credentials failed; retrying", "err", err)
+			return err
+		}
+		auth = sourceauth.New(c.Headers, c.Cookies)
+	}
 	if err != nil {
 		err = redact.Error(err)
 		log.Warn("export rejected", "field", spec.FirstField(err), "err", err)
@@ -192,7 +228,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 	key := p.ArtifactKey()
 	log = log.With("manual_id", p.ManualID, "version", p.Version, "key", key, "request_id", p.RequestID)
 
-	r, err := h.export(ctx, log, p, key)
+	r, err := h.export(ctx, log, job{p, auth}, key)
 	if err != nil {
 		// The error becomes the task's error (the dashboard, status): no
 		// password or query value of any URL in it.
@@ -286,7 +322,7 @@ func (h *Handler) finish(ctx context.Context, log *slog.Logger, taskID string, p
 	}
 }
 
-func (h *Handler) export(ctx context.Context, log *slog.Logger, p spec.Payload, key string) (spec.Result, error) {
+func (h *Handler) export(ctx context.Context, log *slog.Logger, p job, key string) (spec.Result, error) {
 	var staleETag string
 	obj, err := h.cfg.Store.Stat(ctx, key)
 	switch {
@@ -341,7 +377,7 @@ func (h *Handler) export(ctx context.Context, log *slog.Logger, p spec.Payload, 
 	}
 }
 
-func (h *Handler) renderUnderLease(ctx context.Context, log *slog.Logger, p spec.Payload, key, staleETag string, lease *lock.Lease, waited time.Duration) (spec.Result, error) {
+func (h *Handler) renderUnderLease(ctx context.Context, log *slog.Logger, p job, key, staleETag string, lease *lock.Lease, waited time.Duration) (spec.Result, error) {
 	log = log.With("fence", lease.Fence())
 	// Another worker may have stored the artifact after our first look and
 	// before we got the lock (its done marker expired, or it failed open).
@@ -373,7 +409,7 @@ func (h *Handler) release(ctx context.Context, log *slog.Logger, lease *lock.Lea
 // stream's end is held back until the lease is confirmed, so storage (which
 // commits only after the last byte) never publishes a render whose lock was
 // lost; without one (fail-open), create-only storage keeps the first copy.
-func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p spec.Payload, key, staleETag string, lease *lock.Lease, waited time.Duration) (spec.Result, error) {
+func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, key, staleETag string, lease *lock.Lease, waited time.Duration) (spec.Result, error) {
 	started := time.Now()
 	failOpen := lease == nil
 	var fence int64
@@ -383,7 +419,7 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p spec.P
 	var stored storage.Object
 	var storeErr error
 	settings := p.Options.Settings()
-	src := render.Source{URL: p.Source.URL, HTML: p.Source.HTML}
+	src := render.Source{URL: p.Source.URL, HTML: p.Source.HTML, Auth: p.auth}
 	taskID, _ := asynq.GetTaskID(ctx) // the sink's context is the renderer's, not the task's
 	stats, err := h.cfg.Renderer.Render(ctx, src, settings, func(ctx context.Context, pdf io.Reader) error {
 		opts := storage.PutOptions{
@@ -486,6 +522,31 @@ func (h *Handler) releaseSource(ctx context.Context, log *slog.Logger, ref spec.
 	defer cancel()
 	if err := h.cfg.Sources.Release(rctx, ref); err != nil {
 		log.Warn("releasing the source document failed; its TTL removes it", "sha256", ref.SHA256, "err", err)
+	}
+}
+
+// credentials fetches per-export credentials named by reference. Ones that
+// are gone are bad input (never retried); a Redis error is not.
+func (h *Handler) credentials(ctx context.Context, ref spec.CredentialsRef) (credstore.Credentials, error) {
+	if h.cfg.Credentials == nil {
+		return credstore.Credentials{}, &spec.FieldError{Field: "source.credentials_ref", Rule: "this worker has no store of source credentials"}
+	}
+	c, err := h.cfg.Credentials.Get(ctx, ref)
+	if errors.Is(err, credstore.ErrMissing) {
+		return c, &spec.FieldError{Field: "source.credentials_ref", Rule: "the export's credentials are gone: they expired (SOURCE_TTL) before the export ran, or the export was final already; enqueue it again"}
+	}
+	return c, err
+}
+
+// releaseCredentials deletes the task's credentials once the task is final.
+func (h *Handler) releaseCredentials(ctx context.Context, log *slog.Logger, ref spec.CredentialsRef, err error) {
+	if h.cfg.Credentials == nil || !final(ctx, err) {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := h.cfg.Credentials.Release(rctx, ref); err != nil {
+		log.Warn("deleting the source credentials failed; their TTL removes them", "err", err)
 	}
 }
 

@@ -1,6 +1,9 @@
 package testsupport
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/pdfexport/pdfexport/internal/harness"
@@ -15,4 +18,18 @@ func PDFPages(t testing.TB, path string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// PDFText returns the text pdftotext (poppler-utils) extracts from a PDF.
+func PDFText(t testing.TB, pdf []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "out.pdf")
+	if err := os.WriteFile(path, pdf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("pdftotext", "-layout", path, "-").CombinedOutput()
+	if err != nil {
+		t.Fatalf("pdftotext: %v\n%s", err, out)
+	}
+	return string(out)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/buildinfo"
 	"github.com/pdfexport/pdfexport/internal/callback"
 	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/credstore"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/logging"
@@ -32,6 +33,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/redisconn"
 	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 	"github.com/pdfexport/pdfexport/internal/tasks"
@@ -105,6 +107,24 @@ type Worker struct {
 	undo []func()
 }
 
+// watchSourceAuth loads SOURCE_AUTH_FILE and keeps it current until
+// Shutdown. A file that does not parse is a configuration error.
+func (w *Worker) watchSourceAuth(path string) (*sourceauth.Watcher, error) {
+	auth, err := sourceauth.Open(path, w.log)
+	if err != nil {
+		return nil, &config.Error{Vars: []config.VarError{{Var: "SOURCE_AUTH_FILE", Reason: err.Error()}}}
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		auth.Run(ctx)
+	}()
+	w.undo = append(w.undo, func() { stop(); <-done })
+	w.log.Info("source credentials loaded", "file", path, "rules", auth.Rules().Len())
+	return auth, nil
+}
+
 // ErrShuttingDown is the cause of the context of a task still running when
 // the worker shuts down after SHUTDOWN_TIMEOUT.
 var ErrShuttingDown = errors.New("worker shutting down")
@@ -172,9 +192,17 @@ func (w *Worker) Start(ctx context.Context) error {
 
 	renderer := w.opts.Renderer
 	if renderer == nil {
-		w.chromium, err = render.New(render.Config{ChromiumPath: cfg.ChromiumPath, Concurrency: cfg.RenderConcurrency,
+		rcfg := render.Config{ChromiumPath: cfg.ChromiumPath, Concurrency: cfg.RenderConcurrency,
 			Timeout: cfg.RenderTimeout, MaxRendersPerBrowser: cfg.RenderMaxPerBrowser, MaxPages: cfg.RenderMaxPages,
-			MaxBytes: cfg.RenderMaxBytes, AllowedHosts: cfg.Allowed, Logger: log, Observer: w.metrics})
+			MaxBytes: cfg.RenderMaxBytes, AllowedHosts: cfg.Allowed, Logger: log, Observer: w.metrics}
+		if cfg.SourceAuthFile != "" {
+			auth, err := w.watchSourceAuth(cfg.SourceAuthFile)
+			if err != nil {
+				return err
+			}
+			rcfg.SourceAuth = auth
+		}
+		w.chromium, err = render.New(rcfg)
 		if err != nil {
 			return fmt.Errorf("configuring the renderer: %w", err)
 		}
@@ -232,7 +260,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	handler, err := tasks.NewHandler(tasks.Config{Store: store, Renderer: renderer, Gate: gate,
 		Hosts:     spec.Hosts{Sources: cfg.Allowed, Callbacks: cfg.CallbackAllowed},
 		Namespace: cfg.StorageURL, Logger: log, Observer: w.metrics, Hostname: w.opts.Hostname,
-		Sources: htmlstore.Store{RDB: queueRDB}, // documents sent by reference live beside the tasks
+		Sources:     htmlstore.Store{RDB: queueRDB},  // documents sent by reference live beside the tasks
+		Credentials: &credstore.Store{RDB: queueRDB}, // and so do per-export credentials
 		Finals: outcome.Reporter{RDB: queueRDB, Client: outcomes, CallbackMaxRetry: cfg.CallbackMaxRetry,
 			Retention: cfg.ResultRetention},
 		Cancellations: outcome.Cancels{RDB: queueRDB},

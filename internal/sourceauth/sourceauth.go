@@ -1,0 +1,304 @@
+// Package sourceauth holds the credentials the renderer adds to the requests
+// of private sources: operator rules from SOURCE_AUTH_FILE (headers and
+// cookies per host pattern, values from the environment or files, reloaded on
+// SIGHUP or when a file changes) and the per-export credentials a task brings.
+// The renderer's egress proxy applies them to every request to a matching
+// host, whichever frame or worker of the page makes it, and to no other host.
+package sourceauth
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+// Header is one header a request gets.
+type Header struct{ Name, Value string }
+
+// Credentials are what a request to one host gets.
+type Credentials struct {
+	Headers []Header      // canonical names, at most one per name
+	Cookies []spec.Cookie // at most one per name and path
+}
+
+// Empty reports whether there is nothing to add.
+func (c Credentials) Empty() bool { return len(c.Headers) == 0 && len(c.Cookies) == 0 }
+
+// New builds Credentials from a name → value map and a cookie list (a task's
+// per-export credentials).
+func New(headers map[string]string, cookies []spec.Cookie) Credentials {
+	var c Credentials
+	for n, v := range headers {
+		c = c.with(Header{http.CanonicalHeaderKey(n), v})
+	}
+	for _, ck := range cookies {
+		c = c.withCookie(ck)
+	}
+	return c
+}
+
+// Merge returns c with o's headers and cookies added; o wins where both set
+// the same header, or the same cookie name and path.
+func (c Credentials) Merge(o Credentials) Credentials {
+	if o.Empty() {
+		return c
+	}
+	out := Credentials{Headers: slices.Clone(c.Headers), Cookies: slices.Clone(c.Cookies)}
+	for _, h := range o.Headers {
+		out = out.with(h)
+	}
+	for _, ck := range o.Cookies {
+		out = out.withCookie(ck)
+	}
+	return out
+}
+
+func (c Credentials) with(h Header) Credentials {
+	c.Headers = slices.DeleteFunc(c.Headers, func(x Header) bool { return x.Name == h.Name })
+	c.Headers = append(c.Headers, h)
+	return c
+}
+
+func (c Credentials) withCookie(ck spec.Cookie) Credentials {
+	c.Cookies = slices.DeleteFunc(c.Cookies, func(x spec.Cookie) bool { return x.Name == ck.Name && x.Path == ck.Path })
+	c.Cookies = append(c.Cookies, ck)
+	return c
+}
+
+// Apply adds the credentials to the header of a request for path: headers
+// replace the page's, cookies replace the page's cookies of the same name
+// and join the rest in one Cookie header.
+func (c Credentials) Apply(h http.Header, path string) {
+	for _, hd := range c.Headers {
+		h.Set(hd.Name, hd.Value)
+	}
+	var ours []spec.Cookie
+	for _, ck := range c.Cookies {
+		if ck.PathMatches(path) {
+			ours = append(ours, ck)
+		}
+	}
+	if len(ours) == 0 {
+		return
+	}
+	var parts []string
+	for _, line := range h.Values("Cookie") {
+		for pair := range strings.SplitSeq(line, ";") {
+			pair = strings.TrimSpace(pair)
+			name, _, _ := strings.Cut(pair, "=")
+			if pair == "" || slices.ContainsFunc(ours, func(ck spec.Cookie) bool { return ck.Name == name }) {
+				continue
+			}
+			parts = append(parts, pair)
+		}
+	}
+	for _, ck := range ours {
+		parts = append(parts, ck.Name+"="+ck.Value)
+	}
+	h.Set("Cookie", strings.Join(parts, "; "))
+}
+
+// Rules are the operator's credentials by host.
+type Rules struct {
+	rules []rule
+	files []string // files the values came from, watched for changes
+}
+
+type rule struct {
+	hosts allowlist.List
+	creds Credentials
+}
+
+// For returns the credentials of every rule whose hosts match host:port,
+// merged in file order (a later rule wins on the same header or cookie).
+// A nil *Rules has none.
+func (r *Rules) For(host, port string) Credentials {
+	var c Credentials
+	if r == nil {
+		return c
+	}
+	for _, ru := range r.rules {
+		if ru.hosts.AllowsHost(host, port) {
+			c = c.Merge(ru.creds)
+		}
+	}
+	return c
+}
+
+// Len is the number of rules.
+func (r *Rules) Len() int {
+	if r == nil {
+		return 0
+	}
+	return len(r.rules)
+}
+
+// fileRule is one rule as written in SOURCE_AUTH_FILE.
+type fileRule struct {
+	Hosts   string            `json:"hosts"`
+	Headers map[string]string `json:"headers"`
+	Cookies []spec.Cookie     `json:"cookies"`
+}
+
+// MaxFileBytes bounds SOURCE_AUTH_FILE and every file a value names.
+const MaxFileBytes = 1 << 20
+
+// Env and ReadFile resolve env: and file: values; Load uses the process's.
+type (
+	Env      func(name string) (string, bool)
+	ReadFile func(path string) ([]byte, error)
+)
+
+// Load reads and parses SOURCE_AUTH_FILE.
+func Load(path string) (*Rules, error) {
+	data, err := readBounded(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, os.LookupEnv, readBounded)
+}
+
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFileBytes {
+		return nil, fmt.Errorf("larger than %d bytes", MaxFileBytes)
+	}
+	return b, nil
+}
+
+// Parse parses the JSON of SOURCE_AUTH_FILE: {"rules": [{"hosts": "<ALLOWED_HOSTS
+// syntax>", "headers": {"Name": "value"}, "cookies": [{"name", "value",
+// "path"}]}]}, where a value is "env:NAME", "file:PATH" (its content, one
+// trailing newline dropped) or a literal. Every error names the rule and the
+// field, never a value.
+func Parse(data []byte, env Env, readFile ReadFile) (*Rules, error) {
+	var doc struct {
+		Rules []fileRule `json:"rules"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("not the JSON of a rules file ({\"rules\": [{\"hosts\", \"headers\", \"cookies\"}]}): %w", err)
+	}
+	out := &Rules{}
+	var errs []error
+	for i, fr := range doc.Rules {
+		field := func(f string) string { return fmt.Sprintf("rules[%d].%s", i, f) }
+		hosts, err := allowlist.Parse(fr.Hosts)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", field("hosts"), err))
+		case hosts.Empty():
+			errs = append(errs, fmt.Errorf("%s: required (host, host:port or *.suffix, comma-separated)", field("hosts")))
+		}
+		if len(fr.Headers) == 0 && len(fr.Cookies) == 0 {
+			errs = append(errs, fmt.Errorf("rules[%d]: has neither headers nor cookies", i))
+		}
+		var c Credentials
+		resolve := func(f, raw string) (string, bool) {
+			v, file, err := resolveValue(raw, env, readFile)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", f, err))
+				return "", false
+			}
+			if file != "" {
+				out.files = append(out.files, file)
+			}
+			return v, true
+		}
+		for _, name := range sortedKeys(fr.Headers) {
+			f := field(fmt.Sprintf("headers[%q]", name))
+			v, ok := resolve(f, fr.Headers[name])
+			if !ok {
+				continue
+			}
+			if err := spec.CheckHeader(name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", f, err))
+				continue
+			}
+			c = c.with(Header{http.CanonicalHeaderKey(name), v})
+		}
+		for j, ck := range fr.Cookies {
+			f := field(fmt.Sprintf("cookies[%d]", j))
+			v, ok := resolve(f+".value", ck.Value)
+			if !ok {
+				continue
+			}
+			ck.Value = v
+			if err := ck.Check(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", f, err))
+				continue
+			}
+			c = c.withCookie(ck)
+		}
+		out.rules = append(out.rules, rule{hosts: hosts, creds: c})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ResolveValue turns "env:NAME", "file:PATH" (the file's content, one
+// trailing newline dropped) or a literal into the value, reading the process's
+// environment and files (the CLI's --source-header and --source-cookie).
+func ResolveValue(raw string) (string, error) {
+	v, _, err := resolveValue(raw, os.LookupEnv, readBounded)
+	return v, err
+}
+
+// resolveValue turns "env:NAME", "file:PATH" or a literal into the value; file
+// is the path a file: value read.
+func resolveValue(raw string, env Env, readFile ReadFile) (value, file string, err error) {
+	switch {
+	case strings.HasPrefix(raw, "env:"):
+		name := strings.TrimPrefix(raw, "env:")
+		v, ok := env(name)
+		if !ok || v == "" {
+			return "", "", fmt.Errorf("environment variable %s is not set", name)
+		}
+		return v, "", nil
+	case strings.HasPrefix(raw, "file:"):
+		path := strings.TrimPrefix(raw, "file:")
+		b, err := readFile(path)
+		if err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return "", "", fmt.Errorf("reading %s: %w", path, err)
+		}
+		v := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		if v == "" {
+			return "", "", fmt.Errorf("%s is empty", path)
+		}
+		return v, path, nil
+	}
+	return raw, "", nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
