@@ -143,11 +143,13 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 	p, err := spec.Decode(t.Payload())
 	var res *spec.Result
 	var ref *spec.HTMLRef // a document that travelled beside the task
+	ctx, span := startExport(ctx, taskID, p, err)
+	defer func() { endExport(span, res, rerr) }() // after the final report below
 	defer func() {
 		stopped := rerr != nil && h.canceled(ctx, taskID)
 		if stopped {
 			rerr = fmt.Errorf("%w: %w", ErrCanceled, asynq.SkipRetry)
-			log.Info("export canceled by request", "ms", time.Since(start).Milliseconds())
+			log.InfoContext(ctx, "export canceled by request", "ms", time.Since(start).Milliseconds())
 		}
 		if ref != nil && !stopped {
 			// Its reference goes once the task is final, whatever the
@@ -175,7 +177,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 		html, err = h.source(ctx, *ref)
 		if err != nil && !errors.Is(err, spec.ErrInvalid) {
 			h.cfg.Observer.ExportDone("failed", time.Since(start))
-			log.Warn("reading the source document failed; retrying", "err", err)
+			log.WarnContext(ctx, "reading the source document failed; retrying", "err", err)
 			return err
 		}
 		if err == nil {
@@ -185,7 +187,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 	}
 	if err != nil {
 		err = redact.Error(err)
-		log.Warn("export rejected", "field", spec.FirstField(err), "err", err)
+		log.WarnContext(ctx, "export rejected", "field", spec.FirstField(err), "err", err)
 		h.cfg.Observer.ExportDone("failed", time.Since(start))
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
@@ -198,7 +200,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 		// password or query value of any URL in it.
 		err = redact.Error(err)
 		h.cfg.Observer.ExportDone("failed", time.Since(start))
-		log.Error("export failed", "err", err, "retryable", !errors.Is(err, asynq.SkipRetry), "ms", time.Since(start).Milliseconds())
+		log.ErrorContext(ctx, "export failed", "err", err, "retryable", !errors.Is(err, asynq.SkipRetry), "ms", time.Since(start).Milliseconds())
 		return err
 	}
 	outcome := "reused"
@@ -209,7 +211,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 		r.DownloadURL = strings.TrimSuffix(h.cfg.PublicURL, "/") + "/v1/exports/" + url.PathEscape(taskID) + "/pdf"
 	}
 	h.cfg.Observer.ExportDone(outcome, time.Since(start))
-	log.Info("export done", "outcome", outcome, "bytes", r.Bytes, "pages", r.Pages,
+	log.InfoContext(ctx, "export done", "outcome", outcome, "bytes", r.Bytes, "pages", r.Pages,
 		"render_ms", r.RenderMS, "waited_ms", r.WaitedMS, "fail_open", r.FailOpen, "ms", time.Since(start).Milliseconds())
 	if w := t.ResultWriter(); w != nil {
 		b, _ := json.Marshal(r)
@@ -282,7 +284,7 @@ func (h *Handler) finish(ctx context.Context, log *slog.Logger, taskID string, p
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if ferr := h.cfg.Finals.Final(rctx, queue, f, p.Callback); ferr != nil {
-		log.Error("reporting the final outcome failed; waiters fall back to polling", "state", f.State, "callback", p.Callback != nil, "err", redact.Error(ferr))
+		log.ErrorContext(ctx, "reporting the final outcome failed; waiters fall back to polling", "state", f.State, "callback", p.Callback != nil, "err", redact.Error(ferr))
 	}
 }
 
@@ -329,7 +331,7 @@ func (h *Handler) export(ctx context.Context, log *slog.Logger, p spec.Payload, 
 			if ferr != nil {
 				return spec.Result{}, fmt.Errorf("render gate for %s: %w", key, ferr)
 			}
-			log.Warn("artifact announced as stored is missing from storage; rendering it again", "etag", entry.Outcome.ETag, "marker_erased", forgot, "pass", pass)
+			log.WarnContext(ctx, "artifact announced as stored is missing from storage; rendering it again", "etag", entry.Outcome.ETag, "marker_erased", forgot, "pass", pass)
 			continue
 		case lock.FailOpen:
 			return h.renderAndStore(ctx, log, p, key, staleETag, nil, waited)
@@ -365,7 +367,7 @@ func (h *Handler) release(ctx context.Context, log *slog.Logger, lease *lock.Lea
 	if err := lease.Release(ctx, o); err != nil {
 		// Waiters still wake by polling (stored) or by the lease expiring
 		// (failed), so a failed release only costs them time.
-		log.Warn("releasing the render lock failed", "outcome", string(o.Status), "err", err)
+		log.WarnContext(ctx, "releasing the render lock failed", "outcome", string(o.Status), "err", err)
 	}
 }
 
@@ -402,11 +404,13 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p spec.P
 		if lease != nil {
 			pdf = &confirmAtEOF{r: pdf, confirm: func() error { return lease.Confirm(ctx) }}
 		}
+		uctx, upload := startUpload(ctx, key, staleETag != "")
 		if staleETag != "" {
-			stored, storeErr = h.cfg.Store.Replace(ctx, key, staleETag, pdf, opts)
+			stored, storeErr = h.cfg.Store.Replace(uctx, key, staleETag, pdf, opts)
 		} else {
-			stored, storeErr = h.cfg.Store.Create(ctx, key, pdf, opts)
+			stored, storeErr = h.cfg.Store.Create(uctx, key, pdf, opts)
 		}
+		endUpload(upload, stored, storeErr)
 		if errors.Is(storeErr, storage.ErrExists) || staleETag != "" && errors.Is(storeErr, storage.ErrPreconditionFailed) {
 			// Someone else stored it first (a fail-open duplicate), or
 			// replaced the object a forced render meant to replace: storage
@@ -441,7 +445,7 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p spec.P
 		if obj.ETag == staleETag && staleETag != "" {
 			return spec.Result{}, fmt.Errorf("replacing %s: %w", key, storeErr) // not replaced after all: retry
 		}
-		log.Info("artifact already stored by another worker; ours discarded", "fail_open", failOpen)
+		log.InfoContext(ctx, "artifact already stored by another worker; ours discarded", "fail_open", failOpen)
 		res, err := h.reuse(ctx, key, obj, waited, failOpen, p.Options.Settings().FailOn)
 		res.RenderMS = renderMS
 		return res, err
@@ -450,7 +454,7 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p spec.P
 	info := artifactInfo{Pages: stats.Pages, Bytes: stored.Size, RenderMS: renderMS, Fence: fence, Renderer: h.cfg.Hostname,
 		Warnings: stats.Warnings, WarningsOmitted: stats.WarningsOmitted}
 	if err := h.writeInfo(ctx, key, stored.ETag, info); err != nil {
-		log.Warn("writing artifact info failed; readers will count pages themselves", "err", err)
+		log.WarnContext(ctx, "writing artifact info failed; readers will count pages themselves", "err", err)
 	}
 	return spec.Result{
 		ArtifactKey: stored.Key, URL: stored.URL, ETag: stored.ETag, Bytes: stored.Size, Pages: stats.Pages,
@@ -485,7 +489,7 @@ func (h *Handler) releaseSource(ctx context.Context, log *slog.Logger, ref spec.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := h.cfg.Sources.Release(rctx, ref); err != nil {
-		log.Warn("releasing the source document failed; its TTL removes it", "sha256", ref.SHA256, "err", err)
+		log.WarnContext(ctx, "releasing the source document failed; its TTL removes it", "sha256", ref.SHA256, "err", err)
 	}
 }
 
