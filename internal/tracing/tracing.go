@@ -26,6 +26,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/redis/go-redis/extra/redisotel/v9"
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -33,6 +35,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/pdfexport/pdfexport/internal/buildinfo"
 )
@@ -154,4 +158,34 @@ func Setup(ctx context.Context, serviceName string) (shutdown func(context.Conte
 		enabled.Store(false)
 		return tp.Shutdown(ctx)
 	}, nil
+}
+
+// Install makes tp the global tracer provider, with the W3C propagators,
+// and marks tracing enabled, as Setup does with the OTLP exporter: for tests
+// that record spans in memory. restore puts the no-op provider and an empty
+// propagator back and marks tracing off.
+func Install(tp trace.TracerProvider) (restore func()) {
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	enabled.Store(true)
+	return func() {
+		enabled.Store(false)
+		otel.SetTracerProvider(noop.NewTracerProvider())
+		otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
+	}
+}
+
+// Redis adds OpenTelemetry tracing (redisotel: a client span per command
+// and pipeline, without the command's arguments) to a go-redis client when
+// tracing is enabled; it does nothing otherwise. PING is left out: the
+// readiness probes would make a root span of it every few seconds.
+func Redis(rdb redis.UniversalClient) error {
+	if !Enabled() {
+		return nil
+	}
+	return redisotel.InstrumentTracing(rdb,
+		redisotel.WithDBStatement(false), // keys and values: tokens, documents
+		redisotel.WithCommandFilter(func(cmd redis.Cmder) bool {
+			return redisotel.DefaultCommandFilter(cmd) || cmd.Name() == "ping"
+		}))
 }
