@@ -25,6 +25,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
@@ -188,4 +189,37 @@ func Redis(rdb redis.UniversalClient) error {
 		redisotel.WithCommandFilter(func(cmd redis.Cmder) bool {
 			return redisotel.DefaultCommandFilter(cmd) || cmd.Name() == "ping"
 		}))
+}
+
+// FromEnviron returns ctx with the W3C trace context of the TRACEPARENT and
+// TRACESTATE variables of environ (the OpenTelemetry convention for handing
+// a trace to a command), when TRACEPARENT is valid; ctx otherwise. The CLI
+// uses it so that `enqueue export` run from a traced script or CI job joins
+// that trace, with tracing on or off in the CLI itself.
+func FromEnviron(ctx context.Context, environ []string) context.Context {
+	c := propagation.MapCarrier{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "TRACEPARENT":
+			c["traceparent"] = v
+		case "TRACESTATE":
+			c["tracestate"] = v
+		}
+	}
+	if c["traceparent"] == "" {
+		return ctx
+	}
+	return propagation.TraceContext{}.Extract(ctx, c)
+}
+
+// Shutdown runs the shutdown Setup returned, bounded by timeout (an
+// unreachable collector must not hold the process up), and reports an error
+// through report.
+func Shutdown(shutdown func(context.Context) error, timeout time.Duration, report func(error)) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := shutdown(ctx); err != nil && report != nil {
+		report(err)
+	}
 }
