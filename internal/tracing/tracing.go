@@ -178,17 +178,34 @@ func Install(tp trace.TracerProvider) (restore func()) {
 
 // Redis adds OpenTelemetry tracing (redisotel: a client span per command
 // and pipeline, without the command's arguments) to a go-redis client when
-// tracing is enabled; it does nothing otherwise. PING is left out: the
-// readiness probes would make a root span of it every few seconds.
+// tracing is enabled; it does nothing otherwise. Left out: dials and the
+// commands of a new connection (HELLO, CLIENT SETINFO, AUTH, SELECT: the
+// command that dialled includes their time) and PING, which readiness
+// probes would make a root span of every few seconds.
 func Redis(rdb redis.UniversalClient) error {
 	if !Enabled() {
 		return nil
 	}
 	return redisotel.InstrumentTracing(rdb,
 		redisotel.WithDBStatement(false), // keys and values: tokens, documents
-		redisotel.WithCommandFilter(func(cmd redis.Cmder) bool {
-			return redisotel.DefaultCommandFilter(cmd) || cmd.Name() == "ping"
+		redisotel.WithDialFilter(true),
+		redisotel.WithCommandFilter(func(cmd redis.Cmder) bool { return redisotel.DefaultCommandFilter(cmd) || untraced(cmd) }),
+		redisotel.WithCommandsFilter(func(cmds []redis.Cmder) bool {
+			for _, cmd := range cmds {
+				if !untraced(cmd) {
+					return false
+				}
+			}
+			return true
 		}))
+}
+
+func untraced(cmd redis.Cmder) bool {
+	switch cmd.Name() {
+	case "ping", "hello", "client", "auth", "select", "readonly":
+		return true
+	}
+	return false
 }
 
 // FromEnviron returns ctx with the W3C trace context of the TRACEPARENT and
