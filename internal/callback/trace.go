@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -19,7 +18,9 @@ import (
 // Spans: pdf:callback (consumer) continues the trace of the export that
 // became final (the task's traceparent); with tracing enabled the POST is an
 // otelhttp client span under it, and the receiver gets a traceparent header.
-func tracer() trace.Tracer { return otel.Tracer("github.com/pdfexport/pdfexport/internal/callback") }
+//
+// Spans are started with tracing.Start: nothing is allocated with tracing off.
+const scope = "github.com/pdfexport/pdfexport/internal/callback"
 
 // transport wraps tr with otelhttp when tracing is enabled (off: tr as is,
 // nothing added to a delivery).
@@ -36,7 +37,7 @@ func startDelivery(ctx context.Context, ct spec.CallbackTask) (context.Context, 
 	if spec.ValidTraceparent(ct.Traceparent) {
 		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": ct.Traceparent, "tracestate": ct.Tracestate})
 	}
-	ctx, span := tracer().Start(ctx, spec.CallbackTaskType, trace.WithSpanKind(trace.SpanKindConsumer))
+	ctx, span := tracing.StartKind(ctx, scope, spec.CallbackTaskType, trace.SpanKindConsumer)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("pdfexport.delivery", ct.Delivery), attribute.String("url.full", redact.URL(ct.URL)))
 	}

@@ -6,23 +6,20 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
 // Spans: "render gate" for Enter, with an event for how it let the caller
 // through (acquired, released, contended, fail_open) and, when it waited,
 // a link to the span of the holder it waited for; "render lock release"
 // for Release. Lease loss is an event on the span the lock was acquired
-// under. With tracing off, the global no-op provider records nothing and
-// tokens carry no span.
-//
-// The tracer is looked up per span rather than kept: a tracer taken from the
-// global provider before the application installs its own would stay bound
-// to the first provider ever installed.
-func tracer() trace.Tracer { return otel.Tracer("github.com/pdfexport/pdfexport/internal/lock") }
+// under. With tracing off there are no spans (tracing.Start allocates
+// nothing) and tokens name none.
+const scope = "github.com/pdfexport/pdfexport/internal/lock"
 
 // holderToken is a new lock token. When ctx carries a recording span, the
 // token names it ("<random>.<trace id>-<span id>"), so that a waiter can
@@ -56,7 +53,7 @@ func holderSpan(token string) (trace.SpanContext, bool) {
 }
 
 func startGate(ctx context.Context, id string) (context.Context, trace.Span) {
-	ctx, span := tracer().Start(ctx, "render gate")
+	ctx, span := tracing.Start(ctx, scope, "render gate")
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("pdfexport.lock.id", id))
 	}
@@ -107,7 +104,7 @@ func endGate(span trace.Span, e Entry, err error) {
 }
 
 func startRelease(ctx context.Context, l *Lease, o Outcome) (context.Context, trace.Span) {
-	ctx, span := tracer().Start(ctx, "render lock release")
+	ctx, span := tracing.Start(ctx, scope, "render lock release")
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("pdfexport.lock.id", l.id), attribute.Int64("pdfexport.lock.fence", l.fence),
 			attribute.String("pdfexport.lock.outcome", string(o.Status)),

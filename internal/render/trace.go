@@ -3,14 +3,15 @@ package render
 import (
 	"context"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
-// Spans of a render, under the caller's span (tracing off: nothing is
-// recorded and the stages cost one check):
+// Spans of a render, under the caller's span (tracing off: none; the
+// stages cost one check):
 //
 //	render           tab slot wait, browser, pages, bytes, warnings
 //	├─ render.tab           a browser context and tab, the request guard, media
@@ -21,13 +22,11 @@ import (
 //	├─ render.print         Page.printToPDF until the stream handle
 //	└─ render.stream        IO.read chunks into the sink (the caller's spans below it)
 //
-// The tracer is looked up per span rather than kept: a tracer taken from the
-// global provider before the application installs its own would stay bound
-// to the first provider ever installed.
-func tracer() trace.Tracer { return otel.Tracer("github.com/pdfexport/pdfexport/internal/render") }
+// Spans are started with tracing.Start: nothing is allocated with tracing off.
+const scope = "github.com/pdfexport/pdfexport/internal/render"
 
 func startRender(ctx context.Context, src Source) (context.Context, trace.Span) {
-	ctx, span := tracer().Start(ctx, "render")
+	ctx, span := tracing.Start(ctx, scope, "render")
 	if span.IsRecording() {
 		kind := "url"
 		if src.HTML != "" {
@@ -75,7 +74,7 @@ func (s *stages) next(name string) context.Context {
 		return s.parent
 	}
 	s.end(nil)
-	ctx, span := tracer().Start(s.parent, name)
+	ctx, span := tracing.Start(s.parent, scope, name)
 	s.cur = span
 	return ctx
 }
@@ -97,7 +96,7 @@ func (s *stages) end(err error) {
 // than the caller's, the caller's span: stage spans and the sink's spans
 // nest under the render.
 func withSpan(runCtx, caller context.Context) context.Context {
-	if span := trace.SpanFromContext(caller); span.SpanContext().IsValid() {
+	if span := trace.SpanFromContext(caller); span.IsRecording() {
 		return trace.ContextWithSpan(runCtx, span)
 	}
 	return runCtx

@@ -6,13 +6,12 @@ import (
 	"slices"
 	"testing"
 
-	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
 // TestRender_StageSpans: a render is a span under the caller's, with one
@@ -21,8 +20,7 @@ import (
 func TestRender_StageSpans(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	otel.SetTracerProvider(tp)
-	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
+	t.Cleanup(tracing.Install(tp))
 	r := newRenderer(t, Config{})
 
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "export")

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/hibiken/asynq"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -13,10 +12,10 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
-// Spans of an export attempt (tracing off: the global no-op provider's
-// placeholders, which record nothing):
+// Spans of an export attempt (tracing off: none, see tracing.Start):
 //
 //	pdf:export (consumer; a child of the enqueue span the payload's traceparent names)
 //	├─ render gate         internal/lock: acquired | released | fail_open, the holder waited for
@@ -25,10 +24,8 @@ import (
 //	│  └─ storage upload   (under render.stream: the PDF streams into storage)
 //	└─ render lock release internal/lock
 //
-// The tracer is looked up per span rather than kept: a tracer taken from the
-// global provider before the application installs its own would stay bound
-// to the first provider ever installed.
-func tracer() trace.Tracer { return otel.Tracer("github.com/pdfexport/pdfexport/internal/tasks") }
+// Spans are started with tracing.Start: nothing is allocated with tracing off.
+const scope = "github.com/pdfexport/pdfexport/internal/tasks"
 
 // startExport starts the consumer span of one attempt of a pdf:export task,
 // continuing the trace its payload names (a malformed traceparent, which
@@ -37,7 +34,7 @@ func startExport(ctx context.Context, taskID string, p spec.Payload, decodeErr e
 	if decodeErr == nil && p.Traceparent != "" && spec.ValidTraceparent(p.Traceparent) {
 		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": p.Traceparent, "tracestate": p.Tracestate})
 	}
-	ctx, span := tracer().Start(ctx, spec.TaskType, trace.WithSpanKind(trace.SpanKindConsumer))
+	ctx, span := tracing.StartKind(ctx, scope, spec.TaskType, trace.SpanKindConsumer)
 	if !span.IsRecording() {
 		return ctx, span
 	}
@@ -102,7 +99,7 @@ func endExport(span trace.Span, res *spec.Result, err error) {
 
 // startUpload starts the span of streaming the PDF into storage.
 func startUpload(ctx context.Context, key string, replace bool) (context.Context, trace.Span) {
-	ctx, span := tracer().Start(ctx, "storage upload")
+	ctx, span := tracing.Start(ctx, scope, "storage upload")
 	if span.IsRecording() {
 		op := "create"
 		if replace {

@@ -240,3 +240,29 @@ func Shutdown(shutdown func(context.Context) error, timeout time.Duration, repor
 		report(err)
 	}
 }
+
+// noSpan is a non-recording span with no span context: what a span of a
+// process without tracing is.
+var noSpan = trace.SpanFromContext(context.Background())
+
+// Start starts span name with the global provider's tracer for scope when
+// tracing is enabled (Setup or Install). Off, it returns ctx unchanged and
+// a no-op span, allocating nothing: the worker's instrumentation costs a
+// load of one flag per span. A trace context ctx already carries (one
+// received in a payload) stays in ctx either way, for whatever the process
+// hands on.
+func Start(ctx context.Context, scope, name string) (context.Context, trace.Span) {
+	if !enabled.Load() {
+		return ctx, noSpan
+	}
+	return otel.Tracer(scope).Start(ctx, name)
+}
+
+// StartKind is Start for a span of another kind than internal (a consumer
+// span); the option is built only when tracing is on.
+func StartKind(ctx context.Context, scope, name string, kind trace.SpanKind) (context.Context, trace.Span) {
+	if !enabled.Load() {
+		return ctx, noSpan
+	}
+	return otel.Tracer(scope).Start(ctx, name, trace.WithSpanKind(kind))
+}

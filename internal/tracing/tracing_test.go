@@ -96,6 +96,9 @@ func TestSetup_OffInstallsNothing(t *testing.T) {
 	_, child := otel.Tracer("test").Start(ctx, "child")
 	child.End()
 	span.End()
+	if sctx, s := Start(ctx, "test", "worker span"); s.IsRecording() || s.SpanContext().IsValid() || sctx != ctx {
+		t.Error("Start with tracing off made a span or a new context")
+	}
 	if err := shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
