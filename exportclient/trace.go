@@ -13,8 +13,10 @@ import (
 )
 
 // tracer is the global provider's: a no-op until the application installs
-// one (the binaries do with OTEL_* set; see internal/tracing).
-var tracer = otel.Tracer("github.com/pdfexport/pdfexport/exportclient")
+// one (the binaries do with OTEL_* set; see internal/tracing). It is looked
+// up per enqueue rather than kept, so an application that replaces its
+// provider is followed.
+func tracer() trace.Tracer { return otel.Tracer("github.com/pdfexport/pdfexport/exportclient") }
 
 // w3c is the payload's propagation format, whatever propagators the
 // application installed globally: the payload's fields are W3C trace
@@ -30,7 +32,7 @@ func startEnqueue(ctx context.Context, p *Payload, queue, key string) (context.C
 	if !trace.SpanContextFromContext(ctx).IsValid() && p.Traceparent != "" {
 		ctx = w3c.Extract(ctx, propagation.MapCarrier{"traceparent": p.Traceparent, "tracestate": p.Tracestate})
 	}
-	ctx, span := tracer.Start(ctx, spec.TaskType+" enqueue", trace.WithSpanKind(trace.SpanKindProducer))
+	ctx, span := tracer().Start(ctx, spec.TaskType+" enqueue", trace.WithSpanKind(trace.SpanKindProducer))
 	if span.IsRecording() {
 		span.SetAttributes(
 			attribute.String("messaging.operation.type", "send"),
