@@ -18,8 +18,11 @@ import (
 	"github.com/pdfexport/pdfexport/internal/config"
 )
 
-// Variables read by libraries rather than by internal/config.
-var external = map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true, "AWS_PROFILE": true}
+// Variables read by libraries rather than by internal/config: the AWS SDK's
+// and OpenTelemetry's (internal/tracing; the manifests show
+// OTEL_EXPORTER_OTLP_ENDPOINT commented out).
+var external = map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true, "AWS_PROFILE": true,
+	"OTEL_EXPORTER_OTLP_ENDPOINT": true, "OTEL_SERVICE_NAME": true, "OTEL_RESOURCE_ATTRIBUTES": true, "OTEL_TRACES_SAMPLER": true, "OTEL_TRACES_SAMPLER_ARG": true}
 
 func known() map[string]bool {
 	k := map[string]bool{}

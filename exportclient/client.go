@@ -220,7 +220,11 @@ func (c *Client) Enqueue(ctx context.Context, r Request, opts ...EnqueueOption) 
 }
 
 // EnqueuePayload is Enqueue for a raw payload.
-func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueOption) (Enqueued, error) {
+//
+// The enqueue is a producer span of the global tracer provider; its trace
+// context (or, without tracing, the one ctx carries) travels in the payload's
+// traceparent, so the worker's spans join the caller's trace.
+func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueOption) (job Enqueued, err error) {
 	if err := c.Validate(p); err != nil {
 		return Enqueued{}, err
 	}
@@ -241,6 +245,8 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 		p.Source.Headers, p.Source.Cookies, p.Source.Credentials = nil, nil, credRef
 	}
 	key := p.ArtifactKey()
+	ctx, span := startEnqueue(ctx, &p, s.queue, key)
+	defer func() { endEnqueue(span, job, err) }()
 	var ref *spec.HTMLRef
 	if c.cfg.HTMLByReference > 0 && len(p.Source.HTML) >= c.cfg.HTMLByReference {
 		r, err := htmlstore.Put(ctx, c.rdb, p.Source.HTML, c.cfg.SourceTTL)

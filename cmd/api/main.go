@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/logging"
 	"github.com/pdfexport/pdfexport/internal/redisconn"
+	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
 // Exit codes.
@@ -58,6 +60,12 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	}
 	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
 	redis.SetLogger(logging.Redis{L: log})
+	shutdownTracing, err := tracing.Setup(ctx, tracing.ServiceAPI)
+	if err != nil {
+		fmt.Fprintf(stderr, "api: %v\n", err)
+		return exitUsage
+	}
+	defer tracing.Shutdown(shutdownTracing, 5*time.Second, func(err error) { log.Warn("flushing traces", "err", err) })
 	client, err := redisconn.ExportClient(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "api: %v\n", err)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/logging"
 	"github.com/pdfexport/pdfexport/internal/redisconn"
+	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
 // Exit codes: the CLI contract (README, docs/ARCHITECTURE.md).
@@ -61,20 +63,34 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		fmt.Fprintln(stdout, "pdfexport enqueue", buildinfo.String())
 		return exitOK
 	case "export":
-		return runExport(ctx, e, args[1:])
+		return traced(ctx, e, tracing.ServiceEnqueue, runExport, args[1:])
 	case "status":
-		return runStatus(ctx, e, args[1:])
+		return traced(ctx, e, tracing.ServiceEnqueue, runStatus, args[1:])
 	case "cancel":
-		return runCancel(ctx, e, args[1:])
+		return traced(ctx, e, tracing.ServiceEnqueue, runCancel, args[1:])
 	case "batch":
-		return runBatch(ctx, e, args[1:])
+		return traced(ctx, e, tracing.ServiceEnqueue, runBatch, args[1:])
 	case "serve":
-		return runServe(ctx, e, args[1:])
+		return traced(ctx, e, tracing.ServiceAPI, runServe, args[1:])
 	default:
 		fmt.Fprintf(stderr, "enqueue: unknown command %q\n\n", args[0])
 		usage(stderr)
 		return exitInvalid
 	}
+}
+
+// traced runs a command with tracing as the OTEL_* variables ask (off
+// unless they name an exporter or endpoint). Run from a traced script or CI
+// job (TRACEPARENT), its exports join that trace.
+func traced(ctx context.Context, e env, service string, cmd func(context.Context, env, []string) int, args []string) int {
+	shutdown, err := tracing.Setup(ctx, service)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
+		return exitInvalid
+	}
+	// A CLI must not hang on an unreachable collector at exit.
+	defer tracing.Shutdown(shutdown, 2*time.Second, func(err error) { fmt.Fprintf(e.stderr, "enqueue: flushing traces: %v\n", err) })
+	return cmd(tracing.FromEnviron(ctx, e.environ), e, args)
 }
 
 func usage(w io.Writer) {
@@ -97,7 +113,8 @@ Exit codes: 0 done, 1 task failed, 2 invalid input (stderr names the field),
 
 Environment: REDIS_URL (or REDIS_SENTINEL_ADDRS+REDIS_SENTINEL_MASTER, or
 REDIS_CLUSTER_ADDRS), ALLOWED_HOSTS, MAX_RETRY, TASK_TIMEOUT, RESULT_RETENTION:
-the same variables as the worker (see "worker --help").
+the same variables as the worker (see "worker --help"). Tracing: the OTEL_*
+variables (README, "Tracing"); TRACEPARENT makes the exports join that trace.
 `, buildinfo.String())
 }
 

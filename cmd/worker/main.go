@@ -14,12 +14,14 @@ import (
 	"os/signal"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/internal/buildinfo"
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/logging"
+	"github.com/pdfexport/pdfexport/internal/tracing"
 	"github.com/pdfexport/pdfexport/internal/worker"
 )
 
@@ -67,6 +69,15 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	}
 	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
 	redis.SetLogger(logging.Redis{L: log})
+	shutdownTracing, err := tracing.Setup(ctx, tracing.ServiceWorker)
+	if err != nil {
+		fmt.Fprintf(stderr, "worker: %v\n", err)
+		return exitUsage
+	}
+	defer tracing.Shutdown(shutdownTracing, 5*time.Second, func(err error) { log.Warn("flushing traces", "err", err) })
+	if tracing.Enabled() {
+		log.Info("exporting traces over OTLP (OTEL_* variables)")
+	}
 	if err := worker.New(cfg, worker.Options{Logger: log}).Run(ctx); err != nil {
 		log.Error("worker stopped", "err", err)
 		if errors.Is(err, worker.ErrUnavailable) {

@@ -63,7 +63,7 @@ func New(cfg Config) http.Handler {
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	return a
+	return traced(a, a.mux)
 }
 
 // ErrListen wraps a failure to listen on the address: a configuration error
@@ -162,11 +162,11 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		a.badRequest(w, err)
 		return
 	case err != nil:
-		a.log.Error("enqueue failed", "err", err)
+		a.log.ErrorContext(r.Context(), "enqueue failed", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "queue unavailable, retry later"})
 		return
 	}
-	a.log.Info("export enqueued", "task_id", job.TaskID, "manual_id", p.ManualID, "version", p.Version, "key", job.ArtifactKey)
+	a.log.InfoContext(r.Context(), "export enqueued", "task_id", job.TaskID, "manual_id", p.ManualID, "version", p.Version, "key", job.ArtifactKey)
 	w.Header().Set("Location", "/v1/exports/"+job.TaskID)
 	writeJSON(w, http.StatusAccepted, createResponse{TaskID: job.TaskID, StatusURL: "/v1/exports/" + job.TaskID, ArtifactKey: job.ArtifactKey})
 }

@@ -85,7 +85,7 @@ func New(cfg Config) *Deliverer {
 		ForceAttemptHTTP2:     true,
 	}
 	client := &http.Client{
-		Transport:     tr,
+		Transport:     transport(tr),
 		Timeout:       cfg.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -102,11 +102,13 @@ var ErrRefused = errors.New("callback refused")
 // ProcessTask implements asynq.Handler: nil once the receiver answered 2xx;
 // an error (retried with backoff) on any other answer or a network failure;
 // a SkipRetry error when the delivery is refused or the task is malformed.
-func (d *Deliverer) ProcessTask(ctx context.Context, t *asynq.Task) error {
+func (d *Deliverer) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 	var ct spec.CallbackTask
 	if err := json.Unmarshal(t.Payload(), &ct); err != nil || ct.URL == "" || ct.Delivery == "" {
 		return d.refuse(fmt.Errorf("%w: malformed %s payload", ErrRefused, spec.CallbackTaskType), "")
 	}
+	ctx, span := startDelivery(ctx, ct)
+	defer func() { endDelivery(span, rerr) }()
 	log := d.cfg.Logger.With("delivery", ct.Delivery, "url", redact.URL(ct.URL))
 	if len(d.cfg.Secret) == 0 {
 		return d.refuse(fmt.Errorf("%w: CALLBACK_SECRET is not set on this worker", ErrRefused), ct.URL)
@@ -129,18 +131,18 @@ func (d *Deliverer) ProcessTask(ctx context.Context, t *asynq.Task) error {
 			return d.refuse(fmt.Errorf("%w: %s", ErrRefused, redact.Text(err.Error())), ct.URL)
 		}
 		d.observe("retry")
-		log.Warn("callback delivery failed; retrying", "err", redact.Error(err))
+		log.WarnContext(ctx, "callback delivery failed; retrying", "err", redact.Error(err))
 		return fmt.Errorf("callback %s: %s", redact.URL(ct.URL), redact.Text(err.Error()))
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
 	_ = resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		d.observe("retry")
-		log.Warn("callback receiver did not accept; retrying", "status", resp.StatusCode)
+		log.WarnContext(ctx, "callback receiver did not accept; retrying", "status", resp.StatusCode)
 		return fmt.Errorf("callback %s answered %s", redact.URL(ct.URL), resp.Status)
 	}
 	d.observe("delivered")
-	log.Info("callback delivered", "status", resp.StatusCode, "ms", time.Since(start).Milliseconds())
+	log.InfoContext(ctx, "callback delivered", "status", resp.StatusCode, "ms", time.Since(start).Milliseconds())
 	return nil
 }
 

@@ -72,19 +72,23 @@ func NewGate(m *Mutex) *Gate { return &Gate{m: m} }
 // Waiters subscribe to the release channel before they re-check the lock, so
 // a release between the check and the wait is never missed; they also poll
 // every PollInterval, so a lost message costs one interval.
-func (g *Gate) Enter(ctx context.Context, id, staleETag string) (Entry, error) {
+func (g *Gate) Enter(ctx context.Context, id, staleETag string) (e Entry, err error) {
 	cfg := g.m.cfg
-	token := newToken()
+	token := holderToken(ctx)
 	start := time.Now()
+	leaseCtx := ctx // the lease lives under the caller's span, not the gate's
+	ctx, span := startGate(ctx, id)
+	defer func() { endGate(span, e, err) }()
 
 	rep, err := g.m.tryAcquire(ctx, id, token, staleETag)
 	if err != nil {
 		return g.failOpen(ctx, id, err, start)
 	}
-	if e, ok := g.settled(ctx, id, token, rep, start); ok {
+	if e, ok := g.settled(leaseCtx, id, token, rep, start); ok {
 		return e, nil
 	}
 	cfg.Observer.LockAcquire("contended")
+	gateContended(span, rep)
 	cfg.Logger.Debug("lock contended, waiting for release", "key", id, "held_for_ms", rep.heldFor.Milliseconds())
 
 	waitCtx, cancel := context.WithTimeoutCause(ctx, cfg.WaitTimeout, ErrWaitTimeout)
@@ -134,7 +138,7 @@ func (g *Gate) Enter(ctx context.Context, id, staleETag string) (Entry, error) {
 			return g.failOpen(ctx, id, err, start)
 		}
 		failedPolls = 0
-		if e, ok := g.settled(ctx, id, token, rep, start); ok {
+		if e, ok := g.settled(leaseCtx, id, token, rep, start); ok {
 			return e, nil
 		}
 		wait := cfg.PollInterval
@@ -182,6 +186,6 @@ func (g *Gate) failOpen(ctx context.Context, id string, err error, start time.Ti
 		return Entry{}, err
 	}
 	g.m.cfg.Observer.LockAcquire("fail_open")
-	g.m.cfg.Logger.Warn("lock unavailable, rendering without it (fail open)", "key", id, "err", err)
+	g.m.cfg.Logger.WarnContext(ctx, "lock unavailable, rendering without it (fail open)", "key", id, "err", err)
 	return Entry{Result: FailOpen, Cause: err, Waited: time.Since(start)}, nil
 }

@@ -108,7 +108,8 @@ func (l *Lease) lose(why string) {
 
 func (l *Lease) loseOnce(why string) {
 	l.m.cfg.Observer.LockLost()
-	l.m.cfg.Logger.Warn("lock lost", "key", l.id, "fence", l.fence, "reason", why,
+	leaseLost(l.ctx, why)
+	l.m.cfg.Logger.WarnContext(l.ctx, "lock lost", "key", l.id, "fence", l.fence, "reason", why,
 		"held_ms", time.Since(l.acquired).Milliseconds())
 	l.cancel(ErrLockLost)
 }
@@ -152,7 +153,9 @@ func (l *Lease) Confirm(ctx context.Context) error {
 // round trip. It returns ErrLockNotHeld (and changes nothing) when the lock
 // was lost. ctx only bounds the call: release runs even if the render's
 // context is already cancelled.
-func (l *Lease) Release(ctx context.Context, o Outcome) error {
+func (l *Lease) Release(ctx context.Context, o Outcome) (err error) {
+	ctx, span := startRelease(ctx, l, o)
+	defer func() { endRelease(span, err) }()
 	l.once.Do(l.stopRenewal)
 	defer l.cancel(context.Canceled)
 	if errors.Is(context.Cause(l.ctx), ErrLockLost) {

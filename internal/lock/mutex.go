@@ -99,8 +99,9 @@ func (m *Mutex) Config() Config { return m.cfg }
 //	        outcome, "*" ignores the done marker altogether
 //	ARGV[4] fence key lifetime in ms
 //
-// Returns {1, fence} when acquired, {0, pttl} when held by another token,
-// {2, done} when the last holder stored the artifact.
+// Returns {1, fence} when acquired, {0, pttl, token} when held by another
+// token (the holder's, which may name its span: holderToken), {2, done} when
+// the last holder stored the artifact.
 var acquireScript = redis.NewScript(`
 local done = redis.call("GET", KEYS[3])
 if ARGV[3] ~= "*" and done and string.sub(done, 1, 7) == "stored:" and done ~= "stored:" .. ARGV[3] then
@@ -111,7 +112,7 @@ if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
   redis.call("PEXPIRE", KEYS[2], ARGV[4])
   return {1, fence}
 end
-return {0, redis.call("PTTL", KEYS[1])}
+return {0, redis.call("PTTL", KEYS[1]), redis.call("GET", KEYS[1])}
 `)
 
 // fenceLifetime bounds how long an idle fence counter is kept. No lease can
@@ -124,6 +125,7 @@ type acquireReply struct {
 	fence    int64
 	done     *Outcome
 	heldFor  time.Duration
+	holder   string // the holder's token, when held by another
 }
 
 func (m *Mutex) tryAcquire(ctx context.Context, id, token, staleETag string) (acquireReply, error) {
@@ -135,7 +137,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, id, token, staleETag string) (ac
 	if err != nil {
 		return acquireReply{}, fmt.Errorf("lock: acquire %s: %w", id, err)
 	}
-	if len(res) != 2 {
+	if len(res) < 2 {
 		return acquireReply{}, fmt.Errorf("lock: acquire %s: unexpected reply %v", id, res)
 	}
 	code, _ := res[0].(int64)
@@ -151,7 +153,11 @@ func (m *Mutex) tryAcquire(ctx context.Context, id, token, staleETag string) (ac
 		return acquireReply{}, fmt.Errorf("lock: acquire %s: malformed done marker %q", id, s)
 	default:
 		pttl, _ := res[1].(int64)
-		return acquireReply{heldFor: time.Duration(pttl) * time.Millisecond}, nil
+		rep := acquireReply{heldFor: time.Duration(pttl) * time.Millisecond}
+		if len(res) > 2 {
+			rep.holder, _ = res[2].(string)
+		}
+		return rep, nil
 	}
 }
 

@@ -10,18 +10,48 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // New returns a logger writing to w at level (debug|info|warn|error) in
-// format (json|text).
+// format (json|text). Records logged with a context that carries a span
+// (the ...Context methods) have its trace_id and span_id (WithTrace).
 func New(w io.Writer, level, format string) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(strings.ToUpper(level))) // validated by config
 	opts := &slog.HandlerOptions{Level: lvl}
 	if format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		return slog.New(WithTrace(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(WithTrace(slog.NewJSONHandler(w, opts)))
+}
+
+// WithTrace wraps h so that a record whose context carries a valid span
+// context (an active span, or a trace context received from a caller) gets
+// trace_id and span_id attributes: the log line and the trace find each
+// other. Records logged without a context (Info rather than InfoContext)
+// are passed through unchanged.
+func WithTrace(h slog.Handler) slog.Handler { return traceHandler{h} }
+
+type traceHandler struct{ slog.Handler }
+
+func (h traceHandler) Handle(ctx context.Context, r slog.Record) error {
+	if ctx != nil {
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			r = r.Clone() // the caller's record may share its attribute storage
+			r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+		}
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h traceHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return traceHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h traceHandler) WithGroup(name string) slog.Handler {
+	return traceHandler{h.Handler.WithGroup(name)}
 }
 
 // Asynq adapts a slog.Logger to asynq.Logger.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -81,7 +82,13 @@ func (r Reporter) Final(ctx context.Context, queue string, f spec.Final, cb *spe
 
 func (r Reporter) enqueueCallback(ctx context.Context, queue, taskID, url string, body []byte) error {
 	id := CallbackTaskID(taskID)
-	payload, err := json.Marshal(spec.CallbackTask{URL: url, Delivery: id, Body: body})
+	ct := spec.CallbackTask{URL: url, Delivery: id, Body: body}
+	// The export's trace context, when ctx has one: the delivery continues
+	// the trace (tracing off and none received: nothing is written).
+	tc := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, tc)
+	ct.Traceparent, ct.Tracestate = tc["traceparent"], tc["tracestate"]
+	payload, err := json.Marshal(ct)
 	if err != nil {
 		return fmt.Errorf("outcome: encoding callback: %w", err)
 	}

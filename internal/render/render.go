@@ -60,6 +60,8 @@ var errRenderDeadline = errors.New("render deadline")
 // slot, or ctx's deadline if that is sooner; it also bounds sink, whose ctx
 // argument carries it.
 func (r *Renderer) Render(ctx context.Context, src Source, settings spec.PrintSettings, sink func(ctx context.Context, pdf io.Reader) error) (st Stats, err error) {
+	ctx, span := startRender(ctx, src)
+	defer func() { endRender(span, st, err) }()
 	defer func() {
 		result := "ok"
 		switch {
@@ -194,12 +196,15 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	defer cancel(nil)
 	runCtx, cancelDeadline := context.WithDeadlineCause(cancelable, deadline, errRenderDeadline)
 	defer cancelDeadline()
+	runCtx = withSpan(runCtx, ctx)
+	stages := newStages(runCtx)
 	defer context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })()
 	defer context.AfterFunc(r.closing, func() { cancel(ErrClosed) })()
 
 	stage := "opening a tab"
 	began := time.Now()
 	limit := deadline.Sub(began)
+	stages.next("render.tab")
 	err := openTab(runCtx, tabCtx)
 	if err != nil && runCtx.Err() == nil {
 		err = fmt.Errorf("%w: opening a tab: %v", ErrBrowserCrashed, err)
@@ -209,9 +214,10 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	}
 	if err == nil {
 		stopDialogs := w.dismissDialogs(runCtx, chromedp.FromContext(tabCtx).Target, r.log)
-		err = r.runPage(runCtx, b, w, src, settings, sink, st, &stage)
+		err = r.runPage(runCtx, b, w, src, settings, sink, st, &stage, stages)
 		stopDialogs()
 	}
+	stages.end(err)
 	if err == nil {
 		return nil
 	}
@@ -352,7 +358,7 @@ func (r *Renderer) tabOpened() {
 // runPage does the work of a render on the tab of ctx. It returns errors that
 // already wrap their sentinel; renderInTab overrides them when the browser
 // died or the context ended.
-func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string) error {
+func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string, stages *stages) error {
 	// openTab attached the tab; it lives as long as the tab context.
 	t := chromedp.FromContext(ctx).Target
 	mainFrame := cdp.FrameID(t.TargetID)
@@ -385,6 +391,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 		return fmt.Errorf("%w: emulating media %q: %v", ErrNavigation, settings.Media, err)
 	}
 
+	stages.next("render.load")
 	if src.URL != "" {
 		*stage = "loading " + shortURL(src.URL)
 		if err := loadURL(ctx, t, w, src.URL); err != nil {
@@ -398,6 +405,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	}
 
 	*stage = "waiting for network idle"
+	stages.next("render.network_idle")
 	quiet := networkQuiet
 	if settings.WaitFor != "" {
 		// The page says when it is ready: its expression replaces the
@@ -417,22 +425,26 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	}
 	requested := w.requestCount()
 	*stage = "waiting for web fonts"
+	stages.next("render.fonts")
 	if err := waitFonts(ctx, t); err != nil {
 		return err
 	}
 	if w.requestCount() != requested {
 		// The layout found more to load (background images, fonts).
 		*stage = "waiting for network idle after layout"
+		stages.next("render.network_idle")
 		if err := w.waitNetworkIdle(ctx, quiet); err != nil {
 			return err
 		}
 	}
 	if settings.WaitFor != "" {
 		*stage = fmt.Sprintf("waiting for wait_for %q to become truthy", truncate(settings.WaitFor, 100))
+		stages.next("render.wait_for")
 		if err := waitFor(ctx, t, settings.WaitFor, stage); err != nil {
 			return err
 		}
 		*stage = "waiting for requests in flight after wait_for"
+		stages.next("render.network_idle")
 		if err := w.waitNetworkIdle(ctx, 0); err != nil {
 			return err
 		}
@@ -449,7 +461,13 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	}
 
 	*stage = "printing"
-	return printPDF(ctx, t, settings, limits{r.cfg.MaxPages, r.cfg.MaxBytes}, sink, st, stage)
+	stages.next("render.print")
+	streamed := func(_ context.Context, pdf io.Reader) error {
+		// The stream stage, its span in the sink's context (ctx, the
+		// render's; tracing off, ctx itself).
+		return sink(stages.next("render.stream"), pdf)
+	}
+	return printPDF(ctx, t, settings, limits{r.cfg.MaxPages, r.cfg.MaxBytes}, streamed, st, stage)
 }
 
 // closeTarget closes a tab through the browser session and waits (bounded)

@@ -41,6 +41,10 @@ type CallbackTask struct {
 	URL      string `json:"url"`
 	Delivery string `json:"delivery"`
 	Body     []byte `json:"body"` // the JSON of a Final
+	// Traceparent and Tracestate are the W3C trace context of the export
+	// that became final: the delivery's spans join its trace. Optional.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
 // Callback request headers.

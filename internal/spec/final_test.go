@@ -45,8 +45,8 @@ func TestValidate_Callback(t *testing.T) {
 	}
 }
 
-// TestArtifactKey_IgnoresWhatDoesNotChangeThePDF: a callback and the
-// fail_on options do not change the artifact key (the same document is not
+// TestArtifactKey_IgnoresWhatDoesNotChangeThePDF: a callback, the
+// fail_on options and the trace context do not change the artifact key (the same document is not
 // rendered twice for them).
 func TestArtifactKey_IgnoresWhatDoesNotChangeThePDF(t *testing.T) {
 	p := validPayload()
@@ -54,13 +54,20 @@ func TestArtifactKey_IgnoresWhatDoesNotChangeThePDF(t *testing.T) {
 		"callback":                func(q *Payload) { q.Callback = &Callback{URL: "https://api.example.com/hooks/pdf"} },
 		"fail_on_resource_errors": func(q *Payload) { q.Options.FailOnResourceErrors = true },
 		"fail_on_console_errors":  func(q *Payload) { q.Options.FailOnConsoleErrors = true },
+		"traceparent":             func(q *Payload) { q.Traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" },
+		"tracestate": func(q *Payload) {
+			q.Traceparent, q.Tracestate = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00", "congo=t61rcWkgMzE"
+		},
 	} {
 		q := p
 		change(&q)
 		if p.ArtifactKey() != q.ArtifactKey() {
 			t.Errorf("%s changed the artifact key", name)
 		}
-		if name != "callback" && q.Options.Settings().FailOn == (FailOn{}) {
+		if err := q.Validate(Hosts{Sources: testAllowed}); strings.HasPrefix(name, "trace") && err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if strings.HasPrefix(name, "fail_on") && q.Options.Settings().FailOn == (FailOn{}) {
 			t.Errorf("%s did not reach the print settings", name)
 		}
 	}

@@ -39,6 +39,12 @@ type Payload struct {
 	// Callback, when set, is POSTed the outcome once the export is final.
 	// It is not part of the artifact's identity.
 	Callback *Callback `json:"callback,omitempty"`
+	// Traceparent and Tracestate are the W3C trace context of whoever
+	// enqueued the export (https://www.w3.org/TR/trace-context/): the
+	// worker's spans join that trace. Optional, validated, not part of the
+	// artifact's identity.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
 // Callback asks for the outcome to be POSTed to URL (a host on

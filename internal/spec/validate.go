@@ -65,6 +65,7 @@ func (p Payload) Validate(hosts Hosts) error {
 	if e := p.Callback.validate(hosts.Callbacks); e != nil {
 		add(e)
 	}
+	errs = append(errs, p.validateTraceContext()...)
 	return errors.Join(errs...)
 }
 

@@ -18,6 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"go.opentelemetry.io/otel"
+
+	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
 // S3Config configures an S3 backend. Zero values are the documented
@@ -164,6 +167,10 @@ func NewS3(ctx context.Context, c S3Config) (*S3, error) {
 		// Multipart objects carry a composite checksum the SDK cannot
 		// check on a whole-object GET; it would log that on every Open.
 		o.DisableLogOutputChecksumValidationSkipped = true
+		if tracing.Enabled() {
+			// The SDK's own spans (S3.PutObject, S3.UploadPart, …).
+			o.TracerProvider = tracing.AWS(otel.GetTracerProvider())
+		}
 	})
 	s := &S3{
 		client:  client,

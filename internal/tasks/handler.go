@@ -162,11 +162,13 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 	var res *spec.Result
 	var ref *spec.HTMLRef            // a document that travelled beside the task
 	var credRef *spec.CredentialsRef // credentials that travelled beside it
+	ctx, span := startExport(ctx, taskID, p, err)
+	defer func() { endExport(span, res, rerr) }() // after the final report below
 	defer func() {
 		stopped := rerr != nil && h.canceled(ctx, taskID)
 		if stopped {
 			rerr = fmt.Errorf("%w: %w", ErrCanceled, asynq.SkipRetry)
-			log.Info("export canceled by request", "ms", time.Since(start).Milliseconds())
+			log.InfoContext(ctx, "export canceled by request", "ms", time.Since(start).Milliseconds())
 		}
 		if ref != nil && !stopped {
 			// Its reference goes once the task is final, whatever the
@@ -197,7 +199,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 		html, err = h.source(ctx, *ref)
 		if err != nil && !errors.Is(err, spec.ErrInvalid) {
 			h.cfg.Observer.ExportDone("failed", time.Since(start))
-			log.Warn("reading the source document failed; retrying", "err", err)
+			log.WarnContext(ctx, "reading the source document failed; retrying", "err", err)
 			return err
 		}
 		if err == nil {
@@ -214,14 +216,14 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 		c, err = h.credentials(ctx, *credRef)
 		if err != nil && !errors.Is(err, spec.ErrInvalid) {
 			h.cfg.Observer.ExportDone("failed", time.Since(start))
-			log.Warn("reading the source credentials failed; retrying", "err", err)
+			log.WarnContext(ctx, "reading the source credentials failed; retrying", "err", err)
 			return err
 		}
 		auth = sourceauth.New(c.Headers, c.Cookies)
 	}
 	if err != nil {
 		err = redact.Error(err)
-		log.Warn("export rejected", "field", spec.FirstField(err), "err", err)
+		log.WarnContext(ctx, "export rejected", "field", spec.FirstField(err), "err", err)
 		h.cfg.Observer.ExportDone("failed", time.Since(start))
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
@@ -234,7 +236,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 		// password or query value of any URL in it.
 		err = redact.Error(err)
 		h.cfg.Observer.ExportDone("failed", time.Since(start))
-		log.Error("export failed", "err", err, "retryable", !errors.Is(err, asynq.SkipRetry), "ms", time.Since(start).Milliseconds())
+		log.ErrorContext(ctx, "export failed", "err", err, "retryable", !errors.Is(err, asynq.SkipRetry), "ms", time.Since(start).Milliseconds())
 		return err
 	}
 	outcome := "reused"
@@ -245,7 +247,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 		r.DownloadURL = strings.TrimSuffix(h.cfg.PublicURL, "/") + "/v1/exports/" + url.PathEscape(taskID) + "/pdf"
 	}
 	h.cfg.Observer.ExportDone(outcome, time.Since(start))
-	log.Info("export done", "outcome", outcome, "bytes", r.Bytes, "pages", r.Pages,
+	log.InfoContext(ctx, "export done", "outcome", outcome, "bytes", r.Bytes, "pages", r.Pages,
 		"render_ms", r.RenderMS, "waited_ms", r.WaitedMS, "fail_open", r.FailOpen, "ms", time.Since(start).Milliseconds())
 	if w := t.ResultWriter(); w != nil {
 		b, _ := json.Marshal(r)
@@ -318,7 +320,7 @@ func (h *Handler) finish(ctx context.Context, log *slog.Logger, taskID string, p
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if ferr := h.cfg.Finals.Final(rctx, queue, f, p.Callback); ferr != nil {
-		log.Error("reporting the final outcome failed; waiters fall back to polling", "state", f.State, "callback", p.Callback != nil, "err", redact.Error(ferr))
+		log.ErrorContext(ctx, "reporting the final outcome failed; waiters fall back to polling", "state", f.State, "callback", p.Callback != nil, "err", redact.Error(ferr))
 	}
 }
 
@@ -365,7 +367,7 @@ func (h *Handler) export(ctx context.Context, log *slog.Logger, p job, key strin
 			if ferr != nil {
 				return spec.Result{}, fmt.Errorf("render gate for %s: %w", key, ferr)
 			}
-			log.Warn("artifact announced as stored is missing from storage; rendering it again", "etag", entry.Outcome.ETag, "marker_erased", forgot, "pass", pass)
+			log.WarnContext(ctx, "artifact announced as stored is missing from storage; rendering it again", "etag", entry.Outcome.ETag, "marker_erased", forgot, "pass", pass)
 			continue
 		case lock.FailOpen:
 			return h.renderAndStore(ctx, log, p, key, staleETag, nil, waited)
@@ -401,7 +403,7 @@ func (h *Handler) release(ctx context.Context, log *slog.Logger, lease *lock.Lea
 	if err := lease.Release(ctx, o); err != nil {
 		// Waiters still wake by polling (stored) or by the lease expiring
 		// (failed), so a failed release only costs them time.
-		log.Warn("releasing the render lock failed", "outcome", string(o.Status), "err", err)
+		log.WarnContext(ctx, "releasing the render lock failed", "outcome", string(o.Status), "err", err)
 	}
 }
 
@@ -438,11 +440,13 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 		if lease != nil {
 			pdf = &confirmAtEOF{r: pdf, confirm: func() error { return lease.Confirm(ctx) }}
 		}
+		uctx, upload := startUpload(ctx, key, staleETag != "")
 		if staleETag != "" {
-			stored, storeErr = h.cfg.Store.Replace(ctx, key, staleETag, pdf, opts)
+			stored, storeErr = h.cfg.Store.Replace(uctx, key, staleETag, pdf, opts)
 		} else {
-			stored, storeErr = h.cfg.Store.Create(ctx, key, pdf, opts)
+			stored, storeErr = h.cfg.Store.Create(uctx, key, pdf, opts)
 		}
+		endUpload(upload, stored, storeErr)
 		if errors.Is(storeErr, storage.ErrExists) || staleETag != "" && errors.Is(storeErr, storage.ErrPreconditionFailed) {
 			// Someone else stored it first (a fail-open duplicate), or
 			// replaced the object a forced render meant to replace: storage
@@ -477,7 +481,7 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 		if obj.ETag == staleETag && staleETag != "" {
 			return spec.Result{}, fmt.Errorf("replacing %s: %w", key, storeErr) // not replaced after all: retry
 		}
-		log.Info("artifact already stored by another worker; ours discarded", "fail_open", failOpen)
+		log.InfoContext(ctx, "artifact already stored by another worker; ours discarded", "fail_open", failOpen)
 		res, err := h.reuse(ctx, key, obj, waited, failOpen, p.Options.Settings().FailOn)
 		res.RenderMS = renderMS
 		return res, err
@@ -486,7 +490,7 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 	info := artifactInfo{Pages: stats.Pages, Bytes: stored.Size, RenderMS: renderMS, Fence: fence, Renderer: h.cfg.Hostname,
 		Warnings: stats.Warnings, WarningsOmitted: stats.WarningsOmitted}
 	if err := h.writeInfo(ctx, key, stored.ETag, info); err != nil {
-		log.Warn("writing artifact info failed; readers will count pages themselves", "err", err)
+		log.WarnContext(ctx, "writing artifact info failed; readers will count pages themselves", "err", err)
 	}
 	return spec.Result{
 		ArtifactKey: stored.Key, URL: stored.URL, ETag: stored.ETag, Bytes: stored.Size, Pages: stats.Pages,
@@ -521,7 +525,7 @@ func (h *Handler) releaseSource(ctx context.Context, log *slog.Logger, ref spec.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := h.cfg.Sources.Release(rctx, ref); err != nil {
-		log.Warn("releasing the source document failed; its TTL removes it", "sha256", ref.SHA256, "err", err)
+		log.WarnContext(ctx, "releasing the source document failed; its TTL removes it", "sha256", ref.SHA256, "err", err)
 	}
 }
 
@@ -546,7 +550,7 @@ func (h *Handler) releaseCredentials(ctx context.Context, log *slog.Logger, ref 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := h.cfg.Credentials.Release(rctx, ref); err != nil {
-		log.Warn("deleting the source credentials failed; their TTL removes them", "err", err)
+		log.WarnContext(ctx, "deleting the source credentials failed; their TTL removes them", "err", err)
 	}
 }
 

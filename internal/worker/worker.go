@@ -37,6 +37,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 	"github.com/pdfexport/pdfexport/internal/tasks"
+	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
 // ErrUnavailable wraps a start failure of a dependency (Redis, storage,
@@ -227,6 +228,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	lockRDB := w.lockRDB
 	w.undo = append(w.undo, func() { _ = lockRDB.Close() })
+	if err := tracing.Redis(lockRDB); err != nil { // with tracing on: the gate's commands are spans
+		return err
+	}
 	var gate tasks.Gate = lock.NewGate(lock.NewMutex(lockRDB, lock.Config{TTL: cfg.LockTTL, WaitTimeout: cfg.LockWaitTimeout,
 		Grace: cfg.LockGrace, FailOpen: cfg.LockFailOpen, Logger: log, Observer: w.metrics}))
 	if w.opts.WrapGate != nil {
@@ -245,6 +249,12 @@ func (w *Worker) Start(ctx context.Context) error {
 		return fmt.Errorf("queue Redis: %T makes no go-redis client", queueOpt)
 	}
 	w.undo = append(w.undo, func() { _ = queueRDB.Close() })
+	// The handler's own queue Redis commands (source documents, cancel
+	// marks, final outcomes, callback enqueues); asynq's polling runs on
+	// the server's own client and makes no spans.
+	if err := tracing.Redis(queueRDB); err != nil {
+		return err
+	}
 	if err := redisconn.Ping(ctx, queueRDB); err != nil {
 		return fmt.Errorf("%w: queue Redis %s: %s", ErrUnavailable, redisconn.Describe(cfg), redact.Text(err.Error()))
 	}

@@ -1,0 +1,19 @@
+package tasks_test
+
+import (
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/pdfexport/pdfexport/internal/tracing"
+)
+
+// BenchmarkProcessTaskTraced is BenchmarkProcessTask with tracing on: every
+// span sampled and handed to an exporter that drops it (what a process
+// pays besides the export over the network).
+func BenchmarkProcessTaskTraced(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))
+	b.Cleanup(tracing.Install(tp))
+	benchmarkProcessTask(b)
+}
