@@ -32,7 +32,7 @@ type benchRun struct {
 
 var benchLineRE = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+(\d+)\s+(.+)$`)
 
-// runGoBenchmarks runs the lock and render benchmarks of the repository as
+// runGoBenchmarks runs the lock, render and tracing benchmarks of the repository as
 // go test subprocesses (whatever benchmarks those packages have: new ones
 // are picked up, missing ones are simply absent) and parses their lines.
 //
@@ -52,6 +52,9 @@ func runGoBenchmarks(ctx context.Context, o options, rep *report) error {
 		{"-bench", "WakeLatency", "-benchtime", fmt.Sprintf("%dx", wakeN), "./internal/lock"},
 		{"-bench", ".", "-skip", "WakeLatency", "-benchtime", fmt.Sprintf("%dx", opsN), "-count", strconv.Itoa(opsCount), "./internal/lock"},
 		{"-bench", ".", "-benchtime", o.renderBench, "-count", strconv.Itoa(o.renderCount), "./internal/render"},
+		// What tracing costs when it is off (the default) and on: one span,
+		// and the export handler (in-memory storage, renderer and gate).
+		{"-bench", "Span|ProcessTask", "-benchmem", "-benchtime", fmt.Sprintf("%dx", opsN*10), "-count", strconv.Itoa(opsCount), "./internal/tracing", "./internal/tasks"},
 	}
 	res := &goBenchResult{lines: map[string][]benchRun{}}
 	rep.goBench = res
@@ -158,7 +161,7 @@ func (g *goBenchResult) summary() [][3]string {
 				}
 			}
 			unit := u
-			if u == "ns/op" {
+			if u == "ns/op" && d.median() >= 1e5 { // ns stay ns below 0.1 ms
 				for i := range d {
 					d[i] /= 1e6
 				}
