@@ -94,4 +94,14 @@
 // AllowsHost and the address it dials, resolved once, passes AllowsAddr.
 // WebRTC may not use UDP. Neither layer sees requests Chromium never makes
 // over the network (file: is the tab guard's).
+//
+// # Source credentials
+//
+// Because every request passes the proxy, the proxy is also where private
+// sources get their credentials (mitm.go): Config.SourceAuth (operator rules)
+// for the hosts they match, Source.Auth for the source URL's exact host and
+// port, on a proxy listener of that render's own browser context. HTTPS
+// tunnels to such hosts are terminated with certificates from the proxy's
+// key, which Chromium accepts by SPKI and for no other key; the upstream
+// connection verifies the real server. Other tunnels stay opaque.
 package render
