@@ -33,7 +33,7 @@ type testTLS struct {
 	spki  string // of the server key, for Chromium's tunnels that are not opened
 }
 
-func newTestTLS(t *testing.T) testTLS {
+func newTestTLS(t testing.TB) testTLS {
 	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "pdfexport test CA"},
