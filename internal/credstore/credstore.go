@@ -13,7 +13,9 @@
 // nothing about them (a guessable cookie cannot be tested against it without
 // the Redis-held key). The worker calls Get on every attempt (it recomputes
 // the identity, so a reference cannot claim another user's artifact) and
-// Release once the task is final.
+// Release once the task is final. Put reads the key from Redis each time;
+// Get keeps it and reads it again once when an identity does not match, so a
+// flushed Redis (a new key) costs renders, never failed exports.
 package credstore
 
 import (
@@ -126,8 +128,18 @@ func (s *Store) key(ctx context.Context) ([]byte, error) {
 	return k, nil
 }
 
+func (s *Store) forgetKey() {
+	s.mu.Lock()
+	s.hmacKey = nil
+	s.mu.Unlock()
+}
+
 // Put stores c for ttl and returns the reference the payload carries.
 func (s *Store) Put(ctx context.Context, c Credentials, ttl time.Duration) (spec.CredentialsRef, error) {
+	// The key as Redis has it now (one GET): a long-lived enqueuer must not
+	// hash under a key a flushed Redis no longer has, which no worker could
+	// verify.
+	s.forgetKey()
 	ident, err := s.identity(ctx, c)
 	if err != nil {
 		return spec.CredentialsRef{}, err
@@ -166,14 +178,21 @@ func (s *Store) Get(ctx context.Context, ref spec.CredentialsRef) (Credentials, 
 	if err := json.Unmarshal(body, &c); err != nil {
 		return Credentials{}, fmt.Errorf("credstore: stored credentials are malformed: %w", err)
 	}
-	ident, err := s.identity(ctx, c)
-	if err != nil {
-		return Credentials{}, err
+	for attempt := 0; ; attempt++ {
+		ident, err := s.identity(ctx, c)
+		if err != nil {
+			return Credentials{}, err
+		}
+		if hmac.Equal([]byte(ident), []byte(ref.Identity)) {
+			return c, nil
+		}
+		if attempt > 0 {
+			return Credentials{}, fmt.Errorf("credstore: credentials %s do not match the identity their reference claims", ref.ID)
+		}
+		// The key in Redis may have changed since this process read it (a
+		// flushed or replaced Redis): read it again, once.
+		s.forgetKey()
 	}
-	if !hmac.Equal([]byte(ident), []byte(ref.Identity)) {
-		return Credentials{}, fmt.Errorf("credstore: credentials %s do not match the identity their reference claims", ref.ID)
-	}
-	return c, nil
 }
 
 // Release deletes the credentials once their task is final.

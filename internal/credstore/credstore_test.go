@@ -64,3 +64,45 @@ func TestStore_IdentityIsKeyedStableAndPrivate(t *testing.T) {
 		t.Errorf("TTL %v, want at most a minute", ttl)
 	}
 }
+
+// TestStore_FollowsANewKey: after the identity key in Redis is replaced (a
+// flushed Redis), a long-running worker still reads credentials that a
+// fresh enqueuer stored under the new key.
+func TestStore_FollowsANewKey(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	ctx := context.Background()
+	worker := &Store{RDB: redis.Client()}
+	c := Credentials{Headers: map[string]string{"Authorization": "Bearer A"}}
+	before, err := worker.Put(ctx, c, time.Minute) // the worker has read the key
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := redis.Client().FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := (&Store{RDB: redis.Client()}).Put(ctx, c, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Identity == before.Identity {
+		t.Fatal("the flush did not change the key; the test proves nothing")
+	}
+	if _, err := worker.Get(ctx, after); err != nil {
+		t.Fatalf("Get after the key changed: %v", err)
+	}
+	// And a long-lived enqueuer hashes under the key Redis has now.
+	enqueuer := &Store{RDB: redis.Client()}
+	if _, err := enqueuer.Put(ctx, c, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := redis.Client().FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := enqueuer.Put(ctx, c, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Store{RDB: redis.Client()}).Get(ctx, ref); err != nil {
+		t.Fatalf("a fresh worker reading what a long-lived enqueuer stored after the flush: %v", err)
+	}
+}
