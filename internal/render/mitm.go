@@ -144,6 +144,7 @@ func (p *egressProxy) openSession(host, port string, creds sourceauth.Credential
 		_ = ln.Close()
 		return nil, errors.New("egress proxy: closed")
 	}
+	p.sessions[s] = struct{}{}
 	p.wg.Add(1)
 	p.mu.Unlock()
 	go func() {
@@ -160,6 +161,7 @@ func (s *session) addr() string { return s.ln.Addr().String() }
 func (p *egressProxy) closeSession(s *session) {
 	_ = s.srv.Close()
 	p.mu.Lock()
+	delete(p.sessions, s)
 	for c, owner := range p.tunnels {
 		if owner == s {
 			_ = c.Close()

@@ -69,10 +69,11 @@ type egressProxy struct {
 	refused   atomic.Int64
 	connected atomic.Int64 // upstream connections dialled
 
-	mu      sync.Mutex
-	closed  bool
-	tunnels map[net.Conn]*session // hijacked client and upstream connections, by session (nil: none)
-	wg      sync.WaitGroup        // Serve, handlers, tunnel copiers
+	mu       sync.Mutex
+	closed   bool
+	tunnels  map[net.Conn]*session // hijacked client and upstream connections, by session (nil: none)
+	sessions map[*session]struct{} // open session listeners
+	wg       sync.WaitGroup        // Serve, handlers, tunnel copiers
 }
 
 type egressOptions struct {
@@ -100,6 +101,7 @@ func startEgressProxy(allowed allowlist.List, logger *slog.Logger, creds Credent
 		onRefuse:     o.onRefuse,
 		ln:           ln,
 		tunnels:      make(map[net.Conn]*session),
+		sessions:     make(map[*session]struct{}),
 		creds:        creds,
 		intercepting: icp,
 	}
@@ -162,6 +164,9 @@ func (p *egressProxy) close() {
 	p.closed = true
 	for c := range p.tunnels {
 		_ = c.Close()
+	}
+	for s := range p.sessions { // a render still running: its listener goes too
+		_ = s.srv.Close()
 	}
 	p.mu.Unlock()
 	p.stop()
