@@ -81,18 +81,13 @@ func runChecks(ctx context.Context, checks map[string]Check, timeout time.Durati
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	failures := map[string]string{}
-	names := make([]string, 0, len(checks))
-	for name := range checks {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for name, check := range checks { // all at once: order does not matter
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			if err := checks[name](cctx); err != nil {
+			if err := check(cctx); err != nil {
 				mu.Lock()
 				failures[name] = err.Error()
 				mu.Unlock()

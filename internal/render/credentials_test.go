@@ -2,19 +2,15 @@ package render
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -26,7 +22,8 @@ import (
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
-// testTLS is a CA and a server certificate for 127.0.0.1 and localhost.
+// testTLS is the test PKI's CA as roots, and its server certificate for
+// 127.0.0.1 and localhost.
 type testTLS struct {
 	roots *x509.CertPool
 	cert  tls.Certificate
@@ -35,29 +32,21 @@ type testTLS struct {
 
 func newTestTLS(t testing.TB) testTLS {
 	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "pdfexport test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	pki := testsupport.NewTLSFiles(t)
+	cert, err := tls.LoadX509KeyPair(pki.ServerCert, pki.ServerKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "localhost"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
+	caPEM, err := os.ReadFile(pki.CA)
 	if err != nil {
 		t.Fatal(err)
 	}
 	roots := x509.NewCertPool()
-	roots.AddCert(caCert)
-	pub, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	sum := sha256.Sum256(pub)
-	return testTLS{roots: roots, cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, spki: base64.StdEncoding.EncodeToString(sum[:])}
+	if !roots.AppendCertsFromPEM(caPEM) {
+		t.Fatal("no CA certificate in " + pki.CA)
+	}
+	sum := sha256.Sum256(cert.Leaf.RawSubjectPublicKeyInfo)
+	return testTLS{roots: roots, cert: cert, spki: base64.StdEncoding.EncodeToString(sum[:])}
 }
 
 // hitLog records what credentials each request to a server carried.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/redact"
+	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
 // The request guard, first layer: Fetch interception on the tab. Every
@@ -38,13 +39,9 @@ func (r *Renderer) precheckSource(ctx context.Context, raw string) error {
 	}
 	port := u.Port()
 	switch strings.ToLower(u.Scheme) {
-	case "http", "ws":
+	case "http", "ws", "https", "wss":
 		if port == "" {
-			port = "80"
-		}
-	case "https", "wss":
-		if port == "" {
-			port = "443"
+			port = spec.DefaultPort(u.Scheme)
 		}
 	default:
 		return nil
@@ -77,10 +74,7 @@ func checkURL(allowed allowlist.List, raw string) error {
 		return fmt.Errorf("%w: URL without host %q", ErrBlocked, shortURL(raw))
 	}
 	if port == "" {
-		port = "80"
-		if scheme == "https" || scheme == "wss" {
-			port = "443"
-		}
+		port = spec.DefaultPort(scheme)
 	}
 	if err := allowed.Check(host, port); err != nil {
 		return fmt.Errorf("%w: %v", ErrBlocked, err)

@@ -12,7 +12,6 @@ package render
 // system's roots. Tunnels to hosts without credentials stay opaque.
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -211,39 +210,23 @@ func (p *egressProxy) intercept(w http.ResponseWriter, req *http.Request, s *ses
 		p.refuse(w, "CONNECT "+target, rf.Reason)
 		return
 	}
-	hj, ok := w.(http.Hijacker)
+	conn, ok := p.establish(w, s)
 	if !ok {
-		http.Error(w, "cannot tunnel", http.StatusInternalServerError)
 		return
 	}
-	client, brw, err := hj.Hijack()
-	if err != nil {
-		return
-	}
-	if !p.track(client, s) {
-		return
-	}
-	defer p.untrack(client)
-	_ = client.SetDeadline(time.Now().Add(proxyHeaderTimeout))
-	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
-		return
-	}
-	var conn net.Conn = client
-	if n := brw.Reader.Buffered(); n > 0 {
-		buffered, _ := brw.Reader.Peek(n)
-		conn = &prefixedConn{Conn: client, r: io.MultiReader(bytes.NewReader(bytes.Clone(buffered)), client)}
-	}
+	defer p.untrack(conn)
 	cert, err := p.intercepting.cert(host)
 	if err != nil {
 		p.log.Warn("egress proxy: cannot intercept", "target", target, "err", err)
 		return
 	}
 	tc := tls.Server(conn, &tls.Config{Certificates: []tls.Certificate{*cert}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
+	_ = conn.SetDeadline(time.Now().Add(proxyHeaderTimeout))
 	if err := tc.HandshakeContext(req.Context()); err != nil {
 		p.log.Debug("egress proxy: browser TLS handshake failed", "target", target, "err", err)
 		return
 	}
-	_ = client.SetDeadline(time.Time{})
+	_ = conn.SetDeadline(time.Time{})
 
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -314,12 +297,3 @@ func (l *oneConnListener) done() { l.once.Do(func() { close(l.closed) }) }
 func (l *oneConnListener) Close() error { l.done(); return nil }
 
 func (l *oneConnListener) Addr() net.Addr { return l.conn.LocalAddr() }
-
-// prefixedConn reads bytes the CONNECT's reader buffered before the
-// connection's own.
-type prefixedConn struct {
-	net.Conn
-	r io.Reader
-}
-
-func (c *prefixedConn) Read(b []byte) (int, error) { return c.r.Read(b) }

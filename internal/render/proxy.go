@@ -192,11 +192,54 @@ func (p *egressProxy) track(c net.Conn, s *session) bool {
 }
 
 func (p *egressProxy) untrack(c net.Conn) {
+	if pc, ok := c.(*prefixedConn); ok {
+		c = pc.Conn
+	}
 	p.mu.Lock()
 	delete(p.tunnels, c)
 	p.mu.Unlock()
 	_ = c.Close()
 }
+
+// establish answers a CONNECT: it takes the browser's connection over,
+// tracks it for session s, answers 200 and returns it with the bytes the
+// server read ahead put back in front. Not ok: there is nothing to serve
+// (no hijacking, the proxy closing, the browser gone); the connection is
+// closed. The caller untracks the connection.
+func (p *egressProxy) establish(w http.ResponseWriter, s *session) (net.Conn, bool) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		http.Error(w, "cannot tunnel", http.StatusInternalServerError)
+		return nil, false
+	}
+	client, brw, err := hj.Hijack()
+	if err != nil {
+		return nil, false
+	}
+	if !p.track(client, s) {
+		return nil, false
+	}
+	_ = client.SetWriteDeadline(time.Now().Add(proxyHeaderTimeout))
+	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+		p.untrack(client)
+		return nil, false
+	}
+	_ = client.SetWriteDeadline(time.Time{})
+	if n := brw.Reader.Buffered(); n > 0 {
+		buffered, _ := brw.Reader.Peek(n)
+		return &prefixedConn{Conn: client, r: io.MultiReader(bytes.NewReader(bytes.Clone(buffered)), client)}, true
+	}
+	return client, true
+}
+
+// prefixedConn reads bytes the CONNECT's reader buffered before the
+// connection's own.
+type prefixedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *prefixedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 
 // serve is the handler of every proxy request.
 func (p *egressProxy) serve(w http.ResponseWriter, req *http.Request, s *session) {
@@ -314,18 +357,8 @@ func (p *egressProxy) tunnel(w http.ResponseWriter, req *http.Request, s *sessio
 		http.Error(w, "upstream failed", http.StatusBadGateway)
 		return
 	}
-	hj, ok := w.(http.Hijacker)
+	client, ok := p.establish(w, s)
 	if !ok {
-		_ = up.Close()
-		http.Error(w, "cannot tunnel", http.StatusInternalServerError)
-		return
-	}
-	client, brw, err := hj.Hijack()
-	if err != nil {
-		_ = up.Close()
-		return
-	}
-	if !p.track(client, s) {
 		_ = up.Close()
 		return
 	}
@@ -335,36 +368,26 @@ func (p *egressProxy) tunnel(w http.ResponseWriter, req *http.Request, s *sessio
 	}
 	defer p.untrack(up)
 
-	_ = client.SetWriteDeadline(time.Now().Add(proxyHeaderTimeout))
-	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
-		return
-	}
-	_ = client.SetWriteDeadline(time.Time{})
 	var last atomic.Int64 // unix nanos of the last byte moved either way
 	last.Store(time.Now().UnixNano())
-	var fromClient io.Reader = client
-	if n := brw.Reader.Buffered(); n > 0 {
-		buffered, _ := brw.Reader.Peek(n)
-		fromClient = io.MultiReader(bytes.NewReader(bytes.Clone(buffered)), client)
-	}
 	var inner sync.WaitGroup
-	inner.Go(func() { pipe(up, fromClient, client, &last) })
-	pipe(client, up, up, &last)
+	inner.Go(func() { pipe(up, client, &last) })
+	pipe(client, up, &last)
 	inner.Wait()
 }
 
-// pipe copies src (whose connection is srcConn) to dst until EOF, an error or
+// pipe copies src to dst until EOF, an error or
 // proxyIdleTimeout without traffic in either direction, then closes both
 // connections: a browser that closes its side is done with the tunnel, and a
 // server that closes its side has sent everything.
-func pipe(dst net.Conn, src io.Reader, srcConn net.Conn, last *atomic.Int64) {
+func pipe(dst, src net.Conn, last *atomic.Int64) {
 	defer func() {
 		_ = dst.Close()
-		_ = srcConn.Close()
+		_ = src.Close()
 	}()
 	buf := make([]byte, 32<<10)
 	for {
-		_ = srcConn.SetReadDeadline(time.Now().Add(proxyIdleTimeout))
+		_ = src.SetReadDeadline(time.Now().Add(proxyIdleTimeout))
 		n, err := src.Read(buf)
 		if n > 0 {
 			last.Store(time.Now().UnixNano())

@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -248,17 +247,10 @@ func (r *Renderer) openAuthSession(src Source) (*session, error) {
 	}
 	port := u.Port()
 	if port == "" {
-		port = defaultPortOf(u.Scheme)
+		port = spec.DefaultPort(u.Scheme)
 	}
 	host, _, _ := allowlist.CanonicalHost(u.Hostname())
 	return r.proxy.Load().openSession(host, port, src.Auth)
-}
-
-func defaultPortOf(scheme string) string {
-	if strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "wss") {
-		return "443"
-	}
-	return "80"
 }
 
 // contextOpTimeout bounds creating and disposing of a browser context.

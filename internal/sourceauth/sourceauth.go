@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -223,7 +224,7 @@ func Parse(data []byte, env Env, readFile ReadFile) (*Rules, error) {
 			}
 			return v, true
 		}
-		for _, name := range sortedKeys(fr.Headers) {
+		for _, name := range slices.Sorted(maps.Keys(fr.Headers)) {
 			f := field(fmt.Sprintf("headers[%q]", name))
 			v, ok := resolve(f, fr.Headers[name])
 			if !ok {
@@ -292,13 +293,4 @@ func resolveValue(raw string, env Env, readFile ReadFile) (value, file string, e
 		return v, path, nil
 	}
 	return raw, "", nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -2,8 +2,9 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -143,7 +144,7 @@ func (s Source) validateCredentials() []error {
 		errs = append(errs, fieldErr("source.cookies", "more than %d cookies", MaxCredentialCookies))
 	}
 	size := 0
-	for _, name := range sortedKeys(s.Headers) {
+	for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
 		size += len(name) + len(s.Headers[name])
 		if err := CheckHeader(name, s.Headers[name]); err != nil {
 			errs = append(errs, fieldErr("source.headers", "%v", err))
@@ -164,13 +165,4 @@ func (s Source) validateCredentials() []error {
 		errs = append(errs, fieldErr("source.headers", "headers and cookies larger than %d bytes together", MaxCredentialBytes))
 	}
 	return errs
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -104,7 +104,7 @@ func checkAllowedURL(t *testing.T, raw string) {
 	}
 	port := u.Port()
 	if port == "" {
-		port = defaultPort(u.Scheme)
+		port = DefaultPort(u.Scheme)
 	}
 	canon, addr, isIP := allowlist.CanonicalHost(u.Hostname())
 	if isIP && allowlist.IsSpecial(addr) && !(canon == "127.0.0.1" && port == "8080") {

@@ -166,7 +166,7 @@ func validateWebURL(field, listName, raw string, allowed allowlist.List) *FieldE
 	}
 	port := u.Port()
 	if port == "" {
-		port = defaultPort(u.Scheme)
+		port = DefaultPort(u.Scheme)
 	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return fieldErr(field, "port %q out of range 1-65535", port)
 	}
@@ -181,8 +181,10 @@ func validateWebURL(field, listName, raw string, allowed allowlist.List) *FieldE
 	return nil
 }
 
-func defaultPort(scheme string) string {
-	if scheme == "https" {
+// DefaultPort is the port a URL of scheme (http, https, ws, wss; any case)
+// uses when it names none.
+func DefaultPort(scheme string) string {
+	if strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "wss") {
 		return "443"
 	}
 	return "80"

@@ -95,15 +95,37 @@ func loadConfig(t *testing.T, environ ...string) config.Config {
 	return cfg
 }
 
-func startWorker(t *testing.T, cfg config.Config) {
+// startWorker starts a worker for the test and shuts it down at its end;
+// a zero opts.Logger discards the logs.
+func startWorker(t *testing.T, cfg config.Config, opts Options) *Worker {
 	t.Helper()
-	w := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	w := New(cfg, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Shutdown)
+	return w
+}
+
+// debugLogger logs everything as JSON to w.
+func debugLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// newClient is an exportclient for the test, closed at its end.
+func newClient(t *testing.T, cfg exportclient.Config) *exportclient.Client {
+	t.Helper()
+	c, err := exportclient.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // TestWorker_CallbacksForEveryFinalOutcome: two requests for one document
@@ -127,14 +149,10 @@ func TestWorker_CallbacksForEveryFinalOutcome(t *testing.T) {
 	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+t.TempDir(), "ADMIN_ADDR=",
 		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "ALLOWED_HOSTS="+siteHost, "MAX_RETRY=2",
 		"CALLBACK_ALLOWED_HOSTS="+hookHost, "CALLBACK_SECRET="+callbackSecret, "API_PUBLIC_URL=https://pdf.example.test/")
-	startWorker(t, cfg)
+	startWorker(t, cfg, Options{})
 	// The client allows a host the worker does not: the worker refuses.
-	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()},
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()},
 		AllowedHosts: siteHost + ",docs.example.com", CallbackAllowedHosts: hookHost})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
 	ctx := context.Background()
 	hook := hooks.srv.URL + "/hooks/pdf"
 	enqueue := func(r exportclient.Request) string {
@@ -234,12 +252,8 @@ func TestWorker_CancelStopsARunningRender(t *testing.T) {
 	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+storeDir, "ADMIN_ADDR=",
 		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "ALLOWED_HOSTS="+siteHost,
 		"CALLBACK_ALLOWED_HOSTS="+hookHost, "CALLBACK_SECRET="+callbackSecret)
-	startWorker(t, cfg)
-	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, AllowedHosts: siteHost, CallbackAllowedHosts: hookHost})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	startWorker(t, cfg, Options{})
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, AllowedHosts: siteHost, CallbackAllowedHosts: hookHost})
 	ctx := context.Background()
 	req := exportclient.Request{ManualID: "m", Version: "1", URL: site.URL + "/slow", CallbackURL: hooks.srv.URL + "/h"}
 	first, err := c.Enqueue(ctx, req)
@@ -315,12 +329,8 @@ func TestAPI_DeliversThePDF(t *testing.T) {
 				env = append(env, "STORAGE_URL=s3://"+s3.Bucket+"/pdf", "S3_ENDPOINT="+s3.Endpoint(), "S3_FORCE_PATH_STYLE=true", "S3_REGION="+s3.Region)
 			}
 			cfg := loadConfig(t, env...)
-			startWorker(t, cfg)
-			c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Close() })
+			startWorker(t, cfg, Options{})
+			c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
 			ctx := context.Background()
 			store, err := storage.Open(ctx, storage.Config{URL: cfg.StorageURL, S3Endpoint: cfg.S3Endpoint, S3Region: cfg.S3Region, S3ForcePathStyle: true})
 			if err != nil {

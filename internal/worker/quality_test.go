@@ -35,12 +35,8 @@ func TestWorker_ResultsCarryTheRenderWarnings(t *testing.T) {
 	store := t.TempDir()
 	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+store, "ADMIN_ADDR=",
 		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "ALLOWED_HOSTS="+host)
-	startWorker(t, cfg)
-	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, AllowedHosts: host})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	startWorker(t, cfg, Options{})
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, AllowedHosts: host})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	export := func(version string, failOn bool) exportclient.Status {

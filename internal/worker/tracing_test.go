@@ -76,11 +76,7 @@ func TestWorker_OneTraceFromEnqueueToCallback(t *testing.T) {
 	}
 	t.Cleanup(w.Shutdown)
 
-	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, AllowedHosts: siteHost, CallbackAllowedHosts: hookHost})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, AllowedHosts: siteHost, CallbackAllowedHosts: hookHost})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 

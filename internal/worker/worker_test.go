@@ -107,11 +107,7 @@ func TestWorker_ExportsWithOverrides(t *testing.T) {
 	if w.Chromium() != nil {
 		t.Error("Chromium() is not nil with a replaced renderer")
 	}
-	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
 	job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "m", Version: "1", HTML: "<p>x"})
 	if err != nil {
 		t.Fatal(err)
@@ -160,18 +156,10 @@ func TestWorker_PDFOverALimitFailsForGoodAndStoresNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.AdminAddr = ""
-	w := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
+	startWorker(t, cfg, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Shutdown)
-	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
 	html := `<style>p{page-break-after:always}</style><p>1</p><p>2</p><p>3</p><p>4</p><p>5</p>`
 	job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "m", Version: "1", HTML: html})
 	if err != nil {
@@ -210,13 +198,7 @@ func TestWorker_SweepsStaleTempFilesInTheBackground(t *testing.T) {
 	if err := os.Chtimes(stale, old, old); err != nil {
 		t.Fatal(err)
 	}
-	w := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Renderer: stubRenderer{}})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Shutdown)
+	startWorker(t, cfg, Options{Renderer: stubRenderer{}})
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(stale); errors.Is(err, os.ErrNotExist) {
 			return
@@ -269,11 +251,7 @@ func TestWorker_ShutdownReleasesLeasesBeforeClosingRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(holder.Shutdown)
-	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, AllowedHosts: strings.TrimPrefix(site.URL, "http://")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, AllowedHosts: strings.TrimPrefix(site.URL, "http://")})
 	req := exportclient.Request{ManualID: "m", Version: "1", URL: site.URL + "/page"}
 	if _, err := c.Enqueue(ctx, req); err != nil {
 		t.Fatal(err)
@@ -334,11 +312,7 @@ func TestWorker_SecretsStayOutOfLogsAndErrors(t *testing.T) {
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr(), Password: password}, AllowedHosts: host})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr(), Password: password}, AllowedHosts: host})
 	job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "m", Version: "1", URL: site.URL + "/print?token=" + token})
 	if err != nil {
 		t.Fatal(err)
@@ -389,18 +363,10 @@ func TestWorker_LargeHTMLTravelsBesideTheTask(t *testing.T) {
 	redis := testsupport.StartRedis(t)
 	cfg := testConfig(t, redis.URL())
 	rr := &recordingRenderer{stub: stubRenderer{pdf: onePagePDF(t)}, failures: 1}
-	w := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Renderer: rr})
+	startWorker(t, cfg, Options{Renderer: rr})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Shutdown)
-	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
 	rdb := redis.Client()
 	html := "<!doctype html><p>" + strings.Repeat("A long manual page. ", 15000)
 	job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "m", Version: "1", HTML: html})
@@ -435,11 +401,7 @@ func TestWorker_MissingSourceFailsForGood(t *testing.T) {
 	redis := testsupport.StartRedis(t)
 	cfg := testConfig(t, redis.URL())
 	rr := &recordingRenderer{stub: stubRenderer{pdf: onePagePDF(t)}}
-	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	html := "<!doctype html><p>" + strings.Repeat("gone ", 20000)
