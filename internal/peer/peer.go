@@ -17,6 +17,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	cdpio "github.com/chromedp/cdproto/io"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -49,9 +50,11 @@ type Browser struct {
 }
 
 // Start starts the Chromium at path (no sandbox when running as root, as
-// every container deployment of a peer does).
-func Start(ctx context.Context, path string) (*Browser, error) {
+// every container deployment of a peer does); extra flags are added to
+// chromedp's defaults (benchmarks: trusting a test server's key).
+func Start(ctx context.Context, path string, extra ...chromedp.ExecAllocatorOption) (*Browser, error) {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path))
+	opts = append(opts, extra...)
 	if os.Geteuid() == 0 {
 		opts = append(opts, chromedp.NoSandbox)
 	}
@@ -104,6 +107,43 @@ func (b *Browser) Print(ctx context.Context, d Design, html, waitFor string, par
 	if _, err := cdp.Call(tctx, t, page.SetDocumentContent, page.SetDocumentContentParams{FrameID: cdp.FrameID(t.TargetID), HTML: html}); err != nil {
 		return 0, fmt.Errorf("setting the document: %w", err)
 	}
+	return printTab(tctx, t, waitFor, params, w)
+}
+
+// PrintURL is the peer's URL route with extra HTTP headers (Gotenberg's
+// extraHttpHeaders): a new tab in the shared context, the headers set on
+// the tab for every request it makes (Network.setExtraHTTPHeaders), then
+// navigate, wait for readyState "complete" and print as Print does.
+func (b *Browser) PrintURL(ctx context.Context, url string, headers map[string]string, params page.PrintToPDFParams, w io.Writer) (int64, error) {
+	tctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewWindow(false))
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	if err := chromedp.Do(tctx); err != nil {
+		return 0, fmt.Errorf("opening a tab: %w", err)
+	}
+	t := chromedp.FromContext(tctx).Target
+	if len(headers) > 0 {
+		h := network.Headers{}
+		for k, v := range headers {
+			h[k] = v
+		}
+		if _, err := cdp.Call(tctx, t, network.Enable, network.EnableParams{}); err != nil {
+			return 0, fmt.Errorf("enabling the network domain: %w", err)
+		}
+		if _, err := cdp.Call(tctx, t, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: h}); err != nil {
+			return 0, fmt.Errorf("setting the headers: %w", err)
+		}
+	}
+	if _, err := cdp.Call(tctx, t, page.Navigate, page.NavigateParams{URL: url}); err != nil {
+		return 0, fmt.Errorf("navigating: %w", err)
+	}
+	return printTab(tctx, t, "", params, w)
+}
+
+// printTab waits for the tab's document (and waitFor), prints it as a
+// stream and copies the PDF to w.
+func printTab(tctx context.Context, t *chromedp.Target, waitFor string, params page.PrintToPDFParams, w io.Writer) (int64, error) {
 	ready := `document.readyState === "complete"`
 	if waitFor != "" {
 		ready += " && !!(" + waitFor + ")"

@@ -3,6 +3,9 @@ package peer
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
@@ -51,5 +54,33 @@ func TestPrint_BothDesignsPrintTheDocument(t *testing.T) {
 				t.Errorf("PID = %d", b.PID())
 			}
 		})
+	}
+}
+
+// TestPrintURL_SendsTheHeaders: the URL route navigates, sends the extra
+// headers with the page's requests and prints what the page shows with
+// them.
+func TestPrintURL_SendsTheHeaders(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer peer" {
+			http.Error(w, "LOGIN-REQUIRED", http.StatusUnauthorized)
+			return
+		}
+		_, _ = io.WriteString(w, "<h1>PRIVATE-PEER-TEXT</h1>")
+	}))
+	t.Cleanup(site.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := Start(ctx, testsupport.ChromiumPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	var pdf bytes.Buffer
+	if _, err := b.PrintURL(ctx, site.URL+"/manual", map[string]string{"Authorization": "Bearer peer"}, page.PrintToPDFParams{}, &pdf); err != nil {
+		t.Fatal(err)
+	}
+	if text := testsupport.PDFText(t, pdf.Bytes()); !strings.Contains(text, "PRIVATE-PEER-TEXT") {
+		t.Errorf("PDF text %q lacks the private page", text)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,27 +14,39 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/chromium"
+	"github.com/pdfexport/pdfexport/internal/peer"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
 // BenchmarkSourceCredentials measures what source credentials cost: one
 // render of the same HTTPS page (a document with 12 images and a style
-// sheet) from a host with operator credentials, whose tunnel the egress
-// proxy opens (TLS with the browser, credentials added, TLS to the server),
-// and from an identical server without credentials, whose tunnel stays
-// opaque. Interleaved in each iteration; CPU is the browser's process tree
-// plus this process (where the proxy runs). It prints figures and asserts
-// nothing.
+// sheet), on the headless shell,
+//
+//   - intercepted: ours, from a host with operator credentials, whose tunnel
+//     the egress proxy opens (TLS with the browser, credentials added, TLS
+//     to the server);
+//   - opaque: ours, from an identical server without credentials, whose
+//     tunnel stays opaque (the interception's own cost);
+//   - peer: the baseline a user would pick instead, the peer's URL route
+//     with extra HTTP headers (a tab in the shared context,
+//     Network.setExtraHTTPHeaders: every request of the tab gets them,
+//     whatever its host, and out-of-process frames' requests none).
+//
+// Interleaved in each iteration; CPU is the browser's process tree plus
+// this process (where our proxy runs and the peer's client). It prints
+// figures and asserts nothing.
 func BenchmarkSourceCredentials(b *testing.B) {
 	shell, err := chromium.HeadlessShell()
 	if err != nil {
 		b.Skip(err)
 	}
 	certs := newTestTLS(b)
-	page := func(w http.ResponseWriter, r *http.Request) {
+	site := func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/page":
 			var imgs strings.Builder
@@ -53,7 +66,7 @@ func BenchmarkSourceCredentials(b *testing.B) {
 		}
 	}
 	start := func() *httptest.Server {
-		srv := httptest.NewUnstartedServer(http.HandlerFunc(page))
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(site))
 		srv.TLS = &tls.Config{Certificates: []tls.Certificate{certs.cert}}
 		srv.StartTLS()
 		b.Cleanup(srv.Close)
@@ -78,28 +91,44 @@ func BenchmarkSourceCredentials(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = r.Close() })
+	bare, err := peer.Start(ctx, shell, chromedp.Flag("ignore-certificate-errors-spki-list", certs.spki))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(bare.Close)
 	variants := []struct{ name, url string }{
 		{"opaque", public.URL + "/page"},
 		{"intercepted", private.URL + "/page"},
+		{"peer", private.URL + "/page"},
 	}
-	type sample struct{ cpu, wall []float64 }
+	type sample struct{ cpu, self, wall []float64 }
 	samples := map[string]*sample{}
-	renderOnce := func(u string) (cpu, wall float64) {
+	peerHeaders := map[string]string{"Authorization": "Bearer t", "Cookie": "sid=s"}
+	renderOnce := func(name, u string) (cpu, self, wall float64) {
 		pid := r.current().pid
+		if name == "peer" {
+			pid = bare.PID()
+		}
 		c0, s0, t0 := cpuSeconds(pid), selfCPU(), time.Now()
-		if _, err := r.Render(context.Background(), Source{URL: u}, spec.Options{}.Settings(), discardSink); err != nil {
+		if name == "peer" {
+			_, err = bare.PrintURL(context.Background(), u, peerHeaders, PrintParams(spec.Options{}.Settings()), io.Discard)
+		} else {
+			_, err = r.Render(context.Background(), Source{URL: u}, spec.Options{}.Settings(), discardSink)
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
-		return cpuSeconds(pid) - c0 + selfCPU() - s0, time.Since(t0).Seconds()
+		return cpuSeconds(pid) - c0 + selfCPU() - s0, selfCPU() - s0, time.Since(t0).Seconds()
 	}
-	for _, v := range variants { // warm up both paths
-		renderOnce(v.url)
+	for _, v := range variants { // warm up every path
+		renderOnce(v.name, v.url)
 		samples[v.name] = &sample{}
 	}
 	for b.Loop() {
 		for _, v := range variants {
-			c, w := renderOnce(v.url)
+			c, self, w := renderOnce(v.name, v.url)
 			samples[v.name].cpu = append(samples[v.name].cpu, c)
+			samples[v.name].self = append(samples[v.name].self, self)
 			samples[v.name].wall = append(samples[v.name].wall, w)
 		}
 	}
@@ -110,8 +139,11 @@ func BenchmarkSourceCredentials(b *testing.B) {
 	}
 	for _, v := range variants {
 		b.ReportMetric(med(samples[v.name].cpu), v.name+"-cpu-s")
+		b.ReportMetric(med(samples[v.name].self), v.name+"-of-which-go-cpu-s")
 		b.ReportMetric(med(samples[v.name].wall)*1000, v.name+"-ms")
 	}
+	b.ReportMetric(med(samples["intercepted"].cpu)/med(samples["peer"].cpu), "cpu-intercepted/peer")
+	b.ReportMetric(med(samples["intercepted"].wall)/med(samples["peer"].wall), "wall-intercepted/peer")
 	b.ReportMetric(med(samples["intercepted"].cpu)/med(samples["opaque"].cpu), "cpu-intercepted/opaque")
 	b.ReportMetric(med(samples["intercepted"].wall)/med(samples["opaque"].wall), "wall-intercepted/opaque")
 }
