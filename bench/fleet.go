@@ -21,13 +21,13 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/logging"
 	"github.com/pdfexport/pdfexport/internal/redisconn"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/worker"
 )
 
@@ -111,7 +111,7 @@ func (r *recorder) middleware(next asynq.Handler) asynq.Handler {
 
 // recordingRenderer notes when the handler begins a render, then renders.
 type recordingRenderer struct {
-	inner tasks.Renderer
+	inner export.Renderer
 	rec   *recorder
 }
 
@@ -137,7 +137,7 @@ func (s stubRenderer) Render(ctx context.Context, _ render.Source, _ spec.PrintS
 // countingGate counts the entries that failed open (Redis unreachable or too
 // slow: the task renders without the lock).
 type countingGate struct {
-	inner    tasks.Gate
+	inner    export.Gate
 	failOpen *atomic.Int64
 }
 
@@ -286,8 +286,8 @@ func (f *fleet) startInProcWorkers(ctx context.Context, env []string, name strin
 			BaseContext:  ctx,
 			Hostname:     hostname,
 			Middleware:   []asynq.MiddlewareFunc{f.rec.middleware},
-			WrapRenderer: func(r tasks.Renderer) tasks.Renderer { return recordingRenderer{inner: r, rec: f.rec} },
-			WrapGate: func(g tasks.Gate) tasks.Gate {
+			WrapRenderer: func(r export.Renderer) export.Renderer { return recordingRenderer{inner: r, rec: f.rec} },
+			WrapGate: func(g export.Gate) export.Gate {
 				if ws.noGate {
 					g = noGate{}
 				}

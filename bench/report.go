@@ -323,8 +323,8 @@ in-process groups that differ only in the gate:
 
 - *in-process, gate*: %[3]d workers in the benchmark process, each wired exactly like `+"`cmd/worker`"+`
   (same `+"`config`"+` defaults, `+"`storage.Open`"+`, its own `+"`render.Renderer`"+` and Chromium, `+"`lock.NewGate`"+`,
-  `+"`tasks.NewHandler`"+`, the same asynq server settings and task deadline);
-- *in-process, no gate (baseline)*: the same, with a `+"`tasks.Gate`"+` that always answers
+  `+"`export.NewHandler`"+`, the same asynq server settings and task deadline);
+- *in-process, no gate (baseline)*: the same, with a `+"`export.Gate`"+` that always answers
   `+"`lock.Entry{Result: lock.FailOpen}`"+`. That is the handler's own fail-open path (render without
   the lock, store create-only), so the baseline runs production code and nothing else changes. Storage
   stays create-only: all K render, one artifact survives and the others are discarded.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -18,7 +17,7 @@ import (
 var ErrFinal = errors.New("exportclient: export is final already")
 
 // canceledMessage is the error of a canceled export.
-const canceledMessage = "export canceled by request"
+const canceledMessage = spec.CanceledError
 
 // cancelMarkerTTL keeps the mark as long as asynq keeps archived tasks
 // (90 days), so status never turns a canceled export into a failed one.
@@ -29,20 +28,20 @@ const stopWait = 10 * time.Second
 
 // Cancel cancels an export. One that no worker has taken (pending,
 // scheduled, waiting for a retry) is archived at once and is canceled when
-// Cancel returns; its callback, if any, is enqueued and waiters wake. One
-// that is running is told to stop: its render stops, its render lock is
-// released as failed (a duplicate waiting for it takes over), nothing is
-// stored, and its worker reports it canceled; Cancel waits up to 10 s (or
-// ctx) for that and returns the state it saw, which may still be active, or
-// completed if it finished first. A final export gives ErrFinal.
+// Cancel returns: it is finished here (what it stored beside itself is
+// released, its callback, if any, is enqueued, waiters wake). One that is
+// running is told to stop: its render stops, its render lock is released as
+// failed (a duplicate waiting for it takes over), nothing is stored, and its
+// worker finishes it as canceled, at any attempt; Cancel waits up to 10 s
+// (or ctx) for that and returns the state it saw, which may still be
+// active, or completed if it finished first. A final export gives ErrFinal.
 func (c *Client) Cancel(ctx context.Context, taskID string) (Status, error) {
 	info, err := c.taskInfo(ctx, taskID)
 	if err != nil {
 		return Status{}, err
 	}
-	if s, err := statusOf(info); err != nil || s.Final() {
-		s, serr := c.Status(ctx, taskID) // tells canceled from failed
-		return s, errors.Join(serr, fmt.Errorf("%w: %s is %s", ErrFinal, taskID, s.State))
+	if s, err := c.statusOf(ctx, info); err != nil || s.Final() {
+		return s, errors.Join(err, fmt.Errorf("%w: %s is %s", ErrFinal, taskID, s.State))
 	}
 	// Mark first: a worker that takes the task from now on sees the mark
 	// before it starts, and one that has it already checks the mark when
@@ -53,7 +52,7 @@ func (c *Client) Cancel(ctx context.Context, taskID string) (Status, error) {
 	if info.State != asynq.TaskStateActive {
 		err := c.inspector.ArchiveTask(info.Queue, taskID)
 		if err == nil {
-			return c.archivedByCancel(ctx, info)
+			return c.finishCanceled(ctx, info)
 		}
 		// It became active (or final) meanwhile: stop it like a running one.
 	}
@@ -63,11 +62,12 @@ func (c *Client) Cancel(ctx context.Context, taskID string) (Status, error) {
 	return c.awaitStop(ctx, taskID)
 }
 
-// awaitStop follows a running export told to stop. asynq moves a task whose
-// context was canceled to retry, whatever its handler returned, so once it
-// leaves active it is archived here (its worker reported it canceled
-// already); if this gives up first, the task's next attempt finds the
-// cancel mark and archives itself.
+// awaitStop follows a running export told to stop. Its worker finishes it
+// (canceled, or completed if it got there first); asynq then moves a task
+// whose context was canceled to retry whatever its handler returned, or
+// archives it on its last attempt. Once it leaves active it is archived here
+// and finished, which does nothing when its worker finished it already; if
+// this gives up first, the task's next attempt finds it final and ends.
 func (c *Client) awaitStop(ctx context.Context, taskID string) (Status, error) {
 	deadline := time.Now().Add(stopWait)
 	for {
@@ -76,16 +76,18 @@ func (c *Client) awaitStop(ctx context.Context, taskID string) (Status, error) {
 			return Status{}, err
 		}
 		switch info.State {
-		case asynq.TaskStateCompleted, asynq.TaskStateArchived:
+		case asynq.TaskStateCompleted:
 			return c.Status(ctx, taskID)
+		case asynq.TaskStateArchived:
+			return c.finishCanceled(ctx, info)
 		case asynq.TaskStateActive:
 		default:
 			if err := c.inspector.ArchiveTask(info.Queue, taskID); err == nil {
-				return c.archivedByCancel(ctx, info)
+				return c.finishCanceled(ctx, info)
 			}
 		}
 		if time.Now().After(deadline) {
-			return statusOf(info) // still stopping: the caller sees it active
+			return c.statusOf(ctx, info) // still stopping: the caller sees it active
 		}
 		select {
 		case <-ctx.Done():
@@ -95,30 +97,22 @@ func (c *Client) awaitStop(ctx context.Context, taskID string) (Status, error) {
 	}
 }
 
-// archivedByCancel reports an export this client archived: no worker will
-// run it again, so the canceller reports it (a worker that stopped it may
-// have too: a callback is enqueued once per export, a second announcement
-// is harmless) and gives back the reference to a source document stored
-// beside it and its credentials, which a worker never does for a task it
-// stopped.
-func (c *Client) archivedByCancel(ctx context.Context, info *asynq.TaskInfo) (Status, error) {
-	s := Status{TaskID: info.ID, Queue: info.Queue, State: StateCanceled, Error: canceledMessage, Retried: info.Retried, MaxRetry: info.MaxRetry}
-	p, err := spec.Decode(info.Payload)
+// finishCanceled finishes an export this client archived (no worker will
+// run it again) as canceled, and returns its status: canceled, or what its
+// worker recorded first.
+func (c *Client) finishCanceled(ctx context.Context, info *asynq.TaskInfo) (Status, error) {
+	var env *spec.Envelope
+	if e, err := spec.DecodeEnvelope(info.Payload); err == nil {
+		env = &e // a payload no worker could read has nothing beside it and no callback
+	}
+	f := spec.Final{TaskID: info.ID, State: spec.StateCanceled, Error: canceledMessage, Retried: info.Retried}
+	if env != nil {
+		f.ManualID, f.Version, f.RequestID = env.ManualID, env.Version, env.RequestID
+	}
+	done, err := c.finisher.Finish(ctx, info.Queue, env, f)
+	s := Status{TaskID: info.ID, Queue: info.Queue, Retried: info.Retried, MaxRetry: info.MaxRetry}.with(done.Final)
 	if err != nil {
-		return s, nil // a payload no worker could read has no callback either
-	}
-	var errs []error
-	if ref := p.Source.HTMLRef; ref != nil {
-		errs = append(errs, htmlstore.Release(ctx, c.rdb, *ref))
-	}
-	if ref := p.Source.Credentials; ref != nil {
-		errs = append(errs, c.creds.Release(ctx, *ref))
-	}
-	f := spec.Final{TaskID: info.ID, State: spec.StateCanceled, ManualID: p.ManualID, Version: p.Version, RequestID: p.RequestID,
-		Error: canceledMessage, Retried: info.Retried}
-	errs = append(errs, c.reporter.Final(ctx, info.Queue, f, p.Callback))
-	if err := errors.Join(errs...); err != nil {
-		return s, fmt.Errorf("%w: %s is canceled, but reporting it failed: %w", ErrUnavailable, info.ID, err)
+		return s, fmt.Errorf("%w: %s is archived, but finishing it failed: %w", ErrUnavailable, info.ID, err)
 	}
 	return s, nil
 }

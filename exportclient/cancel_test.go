@@ -30,8 +30,8 @@ func TestWait_WakesOnTheAnnouncement(t *testing.T) {
 	go func() {
 		time.Sleep(300 * time.Millisecond)
 		announced <- time.Now()
-		_ = outcome.Reporter{RDB: c.rdb, Client: c.client}.Final(ctx, "default",
-			spec.Final{TaskID: job.TaskID, State: spec.StateCompleted, Result: &spec.Result{ArtifactKey: "m/1/k.pdf", Pages: 7}}, nil)
+		_, _ = c.finisher.Finish(ctx, "default", nil,
+			spec.Final{TaskID: job.TaskID, State: spec.StateCompleted, Result: &spec.Result{ArtifactKey: "m/1/k.pdf", Pages: 7}})
 	}()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -126,8 +126,8 @@ func TestWait_SeesAnOutcomeAnnouncedBeforeItSubscribed(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Announced with nobody listening; asynq still says pending.
-	if err := (outcome.Reporter{RDB: c.rdb, Client: c.client}).Final(ctx, "default",
-		spec.Final{TaskID: job.TaskID, State: spec.StateCompleted, Result: &spec.Result{Pages: 4}}, nil); err != nil {
+	if _, err := c.finisher.Finish(ctx, "default", nil,
+		spec.Final{TaskID: job.TaskID, State: spec.StateCompleted, Result: &spec.Result{Pages: 4}}); err != nil {
 		t.Fatal(err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
@@ -26,6 +27,9 @@ import (
 
 // Types of the wire contract, shared with the worker.
 type (
+	// Credentials are per-export headers and cookies (Request.Headers and
+	// Request.Cookies in the raw payload's source).
+	Credentials = spec.Credentials
 	// Options are the print options; the zero value prints A4 portrait.
 	Options = spec.Options
 	// Margins are page margins in millimetres.
@@ -34,9 +38,13 @@ type (
 	Cookie = spec.Cookie
 	// Result is what a finished export reports.
 	Result = spec.Result
-	// Payload is the raw task payload (schema v1), for callers that already
-	// hold one, such as the HTTP enqueue API.
-	Payload = spec.Payload
+	// Payload is the raw request (schema v1, the JSON body of POST
+	// /v1/exports), for callers that already hold one, such as the HTTP
+	// enqueue API. It is what a caller may send: the fields only an
+	// enqueuer writes into the queued envelope (source.credentials_ref,
+	// source.html_ref, traceparent, tracestate) are not in it, and
+	// DecodePayload refuses them.
+	Payload = spec.Request
 	// FieldError names a rejected field and the rule it broke.
 	FieldError = spec.FieldError
 )
@@ -79,19 +87,26 @@ type Request struct {
 	Cookies []Cookie
 }
 
-// Payload converts the request to the task payload.
+// Payload converts the request to the raw request.
 func (r Request) Payload() Payload {
 	p := Payload{V: spec.PayloadVersion, ManualID: r.ManualID, Version: r.Version,
-		Source: spec.Source{URL: r.URL, HTML: r.HTML, Headers: r.Headers, Cookies: r.Cookies}, Options: r.Options,
-		Force: r.Force, RequestID: r.RequestID}
+		Source:  spec.RequestSource{URL: r.URL, HTML: r.HTML, Credentials: Credentials{Headers: r.Headers, Cookies: r.Cookies}},
+		Options: r.Options, Force: r.Force, RequestID: r.RequestID}
 	if r.CallbackURL != "" {
 		p.Callback = &spec.Callback{URL: r.CallbackURL}
 	}
 	return p
 }
 
-// DecodePayload parses a JSON payload strictly (unknown fields rejected).
-func DecodePayload(b []byte) (Payload, error) { return spec.Decode(b) }
+// DecodePayload parses a JSON request strictly: unknown fields are refused,
+// and so are the fields only an enqueuer writes (errors.Is ErrEnvelopeOnly),
+// each with a *FieldError naming the field.
+func DecodePayload(b []byte) (Payload, error) { return spec.DecodeRequest(b) }
+
+// ErrEnvelopeOnly matches the error of a raw request naming a field only an
+// enqueuer writes (source.credentials_ref, source.html_ref, traceparent,
+// tracestate); it also matches ErrInvalid.
+var ErrEnvelopeOnly = spec.ErrEnvelopeOnly
 
 // Config configures a Client. Zero values take the defaults shown.
 type Config struct {
@@ -130,7 +145,7 @@ type Client struct {
 	inspector *asynq.Inspector
 	rdb       redis.UniversalClient // Wait's light polls, cancel markers
 	finals    *outcome.Listener     // Wait wakes on announced outcomes
-	reporter  outcome.Reporter      // outcomes of exports canceled before a worker took them
+	finisher  *outcome.Finisher     // ends the exports Cancel archives
 	creds     *credstore.Store      // per-export credentials, beside their tasks
 }
 
@@ -186,7 +201,7 @@ func New(cfg Config) (*Client, error) {
 	client := asynq.NewClientFromRedisClient(rdb)
 	return &Client{cfg: cfg, hosts: spec.Hosts{Sources: sources, Callbacks: callbacks}, client: client,
 		inspector: asynq.NewInspectorFromRedisClient(rdb), rdb: rdb, finals: outcome.NewListener(rdb), creds: &credstore.Store{RDB: rdb},
-		reporter: outcome.Reporter{RDB: rdb, Client: client, CallbackMaxRetry: cfg.CallbackMaxRetry, Retention: cfg.Retention}}, nil
+		finisher: &outcome.Finisher{RDB: rdb, Client: client, CallbackMaxRetry: cfg.CallbackMaxRetry, Retention: cfg.Retention}}, nil
 }
 
 // Close releases the Redis connections.
@@ -195,7 +210,7 @@ func (c *Client) Close() error {
 	return errors.Join(c.finals.Close(), c.rdb.Close())
 }
 
-// Validate checks a payload with the worker's rules and this client's allowlists.
+// Validate checks a request with the worker's rules and this client's allowlists.
 func (c *Client) Validate(p Payload) error { return p.Validate(c.hosts) }
 
 // EnqueueOption changes one enqueue.
@@ -219,11 +234,15 @@ func (c *Client) Enqueue(ctx context.Context, r Request, opts ...EnqueueOption) 
 	return c.EnqueuePayload(ctx, r.Payload(), opts...)
 }
 
-// EnqueuePayload is Enqueue for a raw payload.
+// EnqueuePayload is Enqueue for a raw request.
 //
-// The enqueue is a producer span of the global tracer provider; its trace
-// context (or, without tracing, the one ctx carries) travels in the payload's
-// traceparent, so the worker's spans join the caller's trace.
+// It is the enqueuer: it picks the task's id, stores what must not sit in
+// the queue beside the task, owned by that id (per-export credentials; an
+// inline document of HTMLByReference bytes or more), and enqueues the
+// envelope that names them. The enqueue is a producer span of the global
+// tracer provider; its trace context (or, without tracing, the one ctx
+// carries) travels in the envelope's traceparent, so the worker's spans
+// join the caller's trace.
 func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueOption) (job Enqueued, err error) {
 	if err := c.Validate(p); err != nil {
 		return Enqueued{}, err
@@ -235,41 +254,45 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	if !slices.Contains(c.cfg.Queues, s.queue) {
 		return Enqueued{}, &FieldError{Field: "queue", Rule: fmt.Sprintf("%q is not a queue the workers serve (%s)", s.queue, strings.Join(c.cfg.Queues, ", "))}
 	}
-	var credRef *spec.CredentialsRef
-	if len(p.Source.Headers) > 0 || len(p.Source.Cookies) > 0 {
-		r, err := c.creds.Put(ctx, credstore.Credentials{Headers: p.Source.Headers, Cookies: p.Source.Cookies}, c.cfg.SourceTTL)
+	taskID := uuid.NewString()
+	env := p.Envelope()
+	// What this call stored beside the task; given back if no task is
+	// queued to own it.
+	var stored []func(context.Context)
+	defer func() {
+		if err != nil {
+			for _, release := range stored {
+				release(context.WithoutCancel(ctx))
+			}
+		}
+	}()
+	if creds := p.Source.Credentials; !creds.Empty() {
+		ref, err := c.creds.Put(ctx, taskID, creds, c.cfg.SourceTTL)
 		if err != nil {
 			return Enqueued{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
-		credRef = &r
-		p.Source.Headers, p.Source.Cookies, p.Source.Credentials = nil, nil, credRef
+		env.Source.Credentials = &ref
+		stored = append(stored, func(ctx context.Context) { _, _ = c.creds.Release(ctx, taskID, ref) })
 	}
-	key := p.ArtifactKey()
-	ctx, span := startEnqueue(ctx, &p, s.queue, key)
+	key := env.ArtifactKey()
+	ctx, span := startEnqueue(ctx, &env, s.queue, key)
 	defer func() { endEnqueue(span, job, err) }()
-	var ref *spec.HTMLRef
-	if c.cfg.HTMLByReference > 0 && len(p.Source.HTML) >= c.cfg.HTMLByReference {
-		r, err := htmlstore.Put(ctx, c.rdb, p.Source.HTML, c.cfg.SourceTTL)
+	if c.cfg.HTMLByReference > 0 && len(env.Source.HTML) >= c.cfg.HTMLByReference {
+		ref, err := htmlstore.Put(ctx, c.rdb, taskID, env.Source.HTML, c.cfg.SourceTTL)
 		if err != nil {
 			return Enqueued{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
-		ref = &r
-		p.Source = spec.Source{HTMLRef: ref}
+		env.Source = spec.EnvelopeSource{HTMLRef: &ref}
+		stored = append(stored, func(ctx context.Context) { _, _ = htmlstore.Release(ctx, c.rdb, taskID, ref) })
 	}
-	body, err := p.Encode()
+	body, err := env.Encode()
 	if err != nil {
-		return Enqueued{}, fmt.Errorf("exportclient: encoding payload: %w", err)
+		return Enqueued{}, fmt.Errorf("exportclient: encoding the envelope: %w", err)
 	}
 	task := asynq.NewTask(spec.TaskType, body)
-	info, err := c.client.EnqueueContext(ctx, task, asynq.Queue(s.queue), asynq.MaxRetry(c.cfg.MaxRetry),
+	info, err := c.client.EnqueueContext(ctx, task, asynq.TaskID(taskID), asynq.Queue(s.queue), asynq.MaxRetry(c.cfg.MaxRetry),
 		asynq.Timeout(c.cfg.Timeout), asynq.Retention(c.cfg.Retention))
 	if err != nil {
-		if ref != nil { // no task holds the reference this call took
-			_ = htmlstore.Release(context.WithoutCancel(ctx), c.rdb, *ref)
-		}
-		if credRef != nil {
-			_ = c.creds.Release(context.WithoutCancel(ctx), *credRef)
-		}
 		return Enqueued{}, fmt.Errorf("%w: enqueue: %w", ErrUnavailable, err)
 	}
 	c.finals.Prepare() // a Wait is likely to follow: subscribe meanwhile

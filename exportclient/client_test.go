@@ -106,7 +106,7 @@ func TestClient_DoesNotPullInRendererOrStorage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	for _, banned := range []string{"github.com/chromedp/", "github.com/aws/", "pdfexport/internal/render", "pdfexport/internal/storage", "pdfexport/internal/tasks"} {
+	for _, banned := range []string{"github.com/chromedp/", "github.com/aws/", "pdfexport/internal/render", "pdfexport/internal/storage", "pdfexport/internal/export"} {
 		if strings.Contains(string(out), banned) {
 			t.Errorf("exportclient depends on %s", banned)
 		}

@@ -49,17 +49,34 @@ func (c *Client) Status(ctx context.Context, taskID string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
+	return c.statusOf(ctx, info)
+}
+
+// statusOf is the status of a task asynq describes as info. The final state
+// recorded when the export was finished wins over asynq's: a task canceled
+// while it completed is completed, one stopped by a cancel is canceled
+// although asynq may still show it in retry until the canceller archives it.
+func (c *Client) statusOf(ctx context.Context, info *asynq.TaskInfo) (Status, error) {
 	s, err := statusOf(info)
 	if err != nil {
 		return s, err
 	}
-	if s.State != StateCompleted && s.State != StateActive {
-		// A task canceled by request is archived, or on its way there: asynq
-		// puts one stopped while running in retry, and its next attempt (or
-		// the canceller) archives it.
-		canceled, err := outcome.Cancels{RDB: c.rdb}.Canceled(ctx, taskID)
+	if s.State == StateCompleted && s.Result != nil {
+		return s, nil
+	}
+	f, ok, err := outcome.Recorded(ctx, c.rdb, info.ID)
+	if err != nil {
+		return s, fmt.Errorf("%w: reading the final state of %s: %w", ErrUnavailable, info.ID, err)
+	}
+	if ok {
+		return s.with(f), nil
+	}
+	if s.State == StateFailed {
+		// Archived without a record: by the previous release's canceller,
+		// or a moment before the worker's sweep finishes it.
+		canceled, err := outcome.Cancels{RDB: c.rdb}.Canceled(ctx, info.ID)
 		if err != nil {
-			return s, fmt.Errorf("%w: reading the cancel marker of %s: %w", ErrUnavailable, taskID, err)
+			return s, fmt.Errorf("%w: reading the cancel marker of %s: %w", ErrUnavailable, info.ID, err)
 		}
 		if canceled {
 			s.State = StateCanceled
@@ -159,13 +176,7 @@ func (c *Client) Wait(ctx context.Context, taskID string, interval time.Duration
 			if err == nil && s.Final() {
 				return s, nil
 			}
-			if err == nil && announced != nil {
-				// Announced between our subscription and asynq's write of
-				// the final state: the worker recorded what it announced.
-				if f, ok, _ := outcome.Announced(ctx, c.rdb, taskID); ok {
-					return s.with(f), nil
-				}
-			}
+
 		}
 		select {
 		case <-ctx.Done():
@@ -181,7 +192,7 @@ func (c *Client) Wait(ctx context.Context, taskID string, interval time.Duration
 	}
 }
 
-// with is s updated by an announced outcome.
+// with is s updated by a recorded or announced final state.
 func (s Status) with(f spec.Final) Status {
 	s.TaskID, s.State, s.Result, s.Error, s.Retried = f.TaskID, State(f.State), f.Result, f.Error, f.Retried
 	return s
@@ -207,7 +218,7 @@ func (c *Client) Artifact(ctx context.Context, taskID string) (Status, string, e
 	if err != nil {
 		return Status{}, "", err
 	}
-	p, err := spec.Decode(info.Payload)
+	p, err := spec.DecodeEnvelope(info.Payload)
 	if err != nil {
 		return Status{}, "", fmt.Errorf("exportclient: task %s has a malformed payload: %w", taskID, err)
 	}

@@ -24,14 +24,10 @@ func tracer() trace.Tracer { return otel.Tracer("github.com/pdfexport/pdfexport/
 var w3c propagation.TraceContext
 
 // startEnqueue starts the producer span of an enqueue under the span of ctx
-// — or, when ctx has none, under the trace context the payload already
-// carries (a raw payload sent to the HTTP API) — and writes its context into
-// p, so the worker's span continues the trace. Without tracing and without
-// a trace context in ctx or p, p gets no traceparent.
-func startEnqueue(ctx context.Context, p *Payload, queue, key string) (context.Context, trace.Span) {
-	if !trace.SpanContextFromContext(ctx).IsValid() && p.Traceparent != "" {
-		ctx = w3c.Extract(ctx, propagation.MapCarrier{"traceparent": p.Traceparent, "tracestate": p.Tracestate})
-	}
+// (the HTTP API puts a caller's traceparent header there) and writes its
+// context into the envelope, so the worker's span continues the trace.
+// Without tracing and without a trace context in ctx, p gets no traceparent.
+func startEnqueue(ctx context.Context, p *spec.Envelope, queue, key string) (context.Context, trace.Span) {
 	ctx, span := tracer().Start(ctx, spec.TaskType+" enqueue", trace.WithSpanKind(trace.SpanKindProducer))
 	if span.IsRecording() {
 		span.SetAttributes(

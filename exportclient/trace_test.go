@@ -2,6 +2,7 @@ package exportclient_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/hibiken/asynq"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
@@ -29,7 +31,7 @@ func TestEnqueue_WritesTheTraceContext(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = insp.Close() })
-	payload := func(ctx context.Context, r exportclient.Request) exportclient.Payload {
+	payload := func(ctx context.Context, r exportclient.Request) spec.Envelope {
 		t.Helper()
 		job, err := c.Enqueue(ctx, r)
 		if err != nil {
@@ -39,7 +41,7 @@ func TestEnqueue_WritesTheTraceContext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := exportclient.DecodePayload(info.Payload)
+		p, err := spec.DecodeEnvelope(info.Payload)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,16 +87,9 @@ func TestEnqueue_WritesTheTraceContext(t *testing.T) {
 		t.Errorf("kind %v", producer.SpanKind())
 	}
 
-	// A raw payload's own traceparent is the parent when ctx has none.
-	raw := req.Payload()
-	raw.Traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-	job, err := c.EnqueuePayload(context.Background(), raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, _ := insp.GetTaskInfo(job.Queue, job.TaskID)
-	got, _ := exportclient.DecodePayload(info.Payload)
-	if got.Traceparent[:35] != "00-0af7651916cd43dd8448eb211c80319c" || got.Traceparent == raw.Traceparent {
-		t.Errorf("raw payload's context: %q, want the trace continued under a new enqueue span", got.Traceparent)
+	// A raw request cannot carry a trace context of its own: the
+	// envelope's is the caller's context.
+	if _, err := exportclient.DecodePayload([]byte(`{"v":1,"manual_id":"m","version":"1","source":{"html":"x"},"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`)); !errors.Is(err, exportclient.ErrEnvelopeOnly) {
+		t.Errorf("a raw request with a traceparent: %v, want ErrEnvelopeOnly", err)
 	}
 }

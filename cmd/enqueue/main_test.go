@@ -124,7 +124,7 @@ func TestExport_EnqueuesTheContractPayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := spec.Decode(info.Payload)
+	p, err := spec.DecodeEnvelope(info.Payload)
 	if err != nil {
 		t.Fatalf("payload on the queue is not a valid v1 payload: %v", err)
 	}

@@ -35,7 +35,7 @@ func TestExport_TraceContext(t *testing.T) {
 	env := []string{"REDIS_URL=" + srv.URL(), "TRACEPARENT=00-" + traceID + "-00f067aa0ba902b7-01"}
 	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = insp.Close() })
-	payload := func(stdout string) spec.Payload {
+	payload := func(stdout string) spec.Envelope {
 		t.Helper()
 		var job struct {
 			TaskID string `json:"task_id"`
@@ -48,7 +48,7 @@ func TestExport_TraceContext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := spec.Decode(info.Payload)
+		p, err := spec.DecodeEnvelope(info.Payload)
 		if err != nil {
 			t.Fatal(err)
 		}

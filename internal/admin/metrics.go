@@ -41,10 +41,10 @@ type Metrics struct {
 // deployments/prometheus see a series from a worker's first scrape rather
 // than only after the first event.
 var (
-	exportOutcomes  = []string{"rendered", "reused", "failed"}       // tasks.Observer.ExportDone
+	exportOutcomes  = []string{"rendered", "reused", "failed"}       // export.Observer.ExportDone
 	renderResults   = []string{"ok", "error", "timeout"}             // render.Renderer.Render
 	lockResults     = []string{"acquired", "contended", "fail_open"} // lock.Observer.LockAcquire
-	storageOps      = []string{"put"}                                // tasks.Observer.StorageBytes
+	storageOps      = []string{"put"}                                // export.Observer.StorageBytes
 	warningKinds    = []string{"resource", "blocked", "console"}     // render.WarningObserver
 	callbackOutcome = []string{"delivered", "retry", "refused"}      // callback.Observer
 )
@@ -131,13 +131,13 @@ func (m *Metrics) RenderWarning(kind string) { m.warnings.WithLabelValues(kind).
 // CallbackDone implements callback.Observer.
 func (m *Metrics) CallbackDone(outcome string) { m.callbacks.WithLabelValues(outcome).Inc() }
 
-// ExportDone implements tasks.Observer.
+// ExportDone implements export.Observer.
 func (m *Metrics) ExportDone(outcome string, d time.Duration) {
 	m.exports.WithLabelValues(outcome).Inc()
 	m.exportSeconds.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
-// StorageBytes implements tasks.Observer.
+// StorageBytes implements export.Observer.
 func (m *Metrics) StorageBytes(op string, n int64) {
 	m.storageBytes.WithLabelValues(op).Add(float64(n))
 }

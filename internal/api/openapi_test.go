@@ -68,7 +68,7 @@ func TestOpenAPI_MatchesServedRoutes(t *testing.T) {
 func TestOpenAPI_SchemasMatchContract(t *testing.T) {
 	doc := loadOpenAPI(t)
 	for schema, typ := range map[string]reflect.Type{
-		"Payload": reflect.TypeOf(spec.Payload{}),
+		"Payload": reflect.TypeOf(spec.Request{}),
 		"Result":  reflect.TypeOf(spec.Result{}),
 		"Final":   reflect.TypeOf(spec.Final{}),
 		"Warning": reflect.TypeOf(spec.Warning{}),
@@ -77,15 +77,39 @@ func TestOpenAPI_SchemasMatchContract(t *testing.T) {
 		for name := range doc.Components.Schemas[schema].Properties {
 			documented = append(documented, name)
 		}
-		var fields []string
-		for i := range typ.NumField() {
-			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
-			fields = append(fields, name)
-		}
+		fields := jsonFields(typ)
 		sort.Strings(documented)
 		sort.Strings(fields)
 		if !reflect.DeepEqual(documented, fields) {
 			t.Errorf("schema %s documents %v, Go type has %v", schema, documented, fields)
 		}
 	}
+	// A request's source: what a caller may send, and no envelope-only field.
+	var source []string
+	src, _ := doc.Components.Schemas["Payload"].Properties["source"].(map[string]any)
+	props, _ := src["properties"].(map[string]any)
+	for name := range props {
+		source = append(source, name)
+	}
+	sort.Strings(source)
+	if want := jsonFields(reflect.TypeOf(spec.RequestSource{})); !reflect.DeepEqual(source, want) {
+		t.Errorf("Payload.source documents %v, spec.RequestSource has %v", source, want)
+	}
+}
+
+// jsonFields are the JSON names of typ's fields, embedded structs' fields
+// promoted as encoding/json does, sorted.
+func jsonFields(typ reflect.Type) []string {
+	var fields []string
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if f.Anonymous && f.Tag.Get("json") == "" {
+			fields = append(fields, jsonFields(f.Type)...)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		fields = append(fields, name)
+	}
+	sort.Strings(fields)
+	return fields
 }

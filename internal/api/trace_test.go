@@ -26,7 +26,7 @@ const (
 
 // enqueueWithHeader POSTs a payload with a traceparent header and returns
 // the payload of the task it enqueued.
-func enqueueWithHeader(t *testing.T, srv *httptest.Server, insp *asynq.Inspector, traceparent, body string) spec.Payload {
+func enqueueWithHeader(t *testing.T, srv *httptest.Server, insp *asynq.Inspector, traceparent, body string) spec.Envelope {
 	t.Helper()
 	req, _ := http.NewRequest("POST", srv.URL+"/v1/exports", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -47,7 +47,7 @@ func enqueueWithHeader(t *testing.T, srv *httptest.Server, insp *asynq.Inspector
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := spec.Decode(info.Payload)
+	p, err := spec.DecodeEnvelope(info.Payload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +84,11 @@ func TestAPI_ContinuesTheCallersTrace_TracingOff(t *testing.T) {
 	if p := enqueueWithHeader(t, srv, insp, "", validPayload); p.Traceparent != "" {
 		t.Errorf("no header gave %q", p.Traceparent)
 	}
-	// A malformed field in the body is a 400 naming it.
-	code, body := do(t, "POST", srv.URL+"/v1/exports", "", `{"v":1,"manual_id":"m","version":"1","source":{"html":"x"},"traceparent":"nope"}`)
+	// The trace context is the envelope's: a body that names it, well
+	// formed or not, is a 400 naming the field.
+	code, body := do(t, "POST", srv.URL+"/v1/exports", "", `{"v":1,"manual_id":"m","version":"1","source":{"html":"x"},"traceparent":"`+callerParent+`"}`)
 	if code != http.StatusBadRequest || body["field"] != "traceparent" {
-		t.Errorf("malformed traceparent field: %d %v", code, body)
+		t.Errorf("traceparent field in the body: %d %v", code, body)
 	}
 }
 

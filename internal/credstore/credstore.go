@@ -4,16 +4,23 @@
 // Redis, and on the dashboard, for RESULT_RETENTION after it completes, and
 // secrets must not.
 //
-// Whoever enqueues calls Put before the task: it stores the credentials under
-// a random id ("pdfexport:credentials:{<id>}", with a TTL) and returns a
-// spec.CredentialsRef whose Identity is HMAC-SHA256 of the credentials under
+// The credentials belong to the task that stored them. Whoever enqueues picks
+// the task's id first and calls Put with it before the task: it stores the
+// credentials under that id ("pdfexport:credentials:{<task id>}", a hash of
+// the owner and the data, with a TTL) and returns a spec.CredentialsRef whose
+// Identity is HMAC-SHA256 of the credentials under
 // a key only Redis holds ("pdfexport:credentials:hmac-key", created by the
 // first Put). The identity goes into the artifact key: the same credentials
 // give the same artifact, different ones never share it, and the key says
 // nothing about them (a guessable cookie cannot be tested against it without
-// the Redis-held key). The worker calls Get on every attempt (it recomputes
-// the identity, so a reference cannot claim another user's artifact) and
-// Release once the task is final. Put reads the key from Redis each time;
+// the Redis-held key). The worker calls Get with the id of the task it runs
+// on every attempt: Redis, not the payload, says whether that task owns the
+// credentials, and the worker recomputes the identity, so a reference cannot
+// claim another user's artifact. Release, once the task is final, deletes
+// them only for their owner: a second release, or one by another task,
+// changes nothing. Credentials stored by the previous release (a plain
+// value, no owner) are claimed by the first task that uses or releases
+// them. Put reads the key from Redis each time;
 // Get keeps it and reads it again once when an identity does not match, so a
 // flushed Redis (a new key) costs renders, never failed exports.
 package credstore
@@ -27,9 +34,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -44,46 +48,48 @@ const hmacKeyName = "pdfexport:credentials:hmac-key"
 
 func key(id string) string { return "pdfexport:credentials:{" + id + "}" }
 
-// ErrMissing: the credentials are not in Redis (their TTL passed, or the task
-// was final already). An export that needs them fails for good.
-var ErrMissing = errors.New("credstore: source credentials are missing")
+// Outcomes callers branch on. An export that gets either fails for good.
+var (
+	// ErrMissing: the credentials are not in Redis (their TTL passed, or
+	// the task was final already).
+	ErrMissing = errors.New("credstore: source credentials are missing")
+	// ErrNotOwner: the credentials belong to another task.
+	ErrNotOwner = errors.New("credstore: source credentials belong to another export")
+)
 
-// Credentials are the per-export headers and cookies.
-type Credentials struct {
-	Headers map[string]string `json:"headers,omitempty"`
-	Cookies []spec.Cookie     `json:"cookies,omitempty"`
-}
+// getScript returns the credentials if ARGV[1] owns them; a plain value
+// (stored by the previous release, without an owner) is claimed.
+//
+//	KEYS[1] the credentials   ARGV[1] the asking task's id
+//
+// Returns {0} missing, {2} another task's, {1, data} the owner's.
+var getScript = redis.NewScript(`
+local t = redis.call("TYPE", KEYS[1]).ok
+if t == "none" then return {0} end
+if t == "string" then
+  local v = redis.call("GET", KEYS[1])
+  local ttl = redis.call("PTTL", KEYS[1])
+  redis.call("DEL", KEYS[1])
+  redis.call("HSET", KEYS[1], "owner", ARGV[1], "data", v)
+  if ttl > 0 then redis.call("PEXPIRE", KEYS[1], ttl) end
+  return {1, v}
+end
+if redis.call("HGET", KEYS[1], "owner") ~= ARGV[1] then return {2} end
+return {1, redis.call("HGET", KEYS[1], "data")}
+`)
 
-// Empty reports whether there is nothing to send.
-func (c Credentials) Empty() bool { return len(c.Headers) == 0 && len(c.Cookies) == 0 }
-
-// canonical is the byte string the identity hashes: header names
-// canonicalized and sorted, cookies sorted by name and path.
-func (c Credentials) canonical() []byte {
-	type header struct{ N, V string }
-	hs := make([]header, 0, len(c.Headers))
-	for n, v := range c.Headers {
-		hs = append(hs, header{http.CanonicalHeaderKey(n), v})
-	}
-	sort.Slice(hs, func(i, j int) bool { return hs[i].N < hs[j].N })
-	cs := slices.Clone(c.Cookies)
-	for i := range cs {
-		if cs[i].Path == "" {
-			cs[i].Path = "/"
-		}
-	}
-	sort.Slice(cs, func(i, j int) bool {
-		if cs[i].Name != cs[j].Name {
-			return cs[i].Name < cs[j].Name
-		}
-		return cs[i].Path < cs[j].Path
-	})
-	b, _ := json.Marshal(struct {
-		H []header
-		C []spec.Cookie
-	}{hs, cs})
-	return b
-}
+// releaseScript deletes the credentials if ARGV[1] owns them (or they have
+// no owner: stored by the previous release).
+//
+// Returns 1 when it deleted them.
+var releaseScript = redis.NewScript(`
+local t = redis.call("TYPE", KEYS[1]).ok
+if t == "string" or (t == "hash" and redis.call("HGET", KEYS[1], "owner") == ARGV[1]) then
+  redis.call("DEL", KEYS[1])
+  return 1
+end
+return 0
+`)
 
 // Store implements the worker's and the client's side on one Redis.
 type Store struct {
@@ -94,13 +100,13 @@ type Store struct {
 }
 
 // identity returns the keyed hash of c, creating the key on first use.
-func (s *Store) identity(ctx context.Context, c Credentials) (string, error) {
+func (s *Store) identity(ctx context.Context, c spec.Credentials) (string, error) {
 	k, err := s.key(ctx)
 	if err != nil {
 		return "", err
 	}
 	m := hmac.New(sha256.New, k)
-	m.Write(c.canonical())
+	m.Write(c.IdentityBytes())
 	return hex.EncodeToString(m.Sum(nil)), nil
 }
 
@@ -134,8 +140,12 @@ func (s *Store) forgetKey() {
 	s.mu.Unlock()
 }
 
-// Put stores c for ttl and returns the reference the payload carries.
-func (s *Store) Put(ctx context.Context, c Credentials, ttl time.Duration) (spec.CredentialsRef, error) {
+// Put stores c for ttl as the credentials of the task owner (an id the
+// enqueuer gives the task) and returns the reference its envelope carries.
+func (s *Store) Put(ctx context.Context, owner string, c spec.Credentials, ttl time.Duration) (spec.CredentialsRef, error) {
+	if owner == "" {
+		return spec.CredentialsRef{}, errors.New("credstore: Put needs the owning task's id")
+	}
 	// The key as Redis has it now (one GET): a long-lived enqueuer must not
 	// hash under a key a flushed Redis no longer has, which no worker could
 	// verify.
@@ -144,50 +154,51 @@ func (s *Store) Put(ctx context.Context, c Credentials, ttl time.Duration) (spec
 	if err != nil {
 		return spec.CredentialsRef{}, err
 	}
-	idb := make([]byte, 16)
-	_, _ = rand.Read(idb)
-	ref := spec.CredentialsRef{ID: hex.EncodeToString(idb), Identity: ident}
-	for n := range c.Headers {
-		ref.HeaderNames = append(ref.HeaderNames, http.CanonicalHeaderKey(n))
-	}
-	sort.Strings(ref.HeaderNames)
-	for _, ck := range c.Cookies {
-		ref.CookieNames = append(ref.CookieNames, ck.Name)
-	}
-	body, err := json.Marshal(c)
+	ref := spec.CredentialsRef{ID: owner, Identity: ident, HeaderNames: c.HeaderNames(), CookieNames: c.CookieNames()}
+	body, err := json.Marshal(c.Canonical())
 	if err != nil {
 		return spec.CredentialsRef{}, fmt.Errorf("credstore: %w", err)
 	}
-	if err := s.RDB.Set(ctx, key(ref.ID), body, ttl).Err(); err != nil {
+	if _, err := s.RDB.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, key(owner))
+		p.HSet(ctx, key(owner), "owner", owner, "data", body)
+		p.PExpire(ctx, key(owner), ttl)
+		return nil
+	}); err != nil {
 		return spec.CredentialsRef{}, fmt.Errorf("credstore: storing credentials: %w", err)
 	}
 	return ref, nil
 }
 
-// Get reads the credentials ref names and checks they hash to its identity.
+// Get reads the credentials ref names for the task owner, checks that owner
+// stored them (ErrNotOwner) and that they hash to the reference's identity.
 // Gone: ErrMissing.
-func (s *Store) Get(ctx context.Context, ref spec.CredentialsRef) (Credentials, error) {
-	body, err := s.RDB.Get(ctx, key(ref.ID)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return Credentials{}, ErrMissing
-	}
+func (s *Store) Get(ctx context.Context, owner string, ref spec.CredentialsRef) (spec.Credentials, error) {
+	res, err := getScript.Run(ctx, s.RDB, []string{key(ref.ID)}, owner).Slice()
 	if err != nil {
-		return Credentials{}, fmt.Errorf("credstore: reading credentials: %w", err)
+		return spec.Credentials{}, fmt.Errorf("credstore: reading credentials: %w", err)
 	}
-	var c Credentials
-	if err := json.Unmarshal(body, &c); err != nil {
-		return Credentials{}, fmt.Errorf("credstore: stored credentials are malformed: %w", err)
+	switch code, _ := res[0].(int64); {
+	case code == 0:
+		return spec.Credentials{}, ErrMissing
+	case code == 2 || len(res) < 2:
+		return spec.Credentials{}, ErrNotOwner
+	}
+	body, _ := res[1].(string)
+	var c spec.Credentials
+	if err := json.Unmarshal([]byte(body), &c); err != nil {
+		return spec.Credentials{}, fmt.Errorf("credstore: stored credentials are malformed: %w", err)
 	}
 	for attempt := 0; ; attempt++ {
 		ident, err := s.identity(ctx, c)
 		if err != nil {
-			return Credentials{}, err
+			return spec.Credentials{}, err
 		}
 		if hmac.Equal([]byte(ident), []byte(ref.Identity)) {
 			return c, nil
 		}
 		if attempt > 0 {
-			return Credentials{}, fmt.Errorf("credstore: credentials %s do not match the identity their reference claims", ref.ID)
+			return spec.Credentials{}, fmt.Errorf("credstore: credentials %s do not match the identity their reference claims", ref.ID)
 		}
 		// The key in Redis may have changed since this process read it (a
 		// flushed or replaced Redis): read it again, once.
@@ -195,10 +206,12 @@ func (s *Store) Get(ctx context.Context, ref spec.CredentialsRef) (Credentials, 
 	}
 }
 
-// Release deletes the credentials once their task is final.
-func (s *Store) Release(ctx context.Context, ref spec.CredentialsRef) error {
-	if err := s.RDB.Del(ctx, key(ref.ID)).Err(); err != nil {
-		return fmt.Errorf("credstore: deleting credentials: %w", err)
+// Release deletes the credentials ref names if the task owner owns them; it
+// reports whether it deleted anything.
+func (s *Store) Release(ctx context.Context, owner string, ref spec.CredentialsRef) (bool, error) {
+	n, err := releaseScript.Run(ctx, s.RDB, []string{key(ref.ID)}, owner).Int()
+	if err != nil {
+		return false, fmt.Errorf("credstore: deleting credentials: %w", err)
 	}
-	return nil
+	return n == 1, nil
 }

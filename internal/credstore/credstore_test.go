@@ -19,18 +19,18 @@ func TestStore_IdentityIsKeyedStableAndPrivate(t *testing.T) {
 	redis := testsupport.StartRedis(t)
 	ctx := context.Background()
 	a, b := &Store{RDB: redis.Client()}, &Store{RDB: redis.Client()}
-	alice := Credentials{Headers: map[string]string{"authorization": "Bearer A"}, Cookies: []spec.Cookie{{Name: "sid", Value: "1"}, {Name: "lang", Value: "en"}}}
-	aliceAgain := Credentials{Headers: map[string]string{"Authorization": "Bearer A"}, Cookies: []spec.Cookie{{Name: "lang", Value: "en", Path: "/"}, {Name: "sid", Value: "1"}}}
-	bob := Credentials{Headers: map[string]string{"Authorization": "Bearer B"}, Cookies: alice.Cookies}
-	r1, err := a.Put(ctx, alice, time.Minute)
+	alice := spec.Credentials{Headers: map[string]string{"authorization": "Bearer A"}, Cookies: []spec.Cookie{{Name: "sid", Value: "1"}, {Name: "lang", Value: "en"}}}
+	aliceAgain := spec.Credentials{Headers: map[string]string{"Authorization": "Bearer A"}, Cookies: []spec.Cookie{{Name: "lang", Value: "en", Path: "/"}, {Name: "sid", Value: "1"}}}
+	bob := spec.Credentials{Headers: map[string]string{"Authorization": "Bearer B"}, Cookies: alice.Cookies}
+	r1, err := a.Put(ctx, "task-1", alice, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := b.Put(ctx, aliceAgain, time.Minute)
+	r2, err := b.Put(ctx, "task-2", aliceAgain, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r3, err := b.Put(ctx, bob, time.Minute)
+	r3, err := b.Put(ctx, "task-3", bob, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,19 +45,19 @@ func TestStore_IdentityIsKeyedStableAndPrivate(t *testing.T) {
 		t.Error("the identity does not depend on the Redis-held key")
 	}
 
-	got, err := b.Get(ctx, r1)
-	if err != nil || got.Headers["authorization"] != "Bearer A" || len(got.Cookies) != 2 {
+	got, err := b.Get(ctx, "task-1", r1)
+	if err != nil || got.Headers["Authorization"] != "Bearer A" || len(got.Cookies) != 2 {
 		t.Fatalf("Get = %+v, %v", got, err)
 	}
 	forged := r3
 	forged.Identity = r1.Identity // bob's credentials claiming alice's artifact
-	if _, err := a.Get(ctx, forged); err == nil || !strings.Contains(err.Error(), "do not match") {
+	if _, err := a.Get(ctx, "task-3", forged); err == nil || !strings.Contains(err.Error(), "do not match") {
 		t.Errorf("a reference claiming another identity: %v", err)
 	}
-	if err := a.Release(ctx, r1); err != nil {
-		t.Fatal(err)
+	if ok, err := a.Release(ctx, "task-1", r1); err != nil || !ok {
+		t.Fatal(ok, err)
 	}
-	if _, err := a.Get(ctx, r1); !errors.Is(err, ErrMissing) {
+	if _, err := a.Get(ctx, "task-1", r1); !errors.Is(err, ErrMissing) {
 		t.Errorf("after Release: %v, want ErrMissing", err)
 	}
 	if ttl := redis.Client().TTL(ctx, key(r2.ID)).Val(); ttl <= 0 || ttl > time.Minute {
@@ -72,37 +72,101 @@ func TestStore_FollowsANewKey(t *testing.T) {
 	redis := testsupport.StartRedis(t)
 	ctx := context.Background()
 	worker := &Store{RDB: redis.Client()}
-	c := Credentials{Headers: map[string]string{"Authorization": "Bearer A"}}
-	before, err := worker.Put(ctx, c, time.Minute) // the worker has read the key
+	c := spec.Credentials{Headers: map[string]string{"Authorization": "Bearer A"}}
+	before, err := worker.Put(ctx, "t1", c, time.Minute) // the worker has read the key
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := redis.Client().FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	after, err := (&Store{RDB: redis.Client()}).Put(ctx, c, time.Minute)
+	after, err := (&Store{RDB: redis.Client()}).Put(ctx, "t2", c, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if after.Identity == before.Identity {
 		t.Fatal("the flush did not change the key; the test proves nothing")
 	}
-	if _, err := worker.Get(ctx, after); err != nil {
+	if _, err := worker.Get(ctx, "t2", after); err != nil {
 		t.Fatalf("Get after the key changed: %v", err)
 	}
 	// And a long-lived enqueuer hashes under the key Redis has now.
 	enqueuer := &Store{RDB: redis.Client()}
-	if _, err := enqueuer.Put(ctx, c, time.Minute); err != nil {
+	if _, err := enqueuer.Put(ctx, "t3", c, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if err := redis.Client().FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	ref, err := enqueuer.Put(ctx, c, time.Minute)
+	ref, err := enqueuer.Put(ctx, "t4", c, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (&Store{RDB: redis.Client()}).Get(ctx, ref); err != nil {
+	if _, err := (&Store{RDB: redis.Client()}).Get(ctx, "t4", ref); err != nil {
 		t.Fatalf("a fresh worker reading what a long-lived enqueuer stored after the flush: %v", err)
+	}
+}
+
+// TestStore_CredentialsBelongToTheirTask: another task naming the
+// credentials (a forged reference: the victim's id and identity) neither
+// reads nor deletes them; the owner does, once.
+func TestStore_CredentialsBelongToTheirTask(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	ctx := context.Background()
+	s := &Store{RDB: redis.Client()}
+	victim, err := s.Put(ctx, "victim", spec.Credentials{Headers: map[string]string{"Authorization": "Bearer V"}}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if victim.ID != "victim" {
+		t.Fatalf("reference id %q, want the owner's task id", victim.ID)
+	}
+	if c, err := s.Get(ctx, "thief", victim); !errors.Is(err, ErrNotOwner) || !c.Empty() {
+		t.Fatalf("another task's Get = %+v, %v; want ErrNotOwner and nothing", c, err)
+	}
+	if ok, err := s.Release(ctx, "thief", victim); err != nil || ok {
+		t.Fatalf("another task's Release = %v, %v; want nothing deleted", ok, err)
+	}
+	if c, err := s.Get(ctx, "victim", victim); err != nil || c.Headers["Authorization"] != "Bearer V" {
+		t.Fatalf("the owner's Get = %+v, %v", c, err)
+	}
+	if ok, err := s.Release(ctx, "victim", victim); err != nil || !ok {
+		t.Fatalf("the owner's Release = %v, %v", ok, err)
+	}
+	if ok, err := s.Release(ctx, "victim", victim); err != nil || ok {
+		t.Fatalf("a second Release = %v, %v; want nothing", ok, err)
+	}
+	if n := redis.Client().Exists(ctx, key("victim")).Val(); n != 0 {
+		t.Fatal("the credentials are still in Redis")
+	}
+}
+
+// TestStore_ClaimsWhatThePreviousReleaseStored: credentials stored as a plain
+// value (the previous release, no owner) still serve the task queued with
+// them, which claims them; from then on they are that task's.
+func TestStore_ClaimsWhatThePreviousReleaseStored(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	ctx := context.Background()
+	s := &Store{RDB: redis.Client()}
+	c := spec.Credentials{Headers: map[string]string{"Authorization": "Bearer L"}}
+	ident, err := s.identity(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := spec.CredentialsRef{ID: "0123456789abcdef0123456789abcdef", Identity: ident, HeaderNames: []string{"Authorization"}}
+	if err := redis.Client().Set(ctx, key(legacy.ID), `{"headers":{"Authorization":"Bearer L"}}`, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(ctx, "queued-before", legacy); err != nil || got.Headers["Authorization"] != "Bearer L" {
+		t.Fatalf("Get of a legacy value = %+v, %v", got, err)
+	}
+	if ttl := redis.Client().PTTL(ctx, key(legacy.ID)).Val(); ttl <= 0 || ttl > time.Hour {
+		t.Errorf("TTL after the claim %v, want the original hour at most", ttl)
+	}
+	if _, err := s.Get(ctx, "another", legacy); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("after the claim another task reads it: %v", err)
+	}
+	if ok, err := s.Release(ctx, "queued-before", legacy); err != nil || !ok {
+		t.Fatalf("Release by the claimant = %v, %v", ok, err)
 	}
 }

@@ -18,11 +18,11 @@ func TestPutGetRelease(t *testing.T) {
 	rdb := srv.Client()
 	ctx := context.Background()
 	html := "<!doctype html><p>" + strings.Repeat("a manual, ", 20000)
-	a, err := Put(ctx, rdb, html, time.Hour)
+	a, err := Put(ctx, rdb, "task-a", html, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Put(ctx, rdb, html, time.Hour)
+	b, err := Put(ctx, rdb, "task-b", html, time.Hour)
 	if err != nil || a != b {
 		t.Fatalf("second Put = %+v, %v; want the same reference %+v", b, err, a)
 	}
@@ -32,35 +32,41 @@ func TestPutGetRelease(t *testing.T) {
 	if size := rdb.MemoryUsage(ctx, key(a.SHA256)).Val(); size > int64(len(html))/4 {
 		t.Errorf("the copy takes %d bytes of Redis for a %d-byte document: not compressed", size, len(html))
 	}
-	got, err := Get(ctx, rdb, a)
+	got, err := Get(ctx, rdb, "task-a", a)
 	if err != nil || got != html {
 		t.Fatalf("Get: %d bytes, %v", len(got), err)
 	}
-	if err := Release(ctx, rdb, a); err != nil {
-		t.Fatal(err)
+	if ok, err := Release(ctx, rdb, "task-a", a); err != nil || !ok {
+		t.Fatal(ok, err)
 	}
-	if _, err := Get(ctx, rdb, a); err != nil {
-		t.Fatalf("after one of two Releases: %v", err)
+	if ok, err := Release(ctx, rdb, "task-a", a); err != nil || ok {
+		t.Fatalf("a second Release by the same task = %v, %v: want nothing released", ok, err)
 	}
-	if err := Release(ctx, rdb, b); err != nil {
-		t.Fatal(err)
+	if _, err := Get(ctx, rdb, "task-b", b); err != nil {
+		t.Fatalf("after one of two owners released: %v", err)
 	}
-	if _, err := Get(ctx, rdb, a); !errors.Is(err, ErrMissing) {
+	if _, err := Get(ctx, rdb, "task-a", a); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("a task that released reads it again: %v, want ErrNotOwner", err)
+	}
+	if ok, err := Release(ctx, rdb, "task-b", b); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, err := Get(ctx, rdb, "task-b", a); !errors.Is(err, ErrMissing) {
 		t.Fatalf("after the last Release: %v, want ErrMissing", err)
 	}
-	if err := Release(ctx, rdb, a); err != nil {
-		t.Errorf("Release of a gone copy: %v", err)
+	if ok, err := Release(ctx, rdb, "task-a", a); err != nil || ok {
+		t.Errorf("Release of a gone copy = %v, %v", ok, err)
 	}
 
 	// A copy whose content does not match its reference is refused.
-	c, err := Put(ctx, rdb, html, time.Hour)
+	c, err := Put(ctx, rdb, "task-c", html, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _ := Put(ctx, rdb, "<p>other", time.Hour)
+	other, _ := Put(ctx, rdb, "task-o", "<p>other", time.Hour)
 	data := rdb.HGet(ctx, key(other.SHA256), "data").Val()
 	rdb.HSet(ctx, key(c.SHA256), "data", data)
-	if _, err := Get(ctx, rdb, c); err == nil || errors.Is(err, ErrMissing) {
+	if _, err := Get(ctx, rdb, "task-c", c); err == nil || errors.Is(err, ErrMissing) || errors.Is(err, ErrNotOwner) {
 		t.Errorf("Get of a tampered copy = %v, want a digest error", err)
 	}
 }
@@ -70,12 +76,66 @@ func TestPut_TTLIsRenewed(t *testing.T) {
 	srv := testsupport.StartRedis(t)
 	rdb := srv.Client()
 	ctx := context.Background()
-	ref, _ := Put(ctx, rdb, "<p>x", time.Minute)
+	ref, _ := Put(ctx, rdb, "t1", "<p>x", time.Minute)
 	if ttl := rdb.PTTL(ctx, key(ref.SHA256)).Val(); ttl <= 0 || ttl > time.Minute {
 		t.Fatalf("TTL %v after Put with 1m", ttl)
 	}
-	_, _ = Put(ctx, rdb, "<p>x", time.Hour)
+	_, _ = Put(ctx, rdb, "t2", "<p>x", time.Hour)
 	if ttl := rdb.PTTL(ctx, key(ref.SHA256)).Val(); ttl < 59*time.Minute {
 		t.Fatalf("TTL %v after a second Put with 1h", ttl)
+	}
+}
+
+// TestDocument_BelongsToItsOwners: a task that names a document it did not
+// store (a forged reference) neither reads it nor takes it away from its
+// owner.
+func TestDocument_BelongsToItsOwners(t *testing.T) {
+	rdb := testsupport.StartRedis(t).Client()
+	ctx := context.Background()
+	ref, err := Put(ctx, rdb, "owner", "<p>the owner's manual", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Get(ctx, rdb, "thief", ref); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("Get by another task: %v, want ErrNotOwner", err)
+	}
+	for range 3 {
+		if ok, err := Release(ctx, rdb, "thief", ref); err != nil || ok {
+			t.Fatalf("Release by another task = %v, %v", ok, err)
+		}
+	}
+	if html, err := Get(ctx, rdb, "owner", ref); err != nil || html != "<p>the owner's manual" {
+		t.Fatalf("the owner's Get after the thief's releases: %q, %v", html, err)
+	}
+}
+
+// TestDocument_ThePreviousReleasesReferences: a copy stored by the previous
+// release (an anonymous reference count) serves the tasks queued with it,
+// each claiming one reference, and goes with the last.
+func TestDocument_ThePreviousReleasesReferences(t *testing.T) {
+	rdb := testsupport.StartRedis(t).Client()
+	ctx := context.Background()
+	html := "<p>queued before the upgrade"
+	ref, _ := Put(ctx, rdb, "tmp", html, time.Hour)
+	data := rdb.HGet(ctx, key(ref.SHA256), "data").Val()
+	rdb.Del(ctx, key(ref.SHA256))
+	rdb.HSet(ctx, key(ref.SHA256), "data", data, "refs", 2) // the old layout
+	if _, err := Get(ctx, rdb, "old-1", ref); err != nil {
+		t.Fatal(err)
+	}
+	// old-1 released once; its second release must not take old-2's reference.
+	for range 2 {
+		if _, err := Release(ctx, rdb, "old-1", ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Get(ctx, rdb, "old-2", ref); err != nil {
+		t.Fatalf("the second old task lost its reference: %v", err)
+	}
+	if ok, err := Release(ctx, rdb, "old-2", ref); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if n := rdb.Exists(ctx, key(ref.SHA256)).Val(); n != 0 {
+		t.Fatal("the copy outlived its last reference")
 	}
 }

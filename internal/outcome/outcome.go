@@ -1,9 +1,13 @@
-// Package outcome tells the world that an export is final (completed, failed
-// for good, canceled): it announces the outcome on the queue Redis, where
-// waiting clients (exportclient.Wait, the HTTP long-poll) wake on it, and
-// enqueues the export's callback as its own durable pdf:callback task. The
-// worker reports every final export through it; exportclient reports the
-// exports it cancels before a worker took them.
+// Package outcome owns the end of an export. Every way an export becomes
+// final (completed, failed for good, canceled at any attempt, archived after
+// its retries or by a dashboard action) goes through one function,
+// Finisher.Finish, which records the final state once, releases what the
+// task stored beside itself (its credentials, its share of a large source
+// document), announces the outcome on the queue Redis, where waiting clients
+// (exportclient.Wait, the HTTP long-poll) wake on it, and enqueues the
+// export's callback as its own durable pdf:callback task: exactly once per
+// task, whatever races. The worker's handler, exportclient's Cancel and the
+// worker's sweep of archived tasks call it; nothing else does these steps.
 //
 // Announcements go to one sharded pub/sub channel (SPUBLISH, Redis ≥ 7.0, on
 // every topology, like the render gate's releases) carrying the whole
@@ -28,15 +32,17 @@ import (
 // Channel is the sharded pub/sub channel of final outcomes.
 const Channel = "pdfexport:final"
 
-// FinalKey holds the announced outcome of a task for FinalTTL: the worker
-// announces before asynq records the task's final state, so a waiter that
-// subscribed just after the announcement, and then read the state, reads
-// this key to learn what it missed.
+// FinalKey holds the recorded final state of a task (a spec.Final): written
+// once, by the first Finish, it is what status readers trust over asynq's
+// state (a task canceled while it completed is completed), and what tells a
+// task run again from the dashboard that its export is over.
 func FinalKey(taskID string) string { return "pdfexport:final:" + taskID }
 
-// FinalTTL bounds how long FinalKey stays: the announcement's race window
-// is milliseconds; minutes cover a Redis blip between the two writes.
-const FinalTTL = 5 * time.Minute
+// ArchivedFinalTTL keeps the record of a failed or canceled export as long as
+// asynq keeps archived tasks (90 days), so a dashboard "Run" of one finds it.
+// A completed export's record stays for the result retention: asynq deletes
+// the task then, and nothing can run it again.
+const ArchivedFinalTTL = 90 * 24 * time.Hour
 
 // CancelKey marks an export as canceled by request; the worker running it
 // checks it when its context is canceled, and status readers when asynq
@@ -48,39 +54,7 @@ func CancelKey(taskID string) string { return "pdfexport:cancel:" + taskID }
 // often its final step runs (asynq refuses a second task with the id).
 func CallbackTaskID(exportTaskID string) string { return "callback-" + exportTaskID }
 
-// Reporter publishes final outcomes and enqueues callbacks.
-type Reporter struct {
-	RDB    redis.UniversalClient // the queue Redis
-	Client *asynq.Client         // enqueues pdf:callback tasks on the same Redis
-	// CallbackMaxRetry is the callback task's retries (CALLBACK_MAX_RETRY).
-	CallbackMaxRetry int
-	// Retention keeps a delivered callback task (and so its id) readable.
-	Retention time.Duration
-}
-
-// Final records and announces f and, when cb names a URL, enqueues its
-// delivery on queue. The announcement is best-effort (waiters poll too); the callback is
-// not: its error is returned, so the caller can retry or log it.
-func (r Reporter) Final(ctx context.Context, queue string, f spec.Final, cb *spec.Callback) error {
-	body, err := json.Marshal(f)
-	if err != nil {
-		return fmt.Errorf("outcome: encoding: %w", err)
-	}
-	var errs []error
-	if _, err := r.RDB.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, FinalKey(f.TaskID), body, FinalTTL)
-		p.SPublish(ctx, Channel, body)
-		return nil
-	}); err != nil {
-		errs = append(errs, fmt.Errorf("announcing %s: %w", f.TaskID, err))
-	}
-	if cb != nil && cb.URL != "" {
-		errs = append(errs, r.enqueueCallback(ctx, queue, f.TaskID, cb.URL, body))
-	}
-	return errors.Join(errs...)
-}
-
-func (r Reporter) enqueueCallback(ctx context.Context, queue, taskID, url string, body []byte) error {
+func (r *Finisher) enqueueCallback(ctx context.Context, queue, taskID, url string, body []byte) error {
 	id := CallbackTaskID(taskID)
 	ct := spec.CallbackTask{URL: url, Delivery: id, Body: body}
 	// The export's trace context, when ctx has one: the delivery continues
@@ -124,8 +98,8 @@ func (c Cancels) Canceled(ctx context.Context, taskID string) (bool, error) {
 	return n > 0, err
 }
 
-// Announced returns the outcome recorded for taskID, if any (see FinalKey).
-func Announced(ctx context.Context, rdb redis.UniversalClient, taskID string) (spec.Final, bool, error) {
+// Recorded returns the final state recorded for taskID, if any (FinalKey).
+func Recorded(ctx context.Context, rdb redis.UniversalClient, taskID string) (spec.Final, bool, error) {
 	b, err := rdb.Get(ctx, FinalKey(taskID)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return spec.Final{}, false, nil

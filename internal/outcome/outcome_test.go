@@ -13,13 +13,13 @@ import (
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
-func setup(t *testing.T) (*testsupport.Redis, redis.UniversalClient, Reporter) {
+func setup(t *testing.T) (*testsupport.Redis, redis.UniversalClient, *Finisher) {
 	t.Helper()
 	srv := testsupport.StartRedis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	client := asynq.NewClientFromRedisClient(rdb)
 	t.Cleanup(func() { _ = rdb.Close() }) // closes client's connections too
-	return srv, rdb, Reporter{RDB: rdb, Client: client, CallbackMaxRetry: 3, Retention: time.Hour}
+	return srv, rdb, &Finisher{RDB: rdb, Client: client, CallbackMaxRetry: 3, Retention: time.Hour}
 }
 
 // TestListener_DeliversToEveryWaiterOfTheTask: two waiters of one task both
@@ -38,7 +38,7 @@ func TestListener_DeliversToEveryWaiterOfTheTask(t *testing.T) {
 	b, _ := l.Watch(ctx, "task-b")
 	stopped, _ := l.Watch(ctx, "task-a")
 	stopped.Stop()
-	if err := rep.Final(ctx, "default", spec.Final{TaskID: "task-a", State: spec.StateFailed, Error: "boom"}, nil); err != nil {
+	if _, err := rep.Finish(ctx, "default", nil, spec.Final{TaskID: "task-a", State: spec.StateFailed, Error: "boom"}); err != nil {
 		t.Fatal(err)
 	}
 	for i, w := range []*Watch{a1, a2} {
@@ -70,16 +70,16 @@ func TestListener_DeliversToEveryWaiterOfTheTask(t *testing.T) {
 	}
 }
 
-// TestReporter_OneCallbackPerExport: reporting the same export twice (its
+// TestFinish_OneCallbackPerExport: finishing the same export twice (its
 // final step ran twice) enqueues one pdf:callback task, whose id is the
 // delivery id and whose body is the outcome.
-func TestReporter_OneCallbackPerExport(t *testing.T) {
+func TestFinish_OneCallbackPerExport(t *testing.T) {
 	srv, _, rep := setup(t)
 	ctx := context.Background()
 	f := spec.Final{TaskID: "t-9", State: spec.StateCompleted, ManualID: "m", Version: "1", Result: &spec.Result{Pages: 2}}
 	cb := &spec.Callback{URL: "https://hooks.example.com/pdf"}
 	for range 2 {
-		if err := rep.Final(ctx, "critical", f, cb); err != nil {
+		if _, err := rep.Finish(ctx, "critical", &spec.Envelope{Callback: cb}, f); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -176,7 +176,7 @@ func TestRender_SourceCredentials(t *testing.T) {
 					}
 					cfg.SourceAuth = rules
 				} else {
-					src.Auth = sourceauth.New(map[string]string{"authorization": testToken}, cookies)
+					src.Auth = spec.Credentials{Headers: map[string]string{"authorization": testToken}, Cookies: cookies}
 				}
 				r := newRenderer(t, cfg, func(r *Renderer) { r.hooks.proxy.upstreamRoots, r.hooks.trustSPKI = certs.roots, []string{certs.spki} })
 				s := spec.Options{WaitFor: "document.getElementById('done')"}.Settings()
@@ -234,7 +234,7 @@ func TestRender_ExportCredentialsStayWithTheirRender(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, token := range tokens {
 		wg.Go(func() {
-			src := Source{URL: sites.docs.URL + "/manual", Auth: sourceauth.New(map[string]string{"Authorization": token}, session)}
+			src := Source{URL: sites.docs.URL + "/manual", Auth: spec.Credentials{Headers: map[string]string{"Authorization": token}, Cookies: session}}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			results[i] = render(t, r, ctx, src, spec.Options{WaitFor: "document.getElementById('done')"}.Settings())

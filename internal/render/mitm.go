@@ -34,13 +34,13 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/sourceauth"
+	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
 // Credentials tells the proxy what requests to a host get (operator rules:
 // sourceauth.Watcher). For must be fast and safe for concurrent use.
 type Credentials interface {
-	For(host, port string) sourceauth.Credentials
+	For(host, port string) spec.Credentials
 }
 
 // maxLeafCerts bounds the cache of per-host certificates.
@@ -107,15 +107,15 @@ func (m *interceptor) cert(host string) (*tls.Certificate, error) {
 // credentials; its browser context uses it as its proxy.
 type session struct {
 	host, port string // the source URL's exact host and port
-	creds      sourceauth.Credentials
+	creds      spec.Credentials
 	ln         net.Listener
 	srv        *http.Server
 }
 
 // credsFor is what a request to host:port gets: the operator's rules, and a
 // session's own credentials on its exact host and port.
-func (p *egressProxy) credsFor(s *session, host, port string) sourceauth.Credentials {
-	var c sourceauth.Credentials
+func (p *egressProxy) credsFor(s *session, host, port string) spec.Credentials {
+	var c spec.Credentials
 	if p.creds != nil {
 		c = p.creds.For(host, port)
 	}
@@ -130,7 +130,7 @@ func (p *egressProxy) credsFor(s *session, host, port string) sourceauth.Credent
 
 // openSession starts a listener whose requests also get creds on
 // host:port. Close it with closeSession.
-func (p *egressProxy) openSession(host, port string, creds sourceauth.Credentials) (*session, error) {
+func (p *egressProxy) openSession(host, port string, creds spec.Credentials) (*session, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: session listener: %w", err)

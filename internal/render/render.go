@@ -18,7 +18,6 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -31,7 +30,7 @@ type Source struct {
 	// Auth are per-export credentials: every request to the URL's exact
 	// host and port gets them (added by the egress proxy, so requests of
 	// frames and workers too), no other request does.
-	Auth sourceauth.Credentials
+	Auth spec.Credentials
 }
 
 // Stats describe one render.

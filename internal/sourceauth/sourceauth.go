@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -21,92 +20,6 @@ import (
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
-
-// Header is one header a request gets.
-type Header struct{ Name, Value string }
-
-// Credentials are what a request to one host gets.
-type Credentials struct {
-	Headers []Header      // canonical names, at most one per name
-	Cookies []spec.Cookie // at most one per name and path
-}
-
-// Empty reports whether there is nothing to add.
-func (c Credentials) Empty() bool { return len(c.Headers) == 0 && len(c.Cookies) == 0 }
-
-// New builds Credentials from a name → value map and a cookie list (a task's
-// per-export credentials).
-func New(headers map[string]string, cookies []spec.Cookie) Credentials {
-	var c Credentials
-	for n, v := range headers {
-		c = c.with(Header{http.CanonicalHeaderKey(n), v})
-	}
-	for _, ck := range cookies {
-		c = c.withCookie(ck)
-	}
-	return c
-}
-
-// Merge returns c with o's headers and cookies added; o wins where both set
-// the same header, or the same cookie name and path.
-func (c Credentials) Merge(o Credentials) Credentials {
-	if o.Empty() {
-		return c
-	}
-	out := Credentials{Headers: slices.Clone(c.Headers), Cookies: slices.Clone(c.Cookies)}
-	for _, h := range o.Headers {
-		out = out.with(h)
-	}
-	for _, ck := range o.Cookies {
-		out = out.withCookie(ck)
-	}
-	return out
-}
-
-func (c Credentials) with(h Header) Credentials {
-	c.Headers = slices.DeleteFunc(c.Headers, func(x Header) bool { return x.Name == h.Name })
-	c.Headers = append(c.Headers, h)
-	return c
-}
-
-func (c Credentials) withCookie(ck spec.Cookie) Credentials {
-	c.Cookies = slices.DeleteFunc(c.Cookies, func(x spec.Cookie) bool { return x.Name == ck.Name && x.Path == ck.Path })
-	c.Cookies = append(c.Cookies, ck)
-	return c
-}
-
-// Apply adds the credentials to the header of a request for path: headers
-// replace the page's, cookies replace the page's cookies of the same name
-// and join the rest in one Cookie header.
-func (c Credentials) Apply(h http.Header, path string) {
-	for _, hd := range c.Headers {
-		h.Set(hd.Name, hd.Value)
-	}
-	var ours []spec.Cookie
-	for _, ck := range c.Cookies {
-		if ck.PathMatches(path) {
-			ours = append(ours, ck)
-		}
-	}
-	if len(ours) == 0 {
-		return
-	}
-	var parts []string
-	for _, line := range h.Values("Cookie") {
-		for pair := range strings.SplitSeq(line, ";") {
-			pair = strings.TrimSpace(pair)
-			name, _, _ := strings.Cut(pair, "=")
-			if pair == "" || slices.ContainsFunc(ours, func(ck spec.Cookie) bool { return ck.Name == name }) {
-				continue
-			}
-			parts = append(parts, pair)
-		}
-	}
-	for _, ck := range ours {
-		parts = append(parts, ck.Name+"="+ck.Value)
-	}
-	h.Set("Cookie", strings.Join(parts, "; "))
-}
 
 // Rules are the operator's credentials by host.
 type Rules struct {
@@ -116,14 +29,14 @@ type Rules struct {
 
 type rule struct {
 	hosts allowlist.List
-	creds Credentials
+	creds spec.Credentials
 }
 
 // For returns the credentials of every rule whose hosts match host:port,
 // merged in file order (a later rule wins on the same header or cookie).
 // A nil *Rules has none.
-func (r *Rules) For(host, port string) Credentials {
-	var c Credentials
+func (r *Rules) For(host, port string) spec.Credentials {
+	var c spec.Credentials
 	if r == nil {
 		return c
 	}
@@ -212,7 +125,7 @@ func Parse(data []byte, env Env, readFile ReadFile) (*Rules, error) {
 		if len(fr.Headers) == 0 && len(fr.Cookies) == 0 {
 			errs = append(errs, fmt.Errorf("rules[%d]: has neither headers nor cookies", i))
 		}
-		var c Credentials
+		var c spec.Credentials
 		resolve := func(f, raw string) (string, bool) {
 			v, file, err := resolveValue(raw, env, readFile)
 			if err != nil {
@@ -234,7 +147,7 @@ func Parse(data []byte, env Env, readFile ReadFile) (*Rules, error) {
 				errs = append(errs, fmt.Errorf("%s: %w", f, err))
 				continue
 			}
-			c = c.with(Header{http.CanonicalHeaderKey(name), v})
+			c = c.Merge(spec.Credentials{Headers: map[string]string{name: v}})
 		}
 		for j, ck := range fr.Cookies {
 			f := field(fmt.Sprintf("cookies[%d]", j))
@@ -247,7 +160,7 @@ func Parse(data []byte, env Env, readFile ReadFile) (*Rules, error) {
 				errs = append(errs, fmt.Errorf("%s: %w", f, err))
 				continue
 			}
-			c = c.withCookie(ck)
+			c = c.Merge(spec.Credentials{Cookies: []spec.Cookie{ck}})
 		}
 		out.rules = append(out.rules, rule{hosts: hosts, creds: c})
 	}

@@ -67,7 +67,7 @@ func TestParse_ResolvesValuesAndMatchesHosts(t *testing.T) {
 }
 
 func TestApply_MergesCookiesByPath(t *testing.T) {
-	c := New(map[string]string{"authorization": "Bearer x"}, []spec.Cookie{{Name: "sid", Value: "ours"}, {Name: "api", Value: "k", Path: "/api"}})
+	c := spec.Credentials{Headers: map[string]string{"authorization": "Bearer x"}, Cookies: []spec.Cookie{{Name: "sid", Value: "ours"}, {Name: "api", Value: "k", Path: "/api"}}}
 	tests := []struct{ path, page, want string }{
 		{"/", "", "sid=ours"},
 		{"/api", "theme=dark; sid=theirs", "theme=dark; sid=ours; api=k"},

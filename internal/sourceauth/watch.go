@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
 // DefaultPollInterval is how often a Watcher looks for changed files.
@@ -46,9 +48,9 @@ func Open(path string, logger *slog.Logger) (*Watcher, error) {
 }
 
 // For returns the credentials of host:port under the rules in force.
-func (w *Watcher) For(host, port string) Credentials {
+func (w *Watcher) For(host, port string) spec.Credentials {
 	if w == nil {
-		return Credentials{}
+		return spec.Credentials{}
 	}
 	return w.rules.Load().For(host, port)
 }

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -8,11 +9,132 @@ import (
 	"strings"
 )
 
-// Per-export source credentials: headers and cookies a caller sends to render
-// a page as one of its users. They apply only to the source URL's exact host
-// and port, they are secrets (never logged, never shown), and they never sit
-// in the queue: the enqueuer stores them beside the task (credstore) and the
-// payload keeps a CredentialsRef naming them.
+// Source credentials: headers and cookies a request to a private source
+// gets. One type serves every stage: a caller's per-export credentials in its
+// request, what the enqueuer stores beside the task (credstore), the
+// operator's rules (sourceauth) and what the egress proxy adds to a request.
+// Per-export credentials apply only to the source URL's exact host and port,
+// they are secrets (never logged, never shown), and they never sit in the
+// queue: the envelope keeps a CredentialsRef naming them.
+
+// Credentials are headers and cookies for the requests to one origin.
+// Header names are compared case-insensitively.
+type Credentials struct {
+	Headers map[string]string `json:"headers,omitempty"`
+	Cookies []Cookie          `json:"cookies,omitempty"`
+}
+
+// Empty reports whether there is nothing to send.
+func (c Credentials) Empty() bool { return len(c.Headers) == 0 && len(c.Cookies) == 0 }
+
+// Canonical returns c with canonical header names (a later duplicate name
+// wins) and cookies in their given order, at most one per name and path
+// (the later wins).
+func (c Credentials) Canonical() Credentials {
+	return Credentials{}.Merge(c)
+}
+
+// Merge returns c with o's headers and cookies added, header names
+// canonical; o wins where both set the same header, or the same cookie name
+// and path. c and o are not changed.
+func (c Credentials) Merge(o Credentials) Credentials {
+	out := Credentials{}
+	for _, src := range []Credentials{c, o} {
+		for _, n := range slices.Sorted(maps.Keys(src.Headers)) {
+			if out.Headers == nil {
+				out.Headers = map[string]string{}
+			}
+			out.Headers[http.CanonicalHeaderKey(n)] = src.Headers[n]
+		}
+		for _, ck := range src.Cookies {
+			out.Cookies = slices.DeleteFunc(out.Cookies, func(x Cookie) bool { return x.Name == ck.Name && x.Path == ck.Path })
+			out.Cookies = append(out.Cookies, ck)
+		}
+	}
+	return out
+}
+
+// HeaderNames are the canonical header names, sorted.
+func (c Credentials) HeaderNames() []string {
+	var names []string
+	for n := range c.Headers {
+		names = append(names, http.CanonicalHeaderKey(n))
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// CookieNames are the cookies' names in their order.
+func (c Credentials) CookieNames() []string {
+	var names []string
+	for _, ck := range c.Cookies {
+		names = append(names, ck.Name)
+	}
+	return names
+}
+
+// Apply adds the credentials to the header of a request for path: headers
+// replace the page's, cookies whose path matches replace the page's cookies
+// of the same name and join the rest in one Cookie header.
+func (c Credentials) Apply(h http.Header, path string) {
+	for n, v := range c.Headers {
+		h.Set(n, v)
+	}
+	var ours []Cookie
+	for _, ck := range c.Cookies {
+		if ck.PathMatches(path) {
+			ours = append(ours, ck)
+		}
+	}
+	if len(ours) == 0 {
+		return
+	}
+	var parts []string
+	for _, line := range h.Values("Cookie") {
+		for pair := range strings.SplitSeq(line, ";") {
+			pair = strings.TrimSpace(pair)
+			name, _, _ := strings.Cut(pair, "=")
+			if pair == "" || slices.ContainsFunc(ours, func(ck Cookie) bool { return ck.Name == name }) {
+				continue
+			}
+			parts = append(parts, pair)
+		}
+	}
+	for _, ck := range ours {
+		parts = append(parts, ck.Name+"="+ck.Value)
+	}
+	h.Set("Cookie", strings.Join(parts, "; "))
+}
+
+// IdentityBytes is the byte string the keyed identity of the credentials
+// hashes (credstore): header names canonical and sorted, cookies sorted by
+// name and path ("" is "/"), so the same credentials in any order or case
+// have one identity.
+func (c Credentials) IdentityBytes() []byte {
+	type header struct{ N, V string }
+	cc := c.Canonical()
+	hs := make([]header, 0, len(cc.Headers))
+	for _, n := range slices.Sorted(maps.Keys(cc.Headers)) {
+		hs = append(hs, header{n, cc.Headers[n]})
+	}
+	cs := slices.Clone(cc.Cookies)
+	for i := range cs {
+		if cs[i].Path == "" {
+			cs[i].Path = "/"
+		}
+	}
+	slices.SortFunc(cs, func(a, b Cookie) int {
+		if a.Name != b.Name {
+			return strings.Compare(a.Name, b.Name)
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	b, _ := json.Marshal(struct {
+		H []header
+		C []Cookie
+	}{hs, cs})
+	return b
+}
 
 // Cookie is a cookie sent with the requests of a render.
 type Cookie struct {
@@ -23,10 +145,13 @@ type Cookie struct {
 	Path string `json:"path,omitempty"`
 }
 
-// CredentialsRef names credentials stored beside the task. Identity is the
-// keyed hash of the credentials (credstore): it is part of the artifact's
-// identity and reveals nothing about them. The names are kept so status and
-// the dashboard can say which headers and cookies were sent.
+// CredentialsRef names credentials stored beside the task, which owns them:
+// a worker reads them only for the task that stored them (checked in Redis),
+// whatever ID a payload names. Identity is the keyed hash of the credentials
+// (credstore): it is part of the artifact's identity and reveals nothing
+// about them. The names are kept so status and the dashboard can say which
+// headers and cookies were sent. Envelope-only: a request that names it is
+// refused.
 type CredentialsRef struct {
 	ID          string   `json:"id"`
 	Identity    string   `json:"identity"`
@@ -40,12 +165,6 @@ const (
 	MaxCredentialCookies = 64
 	MaxCredentialBytes   = 16 << 10 // all names and values together
 )
-
-// HasCredentials reports whether s carries per-export credentials, inline or
-// by reference.
-func (s Source) HasCredentials() bool {
-	return len(s.Headers) > 0 || len(s.Cookies) > 0 || s.Credentials != nil
-}
 
 // forbiddenHeaders are the headers a credential may not set: the proxy and
 // HTTP framing own them, and a cookie belongs in cookies.
@@ -119,50 +238,61 @@ func isTokenChar(r rune) bool {
 	return strings.ContainsRune("!#$%&'*+-.^_`|~", r)
 }
 
-// validateCredentials checks inline credentials or a reference.
-func (s Source) validateCredentials() []error {
-	if !s.HasCredentials() {
+// validate checks a request's per-export credentials for a source whose URL
+// is url ("" for an HTML source, which has no host to send them to).
+func (c Credentials) validate(url string) []error {
+	if c.Empty() {
 		return nil
 	}
-	if s.URL == "" {
+	if url == "" {
 		return []error{fieldErr("source.headers", "credentials apply to a source URL's host; an HTML source has none")}
 	}
 	var errs []error
-	if s.Credentials != nil {
-		if len(s.Headers) > 0 || len(s.Cookies) > 0 {
-			errs = append(errs, fieldErr("source.credentials_ref", "not together with source.headers or source.cookies"))
-		}
-		if s.Credentials.ID == "" || len(s.Credentials.Identity) != 64 || strings.Trim(s.Credentials.Identity, "0123456789abcdef") != "" {
-			errs = append(errs, fieldErr("source.credentials_ref", "needs an id and a 64-hex-digit identity"))
-		}
-		return errs
-	}
-	if len(s.Headers) > MaxCredentialHeaders {
+	if len(c.Headers) > MaxCredentialHeaders {
 		errs = append(errs, fieldErr("source.headers", "more than %d headers", MaxCredentialHeaders))
 	}
-	if len(s.Cookies) > MaxCredentialCookies {
+	if len(c.Cookies) > MaxCredentialCookies {
 		errs = append(errs, fieldErr("source.cookies", "more than %d cookies", MaxCredentialCookies))
 	}
 	size := 0
-	for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
-		size += len(name) + len(s.Headers[name])
-		if err := CheckHeader(name, s.Headers[name]); err != nil {
+	canonical := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
+		size += len(name) + len(c.Headers[name])
+		if err := CheckHeader(name, c.Headers[name]); err != nil {
 			errs = append(errs, fieldErr("source.headers", "%v", err))
+		}
+		if cn := http.CanonicalHeaderKey(name); canonical[cn] {
+			errs = append(errs, fieldErr("source.headers", "header %s is listed twice (names are case-insensitive)", cn))
+		} else {
+			canonical[cn] = true
 		}
 	}
 	seen := map[string]bool{}
-	for i, c := range s.Cookies {
-		size += len(c.Name) + len(c.Value) + len(c.Path)
-		if err := c.Check(); err != nil {
+	for i, ck := range c.Cookies {
+		size += len(ck.Name) + len(ck.Value) + len(ck.Path)
+		if err := ck.Check(); err != nil {
 			errs = append(errs, fieldErr(fmt.Sprintf("source.cookies[%d]", i), "%v", err))
 		}
-		if seen[c.Name+"\x00"+c.Path] {
-			errs = append(errs, fieldErr(fmt.Sprintf("source.cookies[%d]", i), "cookie %s with path %q is listed twice", c.Name, c.Path))
+		if seen[ck.Name+"\x00"+ck.Path] {
+			errs = append(errs, fieldErr(fmt.Sprintf("source.cookies[%d]", i), "cookie %s with path %q is listed twice", ck.Name, ck.Path))
 		}
-		seen[c.Name+"\x00"+c.Path] = true
+		seen[ck.Name+"\x00"+ck.Path] = true
 	}
 	if size > MaxCredentialBytes {
 		errs = append(errs, fieldErr("source.headers", "headers and cookies larger than %d bytes together", MaxCredentialBytes))
 	}
 	return errs
+}
+
+// validate checks a reference in an envelope.
+func (r *CredentialsRef) validate(url string) []error {
+	switch {
+	case r == nil:
+		return nil
+	case url == "":
+		return []error{fieldErr("source.credentials_ref", "credentials apply to a source URL's host; an HTML source has none")}
+	case r.ID == "" || len(r.Identity) != 64 || strings.Trim(r.Identity, "0123456789abcdef") != "":
+		return []error{fieldErr("source.credentials_ref", "needs an id and a 64-hex-digit identity")}
+	}
+	return nil
 }

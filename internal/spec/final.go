@@ -11,12 +11,16 @@ import (
 	"time"
 )
 
-// Final states of an export. An export in one of them never changes again.
+// Final states of an export, the vocabulary of records, announcements,
+// callbacks and status. An export in one of them never changes again.
 const (
 	StateCompleted = "completed"
 	StateFailed    = "failed"
 	StateCanceled  = "canceled"
 )
+
+// CanceledError is the error of an export canceled by request.
+const CanceledError = "export canceled by request"
 
 // Final is the outcome of an export once it is final: the body of its
 // callback, and the announcement that wakes waiting clients.

@@ -50,12 +50,12 @@ func TestValidate_Callback(t *testing.T) {
 // rendered twice for them).
 func TestArtifactKey_IgnoresWhatDoesNotChangeThePDF(t *testing.T) {
 	p := validPayload()
-	for name, change := range map[string]func(*Payload){
-		"callback":                func(q *Payload) { q.Callback = &Callback{URL: "https://api.example.com/hooks/pdf"} },
-		"fail_on_resource_errors": func(q *Payload) { q.Options.FailOnResourceErrors = true },
-		"fail_on_console_errors":  func(q *Payload) { q.Options.FailOnConsoleErrors = true },
-		"traceparent":             func(q *Payload) { q.Traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" },
-		"tracestate": func(q *Payload) {
+	for name, change := range map[string]func(*Envelope){
+		"callback":                func(q *Envelope) { q.Callback = &Callback{URL: "https://api.example.com/hooks/pdf"} },
+		"fail_on_resource_errors": func(q *Envelope) { q.Options.FailOnResourceErrors = true },
+		"fail_on_console_errors":  func(q *Envelope) { q.Options.FailOnConsoleErrors = true },
+		"traceparent":             func(q *Envelope) { q.Traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" },
+		"tracestate": func(q *Envelope) {
 			q.Traceparent, q.Tracestate = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00", "congo=t61rcWkgMzE"
 		},
 	} {

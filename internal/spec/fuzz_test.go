@@ -23,7 +23,7 @@ var keyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-
 // checkKey asserts the properties of a validated payload's key: its shape,
 // no "..", and that encoding and decoding the payload (what travels through
 // Redis between the enqueuer and the worker) names the same artifact.
-func checkKey(t *testing.T, p Payload) {
+func checkKey(t *testing.T, p Envelope) {
 	t.Helper()
 	key := p.ArtifactKey()
 	if !keyRE.MatchString(key) || strings.Contains(key, "..") {
@@ -36,7 +36,7 @@ func checkKey(t *testing.T, p Payload) {
 	if err != nil {
 		t.Fatalf("a valid payload does not encode: %v (%+v)", err, p)
 	}
-	q, err := Decode(b)
+	q, err := DecodeEnvelope(b)
 	if err != nil {
 		t.Fatalf("the encoding of a valid payload does not decode: %v\n%s", err, b)
 	}
@@ -64,7 +64,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := Decode(data)
+		p, err := DecodeEnvelope(data)
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) || FirstField(err) == "" {
 				t.Fatalf("Decode error %v does not match ErrInvalid with a field", err)
@@ -160,7 +160,7 @@ func FuzzArtifactKey(f *testing.F) {
 	f.Add("x", "1", "", "<p>x", "", "", "A3", 1.5, math.Inf(1), false, true)
 	f.Add("..", ".", "http://127.0.0.1:8080/", "", "", "", "A5", 2.0, 100.0, true, false)
 	f.Fuzz(func(t *testing.T, manual, version, rawURL, html, header, waitFor, paper string, scale, margin float64, landscape, outline bool) {
-		p := Payload{V: PayloadVersion, ManualID: manual, Version: version, Source: Source{URL: rawURL, HTML: html},
+		p := Envelope{V: PayloadVersion, ManualID: manual, Version: version, Source: EnvelopeSource{URL: rawURL, HTML: html},
 			Options: Options{Paper: paper, Landscape: landscape, Outline: outline, HeaderHTML: header, WaitFor: waitFor,
 				Scale: &scale, MarginMM: &Margins{Top: &margin, Left: &margin}}}
 		err := p.Validate(Hosts{Sources: fuzzAllowed})

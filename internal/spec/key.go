@@ -14,13 +14,31 @@ import (
 // identity. Options that spell out a default, JSON field order and URL case
 // or default ports do not change the key; any option that changes the output
 // does. The payload must have passed Validate.
-func (p Payload) ArtifactKey() string {
-	return p.ManualID + "/" + p.Version + "/" + p.ContentHash()[:16] + ".pdf"
+func (p Envelope) ArtifactKey() string {
+	ident := ""
+	if p.Source.Credentials != nil {
+		ident = p.Source.Credentials.Identity
+	}
+	return p.artifactKey(ident)
+}
+
+func (p Envelope) artifactKey(credentials string) string {
+	return p.ManualID + "/" + p.Version + "/" + p.contentHash(credentials)[:16] + ".pdf"
 }
 
 // ContentHash is the full hex SHA-256 over the canonical settings and source
 // identity, the hash ArtifactKey truncates.
-func (p Payload) ContentHash() string {
+func (p Envelope) ContentHash() string {
+	ident := ""
+	if p.Source.Credentials != nil {
+		ident = p.Source.Credentials.Identity
+	}
+	return p.contentHash(ident)
+}
+
+// contentHash is ContentHash with credentials the keyed identity of the
+// per-export credentials ("" for none).
+func (p Envelope) contentHash(credentials string) string {
 	type sourceIdentity struct {
 		URL        string `json:"url,omitempty"`
 		HTMLSHA256 string `json:"html_sha256,omitempty"`
@@ -42,14 +60,7 @@ func (p Payload) ContentHash() string {
 	default:
 		canonical.Source.URL = CanonicalURL(p.Source.URL)
 	}
-	switch {
-	case p.Source.Credentials != nil:
-		canonical.Source.Credentials = p.Source.Credentials.Identity
-	case len(p.Source.Headers) > 0 || len(p.Source.Cookies) > 0:
-		// Inline credentials get their identity when the enqueuer stores
-		// them; until then the key must still differ from the public page.
-		canonical.Source.Credentials = "unstored"
-	}
+	canonical.Source.Credentials = credentials
 	// encoding/json writes struct fields in declaration order, so this byte
 	// string is stable across processes and releases of the same schema.
 	b, err := json.Marshal(canonical)

@@ -14,9 +14,9 @@ import (
 
 var testAllowed = allowlist.MustParse("docs.example.com,*.example.org,127.0.0.1:8080")
 
-func validPayload() Payload {
-	return Payload{V: 1, ManualID: "ops-guide", Version: "2026.11.3",
-		Source: Source{URL: "https://docs.example.com/ops-guide/2026.11.3/print"}}
+func validPayload() Envelope {
+	return Envelope{V: 1, ManualID: "ops-guide", Version: "2026.11.3",
+		Source: EnvelopeSource{URL: "https://docs.example.com/ops-guide/2026.11.3/print"}}
 }
 
 func TestDecode_RejectsWithFieldNames(t *testing.T) {
@@ -35,7 +35,7 @@ func TestDecode_RejectsWithFieldNames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Decode([]byte(tt.json))
+			_, err := DecodeEnvelope([]byte(tt.json))
 			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("Decode error = %v, want ErrInvalid", err)
 			}
@@ -54,7 +54,7 @@ func TestDecode_RoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Decode(b)
+	got, err := DecodeEnvelope(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,48 +66,48 @@ func TestDecode_RoundTrip(t *testing.T) {
 func TestValidate_NamesFieldAndRule(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(*Payload)
+		mutate func(*Envelope)
 		field  string
 		rule   string
 	}{
-		{"version missing", func(p *Payload) { p.V = 0 }, "v", "must be 1"},
-		{"manual_id missing", func(p *Payload) { p.ManualID = "" }, "manual_id", "required"},
-		{"manual_id traversal", func(p *Payload) { p.ManualID = "../etc" }, "manual_id", "must match"},
-		{"manual_id dots", func(p *Payload) { p.ManualID = "a..b" }, "manual_id", "'..'"},
-		{"manual_id slash", func(p *Payload) { p.ManualID = "a/b" }, "manual_id", "must match"},
-		{"manual_id too long", func(p *Payload) { p.ManualID = strings.Repeat("a", 129) }, "manual_id", "must match"},
-		{"version control char", func(p *Payload) { p.Version = "1\n2" }, "version", "must match"},
-		{"no source", func(p *Payload) { p.Source = Source{} }, "source", "required"},
-		{"both sources", func(p *Payload) { p.Source.HTML = "<p>x" }, "source", "not both"},
-		{"html and a reference", func(p *Payload) {
-			p.Source = Source{HTML: "<p>x", HTMLRef: &HTMLRef{SHA256: strings.Repeat("a", 64), Bytes: 4}}
+		{"version missing", func(p *Envelope) { p.V = 0 }, "v", "must be 1"},
+		{"manual_id missing", func(p *Envelope) { p.ManualID = "" }, "manual_id", "required"},
+		{"manual_id traversal", func(p *Envelope) { p.ManualID = "../etc" }, "manual_id", "must match"},
+		{"manual_id dots", func(p *Envelope) { p.ManualID = "a..b" }, "manual_id", "'..'"},
+		{"manual_id slash", func(p *Envelope) { p.ManualID = "a/b" }, "manual_id", "must match"},
+		{"manual_id too long", func(p *Envelope) { p.ManualID = strings.Repeat("a", 129) }, "manual_id", "must match"},
+		{"version control char", func(p *Envelope) { p.Version = "1\n2" }, "version", "must match"},
+		{"no source", func(p *Envelope) { p.Source = EnvelopeSource{} }, "source", "required"},
+		{"both sources", func(p *Envelope) { p.Source.HTML = "<p>x" }, "source", "not both"},
+		{"html and a reference", func(p *Envelope) {
+			p.Source = EnvelopeSource{HTML: "<p>x", HTMLRef: &HTMLRef{SHA256: strings.Repeat("a", 64), Bytes: 4}}
 		}, "source", "not both"},
-		{"reference digest", func(p *Payload) { p.Source = Source{HTMLRef: &HTMLRef{SHA256: "sha256:ABC", Bytes: 4}} }, "source.html_ref.sha256", "64 lower-case hex"},
-		{"reference size", func(p *Payload) {
-			p.Source = Source{HTMLRef: &HTMLRef{SHA256: strings.Repeat("a", 64), Bytes: MaxHTMLBytes + 1}}
+		{"reference digest", func(p *Envelope) { p.Source = EnvelopeSource{HTMLRef: &HTMLRef{SHA256: "sha256:ABC", Bytes: 4}} }, "source.html_ref.sha256", "64 lower-case hex"},
+		{"reference size", func(p *Envelope) {
+			p.Source = EnvelopeSource{HTMLRef: &HTMLRef{SHA256: strings.Repeat("a", 64), Bytes: MaxHTMLBytes + 1}}
 		}, "source.html_ref.bytes", "between 1 and"},
-		{"html too large", func(p *Payload) { p.Source = Source{HTML: strings.Repeat("a", MaxHTMLBytes+1)} }, "source.html", "larger than"},
-		{"file scheme", func(p *Payload) { p.Source.URL = "file:///etc/passwd" }, "source.url", "scheme"},
-		{"javascript scheme", func(p *Payload) { p.Source.URL = "javascript:alert(1)" }, "source.url", "scheme"},
-		{"host not allowed", func(p *Payload) { p.Source.URL = "https://evil.example.net/" }, "source.url", "not allowed"},
-		{"userinfo trick", func(p *Payload) { p.Source.URL = "https://docs.example.com@evil.example.net/" }, "source.url", "credentials"},
-		{"loopback", func(p *Payload) { p.Source.URL = "http://127.0.0.1/" }, "source.url", "loopback"},
-		{"loopback wrong port", func(p *Payload) { p.Source.URL = "http://127.0.0.1:8081/" }, "source.url", "not allowed"},
-		{"decimal loopback", func(p *Payload) { p.Source.URL = "http://2130706433/" }, "source.url", "loopback"},
-		{"octal loopback", func(p *Payload) { p.Source.URL = "http://0177.0.0.1/" }, "source.url", "loopback"},
-		{"hex loopback", func(p *Payload) { p.Source.URL = "http://0x7f.0.0.1/" }, "source.url", "loopback"},
-		{"mapped ipv6 loopback", func(p *Payload) { p.Source.URL = "http://[::ffff:127.0.0.1]/" }, "source.url", "loopback"},
-		{"metadata", func(p *Payload) { p.Source.URL = "http://169.254.169.254/latest/meta-data" }, "source.url", "link-local"},
-		{"private", func(p *Payload) { p.Source.URL = "http://10.0.0.1/" }, "source.url", "not allowed"},
-		{"bad paper", func(p *Payload) { p.Options.Paper = "B5" }, "options.paper", "must be one of"},
-		{"scale high", func(p *Payload) { p.Options.Scale = new(3.0) }, "options.scale", "between 0.1 and 2"},
-		{"negative margin", func(p *Payload) { p.Options.MarginMM = &Margins{Left: new(-1.0)} }, "options.margin_mm.left", "between 0 and 100"},
-		{"bad media", func(p *Payload) { p.Options.Media = "tv" }, "options.media", "print or screen"},
-		{"bad page range", func(p *Payload) { p.Options.PageRanges = "5-2" }, "options.page_ranges", "ends before"},
-		{"page zero", func(p *Payload) { p.Options.PageRanges = "0-2" }, "options.page_ranges", "start at 1"},
-		{"garbage page range", func(p *Payload) { p.Options.PageRanges = "all" }, "options.page_ranges", "must look like"},
-		{"long wait_for", func(p *Payload) { p.Options.WaitFor = strings.Repeat("x", MaxWaitForBytes+1) }, "options.wait_for", "longer than"},
-		{"request id control", func(p *Payload) { p.RequestID = "a\x00b" }, "request_id", "printable"},
+		{"html too large", func(p *Envelope) { p.Source = EnvelopeSource{HTML: strings.Repeat("a", MaxHTMLBytes+1)} }, "source.html", "larger than"},
+		{"file scheme", func(p *Envelope) { p.Source.URL = "file:///etc/passwd" }, "source.url", "scheme"},
+		{"javascript scheme", func(p *Envelope) { p.Source.URL = "javascript:alert(1)" }, "source.url", "scheme"},
+		{"host not allowed", func(p *Envelope) { p.Source.URL = "https://evil.example.net/" }, "source.url", "not allowed"},
+		{"userinfo trick", func(p *Envelope) { p.Source.URL = "https://docs.example.com@evil.example.net/" }, "source.url", "credentials"},
+		{"loopback", func(p *Envelope) { p.Source.URL = "http://127.0.0.1/" }, "source.url", "loopback"},
+		{"loopback wrong port", func(p *Envelope) { p.Source.URL = "http://127.0.0.1:8081/" }, "source.url", "not allowed"},
+		{"decimal loopback", func(p *Envelope) { p.Source.URL = "http://2130706433/" }, "source.url", "loopback"},
+		{"octal loopback", func(p *Envelope) { p.Source.URL = "http://0177.0.0.1/" }, "source.url", "loopback"},
+		{"hex loopback", func(p *Envelope) { p.Source.URL = "http://0x7f.0.0.1/" }, "source.url", "loopback"},
+		{"mapped ipv6 loopback", func(p *Envelope) { p.Source.URL = "http://[::ffff:127.0.0.1]/" }, "source.url", "loopback"},
+		{"metadata", func(p *Envelope) { p.Source.URL = "http://169.254.169.254/latest/meta-data" }, "source.url", "link-local"},
+		{"private", func(p *Envelope) { p.Source.URL = "http://10.0.0.1/" }, "source.url", "not allowed"},
+		{"bad paper", func(p *Envelope) { p.Options.Paper = "B5" }, "options.paper", "must be one of"},
+		{"scale high", func(p *Envelope) { p.Options.Scale = new(3.0) }, "options.scale", "between 0.1 and 2"},
+		{"negative margin", func(p *Envelope) { p.Options.MarginMM = &Margins{Left: new(-1.0)} }, "options.margin_mm.left", "between 0 and 100"},
+		{"bad media", func(p *Envelope) { p.Options.Media = "tv" }, "options.media", "print or screen"},
+		{"bad page range", func(p *Envelope) { p.Options.PageRanges = "5-2" }, "options.page_ranges", "ends before"},
+		{"page zero", func(p *Envelope) { p.Options.PageRanges = "0-2" }, "options.page_ranges", "start at 1"},
+		{"garbage page range", func(p *Envelope) { p.Options.PageRanges = "all" }, "options.page_ranges", "must look like"},
+		{"long wait_for", func(p *Envelope) { p.Options.WaitFor = strings.Repeat("x", MaxWaitForBytes+1) }, "options.wait_for", "longer than"},
+		{"request id control", func(p *Envelope) { p.RequestID = "a\x00b" }, "request_id", "printable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,13 +130,13 @@ func TestValidate_NamesFieldAndRule(t *testing.T) {
 func TestValidate_Accepts(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(*Payload)
+		mutate func(*Envelope)
 	}{
-		{"url", func(p *Payload) {}},
-		{"wildcard host", func(p *Payload) { p.Source.URL = "https://a.b.example.org/x" }},
-		{"listed loopback", func(p *Payload) { p.Source.URL = "http://127.0.0.1:8080/manual" }},
-		{"html", func(p *Payload) { p.Source = Source{HTML: "<!doctype html><p>hi"} }},
-		{"all options", func(p *Payload) {
+		{"url", func(p *Envelope) {}},
+		{"wildcard host", func(p *Envelope) { p.Source.URL = "https://a.b.example.org/x" }},
+		{"listed loopback", func(p *Envelope) { p.Source.URL = "http://127.0.0.1:8080/manual" }},
+		{"html", func(p *Envelope) { p.Source = EnvelopeSource{HTML: "<!doctype html><p>hi"} }},
+		{"all options", func(p *Envelope) {
 			p.Options = Options{Paper: "Letter", Landscape: true, MarginMM: &Margins{Top: new(0.0)}, PrintBackground: new(false),
 				Scale: new(0.5), HeaderHTML: "<span class=title></span>", Outline: true, Media: "screen", PageRanges: "1-3, 5"}
 		}},
@@ -153,7 +153,7 @@ func TestValidate_Accepts(t *testing.T) {
 }
 
 func TestValidate_ReportsEveryViolation(t *testing.T) {
-	p := Payload{V: 2, Source: Source{URL: "ftp://x"}, Options: Options{Paper: "B5"}}
+	p := Envelope{V: 2, Source: EnvelopeSource{URL: "ftp://x"}, Options: Options{Paper: "B5"}}
 	err := p.Validate(Hosts{Sources: testAllowed})
 	for _, field := range []string{"v:", "manual_id:", "version:", "source.url:", "options.paper:"} {
 		if !strings.Contains(err.Error(), field) {
@@ -166,16 +166,16 @@ func TestArtifactKey_SameInputsSameKey(t *testing.T) {
 	base := validPayload()
 	same := []struct {
 		name   string
-		mutate func(*Payload)
+		mutate func(*Envelope)
 	}{
-		{"explicit defaults", func(p *Payload) {
+		{"explicit defaults", func(p *Envelope) {
 			p.Options = Options{Paper: "A4", PrintBackground: new(true), Scale: new(1.0), Media: "print",
 				MarginMM: &Margins{Top: new(10.0), Right: new(10.0), Bottom: new(10.0), Left: new(10.0)}}
 		}},
-		{"url case and default port", func(p *Payload) { p.Source.URL = "HTTPS://Docs.Example.com:443/ops-guide/2026.11.3/print" }},
-		{"fragment", func(p *Payload) { p.Source.URL += "#chapter-2" }},
-		{"request id and force", func(p *Payload) { p.RequestID = "r-1"; p.Force = true }},
-		{"outline implies tagged", func(p *Payload) { p.Options.Outline = true }},
+		{"url case and default port", func(p *Envelope) { p.Source.URL = "HTTPS://Docs.Example.com:443/ops-guide/2026.11.3/print" }},
+		{"fragment", func(p *Envelope) { p.Source.URL += "#chapter-2" }},
+		{"request id and force", func(p *Envelope) { p.RequestID = "r-1"; p.Force = true }},
+		{"outline implies tagged", func(p *Envelope) { p.Options.Outline = true }},
 	}
 	want := base.ArtifactKey()
 	if !strings.HasPrefix(want, "ops-guide/2026.11.3/") || len(want) != len("ops-guide/2026.11.3/")+16+4 {
@@ -201,23 +201,23 @@ func TestArtifactKey_SameInputsSameKey(t *testing.T) {
 }
 
 func TestArtifactKey_DifferentOutputDifferentKey(t *testing.T) {
-	mutations := map[string]func(*Payload){
-		"paper":      func(p *Payload) { p.Options.Paper = "Letter" },
-		"landscape":  func(p *Payload) { p.Options.Landscape = true },
-		"margin":     func(p *Payload) { p.Options.MarginMM = &Margins{Top: new(11.0)} },
-		"background": func(p *Payload) { p.Options.PrintBackground = new(false) },
-		"scale":      func(p *Payload) { p.Options.Scale = new(0.9) },
-		"header":     func(p *Payload) { p.Options.HeaderHTML = "<b>h</b>" },
-		"footer":     func(p *Payload) { p.Options.FooterHTML = "<b>f</b>" },
-		"tagged":     func(p *Payload) { p.Options.Tagged = true },
-		"outline":    func(p *Payload) { p.Options.Outline = true },
-		"wait_for":   func(p *Payload) { p.Options.WaitFor = "true" },
-		"media":      func(p *Payload) { p.Options.Media = "screen" },
-		"ranges":     func(p *Payload) { p.Options.PageRanges = "1" },
-		"css size":   func(p *Payload) { p.Options.PreferCSSPageSize = true },
-		"url query":  func(p *Payload) { p.Source.URL += "?lang=de" },
-		"html":       func(p *Payload) { p.Source = Source{HTML: "<p>a"} },
-		"version":    func(p *Payload) { p.Version = "2026.11.4" },
+	mutations := map[string]func(*Envelope){
+		"paper":      func(p *Envelope) { p.Options.Paper = "Letter" },
+		"landscape":  func(p *Envelope) { p.Options.Landscape = true },
+		"margin":     func(p *Envelope) { p.Options.MarginMM = &Margins{Top: new(11.0)} },
+		"background": func(p *Envelope) { p.Options.PrintBackground = new(false) },
+		"scale":      func(p *Envelope) { p.Options.Scale = new(0.9) },
+		"header":     func(p *Envelope) { p.Options.HeaderHTML = "<b>h</b>" },
+		"footer":     func(p *Envelope) { p.Options.FooterHTML = "<b>f</b>" },
+		"tagged":     func(p *Envelope) { p.Options.Tagged = true },
+		"outline":    func(p *Envelope) { p.Options.Outline = true },
+		"wait_for":   func(p *Envelope) { p.Options.WaitFor = "true" },
+		"media":      func(p *Envelope) { p.Options.Media = "screen" },
+		"ranges":     func(p *Envelope) { p.Options.PageRanges = "1" },
+		"css size":   func(p *Envelope) { p.Options.PreferCSSPageSize = true },
+		"url query":  func(p *Envelope) { p.Source.URL += "?lang=de" },
+		"html":       func(p *Envelope) { p.Source = EnvelopeSource{HTML: "<p>a"} },
+		"version":    func(p *Envelope) { p.Version = "2026.11.4" },
 	}
 	seen := map[string]string{validPayload().ArtifactKey(): "base"}
 	for name, mutate := range mutations {
@@ -236,9 +236,9 @@ func TestArtifactKey_DifferentOutputDifferentKey(t *testing.T) {
 func TestArtifactKey_SameForInlineAndReference(t *testing.T) {
 	html := "<!doctype html><p>" + strings.Repeat("long ", 10000)
 	sum := sha256.Sum256([]byte(html))
-	inline := Payload{V: 1, ManualID: "m", Version: "1", Source: Source{HTML: html}, Options: Options{Paper: "Letter"}}
+	inline := Envelope{V: 1, ManualID: "m", Version: "1", Source: EnvelopeSource{HTML: html}, Options: Options{Paper: "Letter"}}
 	ref := inline
-	ref.Source = Source{HTMLRef: &HTMLRef{SHA256: hex.EncodeToString(sum[:]), Bytes: len(html)}}
+	ref.Source = EnvelopeSource{HTMLRef: &HTMLRef{SHA256: hex.EncodeToString(sum[:]), Bytes: len(html)}}
 	if err := ref.Validate(Hosts{}); err != nil {
 		t.Fatalf("a valid reference: %v", err)
 	}

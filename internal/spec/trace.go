@@ -15,7 +15,7 @@ const maxTracestateMembers = 32
 // that propagate a context they received (an HTTP header) drop a malformed
 // one instead, as W3C asks of receivers; only a value written into the
 // payload itself is refused.
-func (p Payload) validateTraceContext() []error {
+func (p Envelope) validateTraceContext() []error {
 	var errs []error
 	if p.Traceparent != "" && !ValidTraceparent(p.Traceparent) {
 		errs = append(errs, fieldErr("traceparent", "must be a W3C traceparent: 00-<32 lower-case hex trace id, not all zero>-<16 lower-case hex parent id, not all zero>-<2 hex flags>"))

@@ -48,7 +48,7 @@ func TestValidate_TraceContext(t *testing.T) {
 // encoded payload without them has neither key (a worker of an earlier
 // release, which rejects unknown fields, still reads it).
 func TestDecode_TraceContext(t *testing.T) {
-	p, err := Decode([]byte(`{"v":1,"manual_id":"m","version":"1","source":{"html":"x"},` +
+	p, err := DecodeEnvelope([]byte(`{"v":1,"manual_id":"m","version":"1","source":{"html":"x"},` +
 		`"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"congo=t61rcWkgMzE"}`))
 	if err != nil {
 		t.Fatal(err)

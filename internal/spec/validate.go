@@ -42,31 +42,37 @@ type Hosts struct {
 // Validate checks every rule of the v1 contract and returns all violations
 // joined; each is a *FieldError naming the field and the rule, and all match
 // ErrInvalid.
-func (p Payload) Validate(hosts Hosts) error {
+func (e Envelope) Validate(hosts Hosts) error {
+	errs := e.common().validate(hosts)
+	errs = append(errs, validateSource(e.Source.URL, e.Source.HTML, e.Source.HTMLRef, hosts.Sources)...)
+	errs = append(errs, e.Source.Credentials.validate(e.Source.URL)...)
+	errs = append(errs, e.validateTraceContext()...)
+	return errors.Join(errs...)
+}
+
+// validate checks the fields requests and envelopes share.
+func (c common) validate(hosts Hosts) []error {
 	var errs []error
 	add := func(e *FieldError) { errs = append(errs, e) }
-	if p.V != PayloadVersion {
-		add(fieldErr("v", "must be %d (payload schema version), got %d", PayloadVersion, p.V))
+	if c.V != PayloadVersion {
+		add(fieldErr("v", "must be %d (payload schema version), got %d", PayloadVersion, c.V))
 	}
-	if e := validateIdentifier("manual_id", p.ManualID); e != nil {
+	if e := validateIdentifier("manual_id", c.ManualID); e != nil {
 		add(e)
 	}
-	if e := validateIdentifier("version", p.Version); e != nil {
+	if e := validateIdentifier("version", c.Version); e != nil {
 		add(e)
 	}
-	errs = append(errs, p.Source.validate(hosts.Sources)...)
-	errs = append(errs, p.Source.validateCredentials()...)
-	errs = append(errs, p.Options.validate()...)
-	if len(p.RequestID) > MaxRequestIDBytes {
+	errs = append(errs, c.Options.validate()...)
+	if len(c.RequestID) > MaxRequestIDBytes {
 		add(fieldErr("request_id", "longer than %d bytes", MaxRequestIDBytes))
-	} else if !printable(p.RequestID) {
+	} else if !printable(c.RequestID) {
 		add(fieldErr("request_id", "must be printable text without control characters"))
 	}
-	if e := p.Callback.validate(hosts.Callbacks); e != nil {
+	if e := c.Callback.validate(hosts.Callbacks); e != nil {
 		add(e)
 	}
-	errs = append(errs, p.validateTraceContext()...)
-	return errors.Join(errs...)
+	return errs
 }
 
 func validateIdentifier(field, v string) *FieldError {
@@ -81,9 +87,11 @@ func validateIdentifier(field, v string) *FieldError {
 	return nil
 }
 
-func (s Source) validate(allowed allowlist.List) []error {
+// validateSource checks a source: exactly one of a URL, an inline document
+// and (envelopes only) a stored document's reference.
+func validateSource(srcURL, html string, ref *HTMLRef, allowed allowlist.List) []error {
 	n := 0
-	for _, set := range []bool{s.URL != "", s.HTML != "", s.HTMLRef != nil} {
+	for _, set := range []bool{srcURL != "", html != "", ref != nil} {
 		if set {
 			n++
 		}
@@ -92,27 +100,27 @@ func (s Source) validate(allowed allowlist.List) []error {
 	case n == 0:
 		return []error{fieldErr("source", "one of source.url or source.html is required")}
 	case n > 1:
-		return []error{fieldErr("source", "exactly one of source.url, source.html and source.html_ref: not both (nor all three)")}
-	case s.HTML != "":
-		if len(s.HTML) > MaxHTMLBytes {
+		return []error{fieldErr("source", "exactly one of source.url and source.html, not both")}
+	case html != "":
+		if len(html) > MaxHTMLBytes {
 			return []error{fieldErr("source.html", "larger than %d bytes (2 MiB)", MaxHTMLBytes)}
 		}
-		if !utf8.ValidString(s.HTML) {
+		if !utf8.ValidString(html) {
 			// JSON would turn the bad bytes into U+FFFD on the way to the
 			// worker: a different document under a different key.
 			return []error{fieldErr("source.html", "must be valid UTF-8 (convert the document, e.g. from Latin-1)")}
 		}
 		return nil
-	case s.HTMLRef != nil:
-		if len(s.HTMLRef.SHA256) != 64 || strings.Trim(s.HTMLRef.SHA256, "0123456789abcdef") != "" {
+	case ref != nil:
+		if len(ref.SHA256) != 64 || strings.Trim(ref.SHA256, "0123456789abcdef") != "" {
 			return []error{fieldErr("source.html_ref.sha256", "must be 64 lower-case hex digits")}
 		}
-		if s.HTMLRef.Bytes < 1 || s.HTMLRef.Bytes > MaxHTMLBytes {
+		if ref.Bytes < 1 || ref.Bytes > MaxHTMLBytes {
 			return []error{fieldErr("source.html_ref.bytes", "must be between 1 and %d", MaxHTMLBytes)}
 		}
 		return nil
 	}
-	if err := ValidateURL(s.URL, allowed); err != nil {
+	if err := ValidateURL(srcURL, allowed); err != nil {
 		return []error{err}
 	}
 	return nil

@@ -11,9 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +28,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/callback"
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/credstore"
+	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/logging"
@@ -36,7 +39,6 @@ import (
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
-	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
@@ -71,16 +73,19 @@ type Options struct {
 	BaseContext context.Context
 	// Renderer replaces Chromium (a benchmark's stub). nil: a
 	// render.Renderer configured from the RENDER_* variables.
-	Renderer tasks.Renderer
+	Renderer export.Renderer
 	// WrapRenderer and WrapGate wrap the renderer and the render gate the
 	// handler uses (instrumentation, a gate that always fails open).
-	WrapRenderer func(tasks.Renderer) tasks.Renderer
-	WrapGate     func(tasks.Gate) tasks.Gate
+	WrapRenderer func(export.Renderer) export.Renderer
+	WrapGate     func(export.Gate) export.Gate
 	// Middleware runs around every task, outside the per-attempt deadline.
 	Middleware []asynq.MiddlewareFunc
 	// Hostname goes into the metadata of the artifacts this worker stores.
 	// "": os.Hostname.
 	Hostname string
+	// FinishSweepInterval is how often the worker finishes exports asynq
+	// archived without a final state. 0: 5s.
+	FinishSweepInterval time.Duration
 }
 
 // Worker is one worker process's components. Create it with New, then Run,
@@ -231,7 +236,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err := tracing.Redis(lockRDB); err != nil { // with tracing on: the gate's commands are spans
 		return err
 	}
-	var gate tasks.Gate = lock.NewGate(lock.NewMutex(lockRDB, lock.Config{TTL: cfg.LockTTL, WaitTimeout: cfg.LockWaitTimeout,
+	var gate export.Gate = lock.NewGate(lock.NewMutex(lockRDB, lock.Config{TTL: cfg.LockTTL, WaitTimeout: cfg.LockWaitTimeout,
 		Grace: cfg.LockGrace, FailOpen: cfg.LockFailOpen, Logger: log, Observer: w.metrics}))
 	if w.opts.WrapGate != nil {
 		gate = w.opts.WrapGate(gate)
@@ -267,13 +272,14 @@ func (w *Worker) Start(ctx context.Context) error {
 	// Final outcomes are announced on the queue Redis and callbacks are
 	// enqueued there, as tasks of their own.
 	outcomes := asynq.NewClientFromRedisClient(queueRDB) // closed with queueRDB
-	handler, err := tasks.NewHandler(tasks.Config{Store: store, Renderer: renderer, Gate: gate,
+	finisher := &outcome.Finisher{RDB: queueRDB, Client: outcomes, CallbackMaxRetry: cfg.CallbackMaxRetry,
+		Retention: cfg.ResultRetention}
+	handler, err := export.NewHandler(export.Config{Store: store, Renderer: renderer, Gate: gate,
 		Hosts:     spec.Hosts{Sources: cfg.Allowed, Callbacks: cfg.CallbackAllowed},
 		Namespace: cfg.StorageURL, Logger: log, Observer: w.metrics, Hostname: w.opts.Hostname,
-		Sources:     htmlstore.Store{RDB: queueRDB},  // documents sent by reference live beside the tasks
-		Credentials: &credstore.Store{RDB: queueRDB}, // and so do per-export credentials
-		Finals: outcome.Reporter{RDB: queueRDB, Client: outcomes, CallbackMaxRetry: cfg.CallbackMaxRetry,
-			Retention: cfg.ResultRetention},
+		Sources:       htmlstore.Store{RDB: queueRDB},  // documents sent by reference live beside the tasks
+		Credentials:   &credstore.Store{RDB: queueRDB}, // and so do per-export credentials
+		Finisher:      finisher,
 		Cancellations: outcome.Cancels{RDB: queueRDB},
 		PublicURL:     cfg.APIPublicURL,
 	})
@@ -330,6 +336,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	// failed) while the lock Redis is still open, so another worker takes
 	// over at once rather than after LOCK_TTL.
 	w.undo = append(w.undo, w.stopTasks, srv.Shutdown)
+	w.sweepArchived(&outcome.Sweeper{Finisher: finisher, Queues: slices.Sorted(maps.Keys(cfg.QueueWeights)), Logger: log})
 	log.Info("worker started", "version", buildinfo.String(), "queues", cfg.Queues, "concurrency", cfg.WorkerConcurrency,
 		"render_concurrency", cfg.RenderConcurrency, "storage", store.Describe(), "admin", cfg.AdminAddr,
 		"allowed_hosts", cfg.Allowed.String())
@@ -368,6 +375,27 @@ func (w *Worker) stopTasks() {
 		w.log.Warn("tasks still running after shutdown; their leases expire after LOCK_TTL", "waited", handlerGrace)
 	}
 }
+
+// sweepArchived finishes, in the background, exports archived without a
+// final state (outcome.Sweeper), every Options.FinishSweepInterval until
+// Shutdown.
+func (w *Worker) sweepArchived(s *outcome.Sweeper) {
+	interval := w.opts.FinishSweepInterval
+	if interval <= 0 {
+		interval = finishSweepInterval
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx, interval)
+	}()
+	w.undo = append(w.undo, func() { cancel(); <-done })
+}
+
+// finishSweepInterval bounds how long an export archived without a final
+// state (its worker lost, a dashboard action) keeps what it stored.
+const finishSweepInterval = 5 * time.Second
 
 // sweepTemp removes, in the background, temp files a crash left in the file
 // store, at start and every sweepInterval, until Shutdown.

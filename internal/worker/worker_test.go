@@ -24,12 +24,12 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
-	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
@@ -56,7 +56,7 @@ func (s stubRenderer) Render(ctx context.Context, _ render.Source, _ spec.PrintS
 }
 
 type countingGate struct {
-	inner tasks.Gate
+	inner export.Gate
 	n     *atomic.Int64
 }
 
@@ -89,7 +89,7 @@ func TestWorker_ExportsWithOverrides(t *testing.T) {
 	w := New(cfg, Options{
 		Logger:   slog.New(slog.DiscardHandler),
 		Renderer: stubRenderer{pdf: onePagePDF(t)},
-		WrapGate: func(g tasks.Gate) tasks.Gate { return countingGate{inner: g, n: &gates} },
+		WrapGate: func(g export.Gate) export.Gate { return countingGate{inner: g, n: &gates} },
 		Middleware: []asynq.MiddlewareFunc{func(next asynq.Handler) asynq.Handler {
 			return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
 				tasksSeen.Add(1)

@@ -1,4 +1,4 @@
-package tasks_test
+package export_test
 
 import (
 	"testing"

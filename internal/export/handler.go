@@ -1,4 +1,4 @@
-package tasks
+package export
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -22,128 +21,9 @@ import (
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/render"
-	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
-
-// Store is what the handler needs from artifact storage.
-type Store interface {
-	Stat(ctx context.Context, key string) (storage.Object, error)
-	Create(ctx context.Context, key string, r io.Reader, o storage.PutOptions) (storage.Object, error)
-	Replace(ctx context.Context, key, ifMatchETag string, r io.Reader, o storage.PutOptions) (storage.Object, error)
-	Open(ctx context.Context, key string) (io.ReadCloser, error)
-}
-
-// Renderer prints a source to PDF and streams it to sink.
-type Renderer interface {
-	Render(ctx context.Context, src render.Source, s spec.PrintSettings, sink func(ctx context.Context, pdf io.Reader) error) (render.Stats, error)
-}
-
-// Gate serializes renders of one artifact across workers.
-type Gate interface {
-	Enter(ctx context.Context, id, staleETag string) (lock.Entry, error)
-	// ForgetStored erases a stored outcome whose artifact is gone, if the
-	// gate still records that etag (lock.Gate.ForgetStored).
-	ForgetStored(ctx context.Context, id, etag string) (bool, error)
-}
-
-// Sources holds the HTML documents that payloads name by reference
-// (htmlstore.Store).
-type Sources interface {
-	Get(ctx context.Context, ref spec.HTMLRef) (string, error)
-	Release(ctx context.Context, ref spec.HTMLRef) error
-}
-
-// Credentials holds the per-export source credentials that payloads name by
-// reference (credstore.Store).
-type Credentials interface {
-	Get(ctx context.Context, ref spec.CredentialsRef) (credstore.Credentials, error)
-	Release(ctx context.Context, ref spec.CredentialsRef) error
-}
-
-// job is a payload and the credentials its reference resolved to.
-type job struct {
-	spec.Payload
-	auth sourceauth.Credentials
-}
-
-// Finals reports an export's final outcome: it wakes waiting clients and
-// enqueues the callback (outcome.Reporter).
-type Finals interface {
-	Final(ctx context.Context, queue string, f spec.Final, cb *spec.Callback) error
-}
-
-// Cancellations tells whether an export was canceled by request
-// (outcome.Cancels).
-type Cancellations interface {
-	Canceled(ctx context.Context, taskID string) (bool, error)
-}
-
-// ErrCanceled ends an export canceled by request: final, never retried.
-var ErrCanceled = errors.New("export canceled by request")
-
-// Observer receives export outcomes for metrics.
-type Observer interface {
-	ExportDone(outcome string, d time.Duration) // rendered | reused | failed
-	StorageBytes(op string, n int64)
-}
-
-// Config wires a Handler.
-type Config struct {
-	Store    Store
-	Renderer Renderer
-	Gate     Gate
-	// Hosts are ALLOWED_HOSTS and CALLBACK_ALLOWED_HOSTS.
-	Hosts spec.Hosts
-	// Namespace separates lock ids of different storage locations sharing
-	// one Redis; use the STORAGE_URL.
-	Namespace string
-	Logger    *slog.Logger
-	Observer  Observer
-	// Sources resolves source.html_ref; nil refuses such payloads.
-	Sources Sources
-	// Credentials resolves source.credentials_ref; nil refuses such
-	// payloads.
-	Credentials Credentials
-	// Hostname goes into the artifact's metadata; default os.Hostname.
-	Hostname string
-	// Finals receives every final outcome; nil: nobody is told.
-	Finals Finals
-	// Cancellations is asked when a task starts and when its context is
-	// canceled; nil: exports are never canceled by request.
-	Cancellations Cancellations
-	// PublicURL is bin/api's base URL (API_PUBLIC_URL); when set, results
-	// carry download_url.
-	PublicURL string
-}
-
-// Handler processes pdf:export tasks. It is safe for concurrent use.
-type Handler struct {
-	cfg Config
-}
-
-// NewHandler returns a Handler; Store, Renderer and Gate are required.
-func NewHandler(cfg Config) (*Handler, error) {
-	if cfg.Store == nil || cfg.Renderer == nil || cfg.Gate == nil {
-		return nil, errors.New("tasks: Store, Renderer and Gate are required")
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = nopObserver{}
-	}
-	if cfg.Hostname == "" {
-		cfg.Hostname, _ = os.Hostname()
-	}
-	return &Handler{cfg: cfg}, nil
-}
-
-type nopObserver struct{}
-
-func (nopObserver) ExportDone(string, time.Duration) {}
-func (nopObserver) StorageBytes(string, int64)       {}
 
 // ErrStoredButMissing: a holder announced a stored artifact that storage
 // does not have (storage lost it, or workers disagree on STORAGE_URL).
@@ -153,73 +33,43 @@ var ErrStoredButMissing = errors.New("tasks: artifact announced as stored is mis
 // holder failed or vanished, so a poisoned key cannot spin a worker forever.
 const maxGatePasses = 5
 
+// job is an envelope and the credentials its reference resolved to.
+type job struct {
+	spec.Envelope
+	auth spec.Credentials
+}
+
 // ProcessTask implements asynq.Handler.
 func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 	start := time.Now()
 	taskID, _ := asynq.GetTaskID(ctx)
 	log := h.cfg.Logger.With("task_id", taskID)
-	p, err := spec.Decode(t.Payload())
+	env, err := spec.DecodeEnvelope(t.Payload())
 	var res *spec.Result
-	var ref *spec.HTMLRef            // a document that travelled beside the task
-	var credRef *spec.CredentialsRef // credentials that travelled beside it
-	ctx, span := startExport(ctx, taskID, p, err)
-	defer func() { endExport(span, res, rerr) }() // after the final report below
-	defer func() {
-		stopped := rerr != nil && h.canceled(ctx, taskID)
-		if stopped {
-			rerr = fmt.Errorf("%w: %w", ErrCanceled, asynq.SkipRetry)
-			log.InfoContext(ctx, "export canceled by request", "ms", time.Since(start).Milliseconds())
-		}
-		if ref != nil && !stopped {
-			// Its reference goes once the task is final, whatever the
-			// outcome; a retry needs it still. asynq moves a task whose
-			// context was canceled to retry, whatever it returns: whoever
-			// archives it then (the canceller, or its next attempt, which
-			// finds the cancel mark) gives the reference back, once.
-			h.releaseSource(ctx, log, *ref, rerr)
-		}
-		if credRef != nil && !stopped {
-			h.releaseCredentials(ctx, log, *credRef, rerr)
-		}
-		if final(ctx, rerr) {
-			h.finish(ctx, log, taskID, p, res, rerr)
-		}
-	}()
-	if err == nil {
-		ref, credRef = p.Source.HTMLRef, p.Source.Credentials
+	ctx, span := startExport(ctx, taskID, env, err)
+	defer func() { endExport(span, res, rerr) }() // after the finish below
+	if f, ok := h.finalAlready(ctx, taskID); ok {
+		// A dashboard "Run" of an archived task, or a retry of one stopped
+		// by a cancel: the export is over, and what it owned is gone.
+		log.InfoContext(ctx, "export is final already; nothing to do", "state", f.State)
+		return fmt.Errorf("export %s is %s already (enqueue it again to export anew): %w", taskID, f.State, asynq.SkipRetry)
 	}
+	var owned *spec.Envelope // names what the task stored beside itself, for Finish
+	if err == nil {
+		owned = &env
+	}
+	defer func() { rerr = h.end(ctx, log, taskID, owned, res, rerr) }()
 	if h.canceledBeforeStart(ctx, taskID) {
 		return fmt.Errorf("%w: %w", ErrCanceled, asynq.SkipRetry)
 	}
+	var j job
 	if err == nil {
-		err = p.Validate(h.cfg.Hosts)
-	}
-	if err == nil && ref != nil {
-		var html string
-		html, err = h.source(ctx, *ref)
+		j, err = h.resolve(ctx, taskID, env)
 		if err != nil && !errors.Is(err, spec.ErrInvalid) {
 			h.cfg.Observer.ExportDone("failed", time.Since(start))
-			log.WarnContext(ctx, "reading the source document failed; retrying", "err", err)
+			log.WarnContext(ctx, "reading what the export stored beside itself failed; retrying", "err", err)
 			return err
 		}
-		if err == nil {
-			p.Source = spec.Source{HTML: html}
-			err = p.Validate(h.cfg.Hosts)
-		}
-	}
-	if err == nil && (len(p.Source.Headers) > 0 || len(p.Source.Cookies) > 0) {
-		err = &spec.FieldError{Field: "source.headers", Rule: "per-export credentials travel beside the task, never in it: enqueue through exportclient, bin/api or bin/enqueue, which store them and send source.credentials_ref"}
-	}
-	var auth sourceauth.Credentials
-	if err == nil && credRef != nil {
-		var c credstore.Credentials
-		c, err = h.credentials(ctx, *credRef)
-		if err != nil && !errors.Is(err, spec.ErrInvalid) {
-			h.cfg.Observer.ExportDone("failed", time.Since(start))
-			log.WarnContext(ctx, "reading the source credentials failed; retrying", "err", err)
-			return err
-		}
-		auth = sourceauth.New(c.Headers, c.Cookies)
 	}
 	if err != nil {
 		err = redact.Error(err)
@@ -227,10 +77,10 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 		h.cfg.Observer.ExportDone("failed", time.Since(start))
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
-	key := p.ArtifactKey()
-	log = log.With("manual_id", p.ManualID, "version", p.Version, "key", key, "request_id", p.RequestID)
+	key := env.ArtifactKey()
+	log = log.With("manual_id", env.ManualID, "version", env.Version, "key", key, "request_id", env.RequestID)
 
-	r, err := h.export(ctx, log, job{p, auth}, key)
+	r, err := h.export(ctx, log, j, key)
 	if err != nil {
 		// The error becomes the task's error (the dashboard, status): no
 		// password or query value of any URL in it.
@@ -257,71 +107,40 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 			return fmt.Errorf("writing task result: %w", err)
 		}
 	}
+	if h.hooks.afterResult != nil {
+		h.hooks.afterResult(ctx, taskID)
+	}
 	res = &r
 	return nil
 }
 
-// final reports whether the attempt that ended with err is the task's last:
-// it succeeded, failed for good, or failed on its last retry. An attempt
-// whose context was canceled (the worker shutting down, asynq's cancel
-// without a cancel request) is not: asynq puts the task back, whatever the
-// retry count.
-func final(ctx context.Context, err error) bool {
-	if err == nil || errors.Is(err, asynq.SkipRetry) {
-		return true
+// resolve validates the envelope and reads what it names beside the task:
+// a stored source document, per-export credentials. Only data this task
+// stored is read: Redis, not the envelope, says what the task owns, so a
+// reference to another export's data fails for good, naming the field.
+func (h *Handler) resolve(ctx context.Context, taskID string, env spec.Envelope) (job, error) {
+	if err := env.Validate(h.cfg.Hosts); err != nil {
+		return job{}, err
 	}
-	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return false
+	j := job{Envelope: env}
+	if ref := env.Source.HTMLRef; ref != nil {
+		html, err := h.source(ctx, taskID, *ref)
+		if err != nil {
+			return job{}, err
+		}
+		j.Source = spec.EnvelopeSource{HTML: html}
+		if err := j.Validate(h.cfg.Hosts); err != nil {
+			return job{}, err
+		}
 	}
-	retried, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	return retried >= maxRetry
-}
-
-// canceledBeforeStart: a task canceled while asynq was handing it to us
-// (after the canceller saw it pending, before our cancel function existed).
-func (h *Handler) canceledBeforeStart(ctx context.Context, taskID string) bool {
-	if h.cfg.Cancellations == nil || taskID == "" {
-		return false
+	if ref := env.Source.Credentials; ref != nil {
+		c, err := h.credentials(ctx, taskID, *ref)
+		if err != nil {
+			return job{}, err
+		}
+		j.auth = c
 	}
-	c, err := h.cfg.Cancellations.Canceled(ctx, taskID)
-	return err == nil && c
-}
-
-// canceled reports whether a task that failed did so because it was
-// canceled by request: asynq canceled its context (not a deadline, not the
-// worker's shutdown) and the cancel marker is there.
-func (h *Handler) canceled(ctx context.Context, taskID string) bool {
-	if h.cfg.Cancellations == nil || taskID == "" || ctx.Err() == nil || context.Cause(ctx) != context.Canceled {
-		return false
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	c, err := h.cfg.Cancellations.Canceled(rctx, taskID)
-	return err == nil && c
-}
-
-// finish reports a final outcome: waiting clients wake, the callback is
-// enqueued. A callback that cannot be enqueued is logged, not retried by
-// failing the export (its artifact is stored; the result is readable).
-func (h *Handler) finish(ctx context.Context, log *slog.Logger, taskID string, p spec.Payload, res *spec.Result, err error) {
-	if h.cfg.Finals == nil || taskID == "" {
-		return
-	}
-	f := spec.Final{TaskID: taskID, State: spec.StateCompleted, ManualID: p.ManualID, Version: p.Version, RequestID: p.RequestID, Result: res}
-	switch {
-	case errors.Is(err, ErrCanceled):
-		f.State, f.Error = spec.StateCanceled, err.Error()
-	case err != nil:
-		f.State, f.Error = spec.StateFailed, err.Error()
-	}
-	f.Retried, _ = asynq.GetRetryCount(ctx)
-	queue, _ := asynq.GetQueueName(ctx)
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if ferr := h.cfg.Finals.Final(rctx, queue, f, p.Callback); ferr != nil {
-		log.ErrorContext(ctx, "reporting the final outcome failed; waiters fall back to polling", "state", f.State, "callback", p.Callback != nil, "err", redact.Error(ferr))
-	}
+	return j, nil
 }
 
 func (h *Handler) export(ctx context.Context, log *slog.Logger, p job, key string) (spec.Result, error) {
@@ -492,66 +311,44 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 	if err := h.writeInfo(ctx, key, stored.ETag, info); err != nil {
 		log.WarnContext(ctx, "writing artifact info failed; readers will count pages themselves", "err", err)
 	}
-	return spec.Result{
-		ArtifactKey: stored.Key, URL: stored.URL, ETag: stored.ETag, Bytes: stored.Size, Pages: stats.Pages,
-		Rendered: true, FailOpen: failOpen, RenderMS: renderMS, WaitedMS: waited.Milliseconds(),
-		Warnings: stats.Warnings, WarningsOmitted: stats.WarningsOmitted,
-	}, nil
+	res := result(stored, info, true, failOpen, waited)
+	res.RenderMS = renderMS
+	return res, nil
 }
 
-// source fetches a document named by reference. A document that is gone is
-// bad input (never retried); a Redis error is not.
-func (h *Handler) source(ctx context.Context, ref spec.HTMLRef) (string, error) {
+// source fetches a document named by reference. A document that is gone,
+// or is not this task's, is bad input (never retried); a Redis error is not.
+func (h *Handler) source(ctx context.Context, taskID string, ref spec.HTMLRef) (string, error) {
 	if h.cfg.Sources == nil {
 		return "", &spec.FieldError{Field: "source.html_ref", Rule: "this worker has no store of source documents"}
 	}
-	html, err := h.cfg.Sources.Get(ctx, ref)
-	if errors.Is(err, htmlstore.ErrMissing) {
+	html, err := h.cfg.Sources.Get(ctx, taskID, ref)
+	switch {
+	case errors.Is(err, htmlstore.ErrMissing):
 		return "", &spec.FieldError{Field: "source.html_ref", Rule: fmt.Sprintf(
 			"the source document (sha256 %s) is gone: it expired before the export ran, or was deleted; enqueue the export again", ref.SHA256)}
+	case errors.Is(err, htmlstore.ErrNotOwner):
+		return "", &spec.FieldError{Field: "source.html_ref", Rule: fmt.Sprintf(
+			"the source document (sha256 %s) was not stored for this export: a task reads only what its enqueuer stored for it", ref.SHA256)}
 	}
 	return html, err
 }
 
-// releaseSource drops the task's reference to its source document once the
-// task is final: done, failed for good, or failed on its last attempt.
-func (h *Handler) releaseSource(ctx context.Context, log *slog.Logger, ref spec.HTMLRef, err error) {
-	if h.cfg.Sources == nil {
-		return
-	}
-	if !final(ctx, err) {
-		return // another attempt will read it
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := h.cfg.Sources.Release(rctx, ref); err != nil {
-		log.WarnContext(ctx, "releasing the source document failed; its TTL removes it", "sha256", ref.SHA256, "err", err)
-	}
-}
-
 // credentials fetches per-export credentials named by reference. Ones that
-// are gone are bad input (never retried); a Redis error is not.
-func (h *Handler) credentials(ctx context.Context, ref spec.CredentialsRef) (credstore.Credentials, error) {
+// are gone, or are not this task's, are bad input (never retried); a Redis
+// error is not.
+func (h *Handler) credentials(ctx context.Context, taskID string, ref spec.CredentialsRef) (spec.Credentials, error) {
 	if h.cfg.Credentials == nil {
-		return credstore.Credentials{}, &spec.FieldError{Field: "source.credentials_ref", Rule: "this worker has no store of source credentials"}
+		return spec.Credentials{}, &spec.FieldError{Field: "source.credentials_ref", Rule: "this worker has no store of source credentials"}
 	}
-	c, err := h.cfg.Credentials.Get(ctx, ref)
-	if errors.Is(err, credstore.ErrMissing) {
+	c, err := h.cfg.Credentials.Get(ctx, taskID, ref)
+	switch {
+	case errors.Is(err, credstore.ErrMissing):
 		return c, &spec.FieldError{Field: "source.credentials_ref", Rule: "the export's credentials are gone: they expired (SOURCE_TTL) before the export ran, or the export was final already; enqueue it again"}
+	case errors.Is(err, credstore.ErrNotOwner):
+		return spec.Credentials{}, &spec.FieldError{Field: "source.credentials_ref", Rule: "the credentials were not stored for this export: a task reads only what its enqueuer stored for it"}
 	}
 	return c, err
-}
-
-// releaseCredentials deletes the task's credentials once the task is final.
-func (h *Handler) releaseCredentials(ctx context.Context, log *slog.Logger, ref spec.CredentialsRef, err error) {
-	if h.cfg.Credentials == nil || !final(ctx, err) {
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := h.cfg.Credentials.Release(rctx, ref); err != nil {
-		log.WarnContext(ctx, "deleting the source credentials failed; their TTL removes them", "err", err)
-	}
 }
 
 // taskIDMeta is the artifact metadata naming the task that stored it.
@@ -579,12 +376,18 @@ func (h *Handler) reuse(ctx context.Context, key string, obj storage.Object, wai
 	if err := render.PageErrors(failOn, info.Warnings, unlisted); err != nil {
 		return spec.Result{}, fmt.Errorf("the stored artifact %s: %w (export again with force once the page is fixed): %w", obj.Key, err, asynq.SkipRetry)
 	}
+	// The task that rendered it says so, on whichever attempt it reads it.
+	return result(obj, info, storedBy(ctx, obj), failOpen, waited), nil
+}
+
+// result is the result document of an export whose artifact is obj, as info
+// describes it: the one place a result is assembled.
+func result(obj storage.Object, info artifactInfo, rendered, failOpen bool, waited time.Duration) spec.Result {
 	return spec.Result{
 		ArtifactKey: obj.Key, URL: obj.URL, ETag: obj.ETag, Bytes: obj.Size, Pages: info.Pages,
-		// The task that rendered it says so, on whichever attempt it reads it.
-		Rendered: storedBy(ctx, obj), FailOpen: failOpen, WaitedMS: waited.Milliseconds(),
+		Rendered: rendered, FailOpen: failOpen, WaitedMS: waited.Milliseconds(),
 		Warnings: info.Warnings, WarningsOmitted: info.WarningsOmitted,
-	}, nil
+	}
 }
 
 // lockID names the render mutex of an artifact: a fixed-length hash, so

@@ -27,22 +27,28 @@ const (
 	maxIdentifierLength = 128
 )
 
-// Payload is the JSON body of a pdf:export task (schema version 1).
-type Payload struct {
-	V         int     `json:"v"`
-	ManualID  string  `json:"manual_id"`
-	Version   string  `json:"version"`
-	Source    Source  `json:"source"`
-	Options   Options `json:"options,omitzero"`
-	Force     bool    `json:"force,omitempty"`
-	RequestID string  `json:"request_id,omitempty"`
+// Envelope is the queued payload of a pdf:export task (schema version 1):
+// what a worker reads. Only an enqueuer (exportclient, and so bin/api and
+// bin/enqueue) writes one, from a Request: it stores the request's secrets
+// and a large inline document beside the task, owned by the task, and puts
+// only references to them here, with the caller's trace context. Nothing in
+// an envelope is a secret, since the dashboard and status readers see it.
+type Envelope struct {
+	V         int            `json:"v"`
+	ManualID  string         `json:"manual_id"`
+	Version   string         `json:"version"`
+	Source    EnvelopeSource `json:"source"`
+	Options   Options        `json:"options,omitzero"`
+	Force     bool           `json:"force,omitempty"`
+	RequestID string         `json:"request_id,omitempty"`
 	// Callback, when set, is POSTed the outcome once the export is final.
 	// It is not part of the artifact's identity.
 	Callback *Callback `json:"callback,omitempty"`
 	// Traceparent and Tracestate are the W3C trace context of whoever
 	// enqueued the export (https://www.w3.org/TR/trace-context/): the
 	// worker's spans join that trace. Optional, validated, not part of the
-	// artifact's identity.
+	// artifact's identity. Envelope-only: taken from the caller's context
+	// or traceparent header, never from a request body.
 	Traceparent string `json:"traceparent,omitempty"`
 	Tracestate  string `json:"tracestate,omitempty"`
 }
@@ -53,20 +59,16 @@ type Callback struct {
 	URL string `json:"url"`
 }
 
-// Source is what to print: a URL on ALLOWED_HOSTS, an inline HTML document,
-// or a reference to an HTML document stored beside the task (a large inline
-// document: it does not sit in the task for RESULT_RETENTION). Exactly one is
-// set.
-type Source struct {
-	URL     string   `json:"url,omitempty"`
-	HTML    string   `json:"html,omitempty"`
-	HTMLRef *HTMLRef `json:"html_ref,omitempty"`
-	// Headers and Cookies are per-export credentials for the source URL's
-	// exact host (see credentials.go). A queued payload carries them only
-	// as Credentials, a reference to where they wait beside the task.
-	Headers     map[string]string `json:"headers,omitempty"`
-	Cookies     []Cookie          `json:"cookies,omitempty"`
-	Credentials *CredentialsRef   `json:"credentials_ref,omitempty"`
+// EnvelopeSource is what to print: a URL on ALLOWED_HOSTS, an inline HTML
+// document, or a reference to an HTML document stored beside the task (a
+// large inline document: it does not sit in the task for RESULT_RETENTION).
+// Exactly one is set. A URL may come with a reference to per-export
+// credentials stored beside the task.
+type EnvelopeSource struct {
+	URL         string          `json:"url,omitempty"`
+	HTML        string          `json:"html,omitempty"`
+	HTMLRef     *HTMLRef        `json:"html_ref,omitempty"`
+	Credentials *CredentialsRef `json:"credentials_ref,omitempty"`
 }
 
 // HTMLRef names an HTML document stored beside the task by its SHA-256: the
@@ -160,27 +162,24 @@ func FirstField(err error) string {
 	return ""
 }
 
-// Decode parses a payload strictly: unknown fields, wrong types, trailing data
-// and documents over MaxPayloadBytes are rejected with a FieldError. It does
-// not validate values; call Validate for that.
-func Decode(data []byte) (Payload, error) {
+// DecodeEnvelope parses a queued payload strictly: unknown fields, wrong
+// types, trailing data and documents over MaxPayloadBytes are rejected with a
+// FieldError. Raw credentials (source.headers, source.cookies) are refused:
+// an envelope names them only by reference. It does not validate values;
+// call Validate for that.
+func DecodeEnvelope(data []byte) (Envelope, error) {
 	if len(data) > MaxPayloadBytes {
-		return Payload{}, fieldErr("payload", "larger than %d bytes", MaxPayloadBytes)
+		return Envelope{}, fieldErr("payload", "larger than %d bytes", MaxPayloadBytes)
 	}
-	var p Payload
-	if err := decodeStrict(bytes.NewReader(data), &p); err != nil {
-		return Payload{}, err
+	var e Envelope
+	if err := decodeStrict(bytes.NewReader(data), &e); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) && (fe.Field == "headers" || fe.Field == "cookies") {
+			return Envelope{}, fieldErr("source."+fe.Field, "per-export credentials travel beside the task, never in it: enqueue through exportclient, bin/api or bin/enqueue, which store them and queue source.credentials_ref")
+		}
+		return Envelope{}, err
 	}
-	return p, nil
-}
-
-// DecodeReader is Decode for a stream; it reads at most MaxPayloadBytes+1 bytes.
-func DecodeReader(r io.Reader) (Payload, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxPayloadBytes+1))
-	if err != nil {
-		return Payload{}, fmt.Errorf("reading payload: %w", err)
-	}
-	return Decode(data)
+	return e, nil
 }
 
 func decodeStrict(r io.Reader, v any) error {
@@ -237,9 +236,9 @@ func jsonKind(goKind string) string {
 	}
 }
 
-// Encode marshals a payload. It does not validate.
-func (p Payload) Encode() ([]byte, error) {
-	return json.Marshal(p)
+// Encode marshals an envelope. It does not validate.
+func (e Envelope) Encode() ([]byte, error) {
+	return json.Marshal(e)
 }
 
 // DecodeResult parses a task result document.

@@ -1,4 +1,4 @@
-package tasks_test
+package export_test
 
 import (
 	"bytes"
@@ -11,11 +11,11 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
-	"github.com/pdfexport/pdfexport/internal/tasks"
 )
 
 // memStore keeps what is stored in memory (sizes only, no data).
@@ -81,14 +81,14 @@ func (openGate) ForgetStored(context.Context, string, string) (bool, error) { re
 // so that what is left is the handler's own work: the part tracing adds to.
 // Each iteration exports a new version (a render, not a reuse).
 func benchmarkProcessTask(b *testing.B) {
-	h, err := tasks.NewHandler(tasks.Config{Store: &memStore{objs: map[string]storage.Object{}}, Renderer: pdfRenderer{pdf: bytes.Repeat([]byte("%PDF-1.7 "), 1000)},
+	h, err := export.NewHandler(export.Config{Store: &memStore{objs: map[string]storage.Object{}}, Renderer: pdfRenderer{pdf: bytes.Repeat([]byte("%PDF-1.7 "), 1000)},
 		Gate: openGate{}, Logger: slog.New(slog.DiscardHandler), Hostname: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	payloads := make([][]byte, b.N)
 	for i := range payloads {
-		p := spec.Payload{V: 1, ManualID: "ops-guide", Version: "1." + strconv.Itoa(i), Source: spec.Source{HTML: "<h1>Manual</h1>"},
+		p := spec.Envelope{V: 1, ManualID: "ops-guide", Version: "1." + strconv.Itoa(i), Source: spec.EnvelopeSource{HTML: "<h1>Manual</h1>"},
 			RequestID: "bench"}
 		payloads[i], _ = p.Encode()
 	}
@@ -105,5 +105,5 @@ func benchmarkProcessTask(b *testing.B) {
 // BenchmarkProcessTask: the handler with tracing off (the global no-op
 // provider, as a process without OTEL_* variables runs). Run it on this
 // tree and on the commit before tracing to compare; BenchmarkProcessTaskTraced
-// (internal/tasks, tracing_bench_test.go) is the same with spans recorded.
+// (internal/export, tracing_bench_test.go) is the same with spans recorded.
 func BenchmarkProcessTask(b *testing.B) { benchmarkProcessTask(b) }

@@ -1,4 +1,4 @@
-package tasks_test
+package export_test
 
 import (
 	"context"
@@ -17,11 +17,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
-	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
@@ -63,7 +63,7 @@ func startEnvWith(t *testing.T, workers int, wrap func(storage.Backend) storage.
 	t.Cleanup(func() { _ = lockRedis.Close() })
 	for i := range workers {
 		gate := lock.NewGate(lock.NewMutex(lockRedis, lock.Config{TTL: 5 * time.Second, FailOpen: true, OpTimeout: time.Second, Logger: log}))
-		h, err := tasks.NewHandler(tasks.Config{Store: store, Renderer: renderer, Gate: gate, Logger: log, Namespace: e.dir,
+		h, err := export.NewHandler(export.Config{Store: store, Renderer: renderer, Gate: gate, Logger: log, Namespace: e.dir,
 			Hostname: "worker-" + strconv.Itoa(i)})
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +95,7 @@ func (quietAsynq) Warn(...any)  {}
 func (quietAsynq) Error(...any) {}
 func (quietAsynq) Fatal(...any) {}
 
-func (e *env) export(t *testing.T, p spec.Payload) exportclient.Status {
+func (e *env) export(t *testing.T, p spec.Request) exportclient.Status {
 	t.Helper()
 	job, err := e.client.EnqueuePayload(context.Background(), p)
 	if err != nil {
@@ -110,8 +110,8 @@ func (e *env) export(t *testing.T, p spec.Payload) exportclient.Status {
 	return st
 }
 
-func manualPayload() spec.Payload {
-	return spec.Payload{V: 1, ManualID: "acme", Version: "1.0", Source: spec.Source{HTML: manualHTML},
+func manualPayload() spec.Request {
+	return spec.Request{V: 1, ManualID: "acme", Version: "1.0", Source: spec.RequestSource{HTML: manualHTML},
 		Options: spec.Options{WaitFor: "window.__PDF_READY__===true"}}
 }
 

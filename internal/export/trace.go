@@ -1,4 +1,4 @@
-package tasks
+package export
 
 import (
 	"context"
@@ -25,12 +25,12 @@ import (
 //	└─ render lock release internal/lock
 //
 // Spans are started with tracing.Start: nothing is allocated with tracing off.
-const scope = "github.com/pdfexport/pdfexport/internal/tasks"
+const scope = "github.com/pdfexport/pdfexport/internal/export"
 
 // startExport starts the consumer span of one attempt of a pdf:export task,
 // continuing the trace its payload names (a malformed traceparent, which
 // Validate then refuses, starts no trace of its own).
-func startExport(ctx context.Context, taskID string, p spec.Payload, decodeErr error) (context.Context, trace.Span) {
+func startExport(ctx context.Context, taskID string, p spec.Envelope, decodeErr error) (context.Context, trace.Span) {
 	if decodeErr == nil && p.Traceparent != "" && spec.ValidTraceparent(p.Traceparent) {
 		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": p.Traceparent, "tracestate": p.Tracestate})
 	}

@@ -1,0 +1,139 @@
+package export
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/pdfexport/pdfexport/internal/lock"
+	"github.com/pdfexport/pdfexport/internal/outcome"
+	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/storage"
+)
+
+// Store is what the handler needs from artifact storage.
+type Store interface {
+	Stat(ctx context.Context, key string) (storage.Object, error)
+	Create(ctx context.Context, key string, r io.Reader, o storage.PutOptions) (storage.Object, error)
+	Replace(ctx context.Context, key, ifMatchETag string, r io.Reader, o storage.PutOptions) (storage.Object, error)
+	Open(ctx context.Context, key string) (io.ReadCloser, error)
+}
+
+// Renderer prints a source to PDF and streams it to sink.
+type Renderer interface {
+	Render(ctx context.Context, src render.Source, s spec.PrintSettings, sink func(ctx context.Context, pdf io.Reader) error) (render.Stats, error)
+}
+
+// Gate serializes renders of one artifact across workers.
+type Gate interface {
+	Enter(ctx context.Context, id, staleETag string) (lock.Entry, error)
+	// ForgetStored erases a stored outcome whose artifact is gone, if the
+	// gate still records that etag (lock.Gate.ForgetStored).
+	ForgetStored(ctx context.Context, id, etag string) (bool, error)
+}
+
+// Sources holds the HTML documents that envelopes name by reference
+// (htmlstore.Store). Get answers only for a task that owns the document
+// (htmlstore.ErrNotOwner otherwise).
+type Sources interface {
+	Get(ctx context.Context, owner string, ref spec.HTMLRef) (string, error)
+}
+
+// Credentials holds the per-export source credentials that envelopes name by
+// reference (credstore.Store). Get answers only for the task that stored
+// them (credstore.ErrNotOwner otherwise).
+type Credentials interface {
+	Get(ctx context.Context, owner string, ref spec.CredentialsRef) (spec.Credentials, error)
+}
+
+// Finisher ends exports (outcome.Finisher): Finish records the final state
+// once, releases what the task owns, announces it and enqueues the
+// callback; Recorded reads a recorded final state.
+type Finisher interface {
+	Finish(ctx context.Context, queue string, env *spec.Envelope, f spec.Final) (outcome.Finished, error)
+	Recorded(ctx context.Context, taskID string) (spec.Final, bool, error)
+}
+
+// Cancellations tells whether an export was canceled by request
+// (outcome.Cancels).
+type Cancellations interface {
+	Canceled(ctx context.Context, taskID string) (bool, error)
+}
+
+// ErrCanceled ends an export canceled by request: final, never retried.
+var ErrCanceled = errors.New(spec.CanceledError)
+
+// Observer receives export outcomes for metrics.
+type Observer interface {
+	ExportDone(outcome string, d time.Duration) // rendered | reused | failed
+	StorageBytes(op string, n int64)
+}
+
+// Config wires a Handler.
+type Config struct {
+	Store    Store
+	Renderer Renderer
+	Gate     Gate
+	// Hosts are ALLOWED_HOSTS and CALLBACK_ALLOWED_HOSTS.
+	Hosts spec.Hosts
+	// Namespace separates lock ids of different storage locations sharing
+	// one Redis; use the STORAGE_URL.
+	Namespace string
+	Logger    *slog.Logger
+	Observer  Observer
+	// Sources resolves source.html_ref; nil refuses such envelopes.
+	Sources Sources
+	// Credentials resolves source.credentials_ref; nil refuses such
+	// envelopes.
+	Credentials Credentials
+	// Hostname goes into the artifact's metadata; default os.Hostname.
+	Hostname string
+	// Finisher ends every export that becomes final; nil: nothing is
+	// recorded, released or announced (tests of the render path only).
+	Finisher Finisher
+	// Cancellations is asked when a task starts and when its context is
+	// canceled; nil: exports are never canceled by request.
+	Cancellations Cancellations
+	// PublicURL is bin/api's base URL (API_PUBLIC_URL); when set, results
+	// carry download_url.
+	PublicURL string
+}
+
+// Handler processes pdf:export tasks. It is safe for concurrent use.
+type Handler struct {
+	cfg   Config
+	hooks hooks
+}
+
+// hooks are test seams; all nil in production.
+type hooks struct {
+	// afterResult runs after the result is written, before the handler
+	// returns and finishes the export.
+	afterResult func(ctx context.Context, taskID string)
+}
+
+// NewHandler returns a Handler; Store, Renderer and Gate are required.
+func NewHandler(cfg Config) (*Handler, error) {
+	if cfg.Store == nil || cfg.Renderer == nil || cfg.Gate == nil {
+		return nil, errors.New("tasks: Store, Renderer and Gate are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.Hostname == "" {
+		cfg.Hostname, _ = os.Hostname()
+	}
+	return &Handler{cfg: cfg}, nil
+}
+
+type nopObserver struct{}
+
+func (nopObserver) ExportDone(string, time.Duration) {}
+func (nopObserver) StorageBytes(string, int64)       {}

@@ -1,0 +1,126 @@
+package export
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/pdfexport/pdfexport/internal/redact"
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+// finishTimeout bounds the Redis work of finishing an export, which runs
+// even when the task's own context is over.
+const finishTimeout = 5 * time.Second
+
+// end is the last step of every attempt: when the attempt leaves the export
+// final, the export is finished through Config.Finisher, the one place that
+// records the final state, releases what the task owns, announces it and
+// enqueues the callback. It returns the attempt's error as asynq should see
+// it: an attempt stopped by a cancel request is final, never retried.
+func (h *Handler) end(ctx context.Context, log *slog.Logger, taskID string, env *spec.Envelope, res *spec.Result, err error) error {
+	stopped := err != nil && h.canceled(ctx, taskID)
+	if stopped {
+		err = fmt.Errorf("%w: %w", ErrCanceled, asynq.SkipRetry)
+		log.InfoContext(ctx, "export canceled by request")
+	}
+	if !stopped && !final(ctx, err) {
+		return err // another attempt follows and needs what the task owns
+	}
+	h.finish(ctx, log, taskID, env, finalOf(taskID, env, res, err))
+	return err
+}
+
+// finalOf is the final state an attempt that ended with err leaves.
+func finalOf(taskID string, env *spec.Envelope, res *spec.Result, err error) spec.Final {
+	f := spec.Final{TaskID: taskID, State: spec.StateCompleted, Result: res}
+	if env != nil {
+		f.ManualID, f.Version, f.RequestID = env.ManualID, env.Version, env.RequestID
+	}
+	switch {
+	case errors.Is(err, ErrCanceled):
+		f.State, f.Error, f.Result = spec.StateCanceled, spec.CanceledError, nil
+	case err != nil:
+		f.State, f.Error, f.Result = spec.StateFailed, err.Error(), nil
+	}
+	return f
+}
+
+// finish hands a final export to the Finisher. A failure is logged, never
+// turned into a retry: the export's outcome does not change because
+// announcing it failed (what the task stored expires with its TTL, waiters
+// fall back to polling).
+func (h *Handler) finish(ctx context.Context, log *slog.Logger, taskID string, env *spec.Envelope, f spec.Final) {
+	if h.cfg.Finisher == nil || taskID == "" {
+		return
+	}
+	f.Retried, _ = asynq.GetRetryCount(ctx)
+	queue, _ := asynq.GetQueueName(ctx)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	done, err := h.cfg.Finisher.Finish(rctx, queue, env, f)
+	if err != nil {
+		log.ErrorContext(ctx, "finishing the export failed; what it stored expires with its TTL, waiters fall back to polling",
+			"state", f.State, "recorded", done.Recorded, "err", redact.Error(err))
+		return
+	}
+	if !done.Recorded {
+		log.InfoContext(ctx, "export was finished already", "state", done.Final.State, "attempt_state", f.State)
+	}
+}
+
+// finalAlready reports a final state recorded for the task (by a cancel, an
+// earlier attempt, the sweep of archived tasks): then there is nothing to do.
+// A Redis error answers no: the attempt runs, and Finish, which records
+// once, keeps the first outcome.
+func (h *Handler) finalAlready(ctx context.Context, taskID string) (spec.Final, bool) {
+	if h.cfg.Finisher == nil || taskID == "" {
+		return spec.Final{}, false
+	}
+	f, ok, err := h.cfg.Finisher.Recorded(ctx, taskID)
+	return f, err == nil && ok
+}
+
+// final reports whether the attempt that ended with err is the task's last:
+// it succeeded, failed for good, or failed on its last retry. An attempt
+// whose context was canceled (the worker shutting down, asynq's cancel
+// without a cancel request) is not: asynq puts the task back, whatever the
+// retry count.
+func final(ctx context.Context, err error) bool {
+	if err == nil || errors.Is(err, asynq.SkipRetry) {
+		return true
+	}
+	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return false
+	}
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	return retried >= maxRetry
+}
+
+// canceledBeforeStart: a task canceled while asynq was handing it to us
+// (after the canceller saw it pending, before our cancel function existed).
+func (h *Handler) canceledBeforeStart(ctx context.Context, taskID string) bool {
+	if h.cfg.Cancellations == nil || taskID == "" {
+		return false
+	}
+	c, err := h.cfg.Cancellations.Canceled(ctx, taskID)
+	return err == nil && c
+}
+
+// canceled reports whether a task that failed did so because it was
+// canceled by request: asynq canceled its context (not a deadline, not the
+// worker's shutdown) and the cancel marker is there.
+func (h *Handler) canceled(ctx context.Context, taskID string) bool {
+	if h.cfg.Cancellations == nil || taskID == "" || ctx.Err() == nil || context.Cause(ctx) != context.Canceled {
+		return false
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	c, err := h.cfg.Cancellations.Canceled(rctx, taskID)
+	return err == nil && c
+}

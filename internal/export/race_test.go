@@ -1,0 +1,194 @@
+package export
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/credstore"
+	"github.com/pdfexport/pdfexport/internal/htmlstore"
+	"github.com/pdfexport/pdfexport/internal/lock"
+	"github.com/pdfexport/pdfexport/internal/outcome"
+	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
+)
+
+// TestFinish_ACancelLandingAfterTheResultFinishesOnce: a cancel that lands
+// between the result write and the handler's return (driven there by a
+// hook: the cancel is sent and the task's context is canceled before the
+// handler goes on). asynq then sees a canceled context and moves the task
+// to retry, and the canceller archives and finishes it too. The export
+// still ends once: one final state (completed, with its result), one
+// announcement, one callback; the document it shares with an export that
+// is still waiting is released once, so that export completes.
+func TestFinish_ACancelLandingAfterTheResultFinishesOnce(t *testing.T) {
+	srv := testsupport.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	files, err := storage.NewFile(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	renderer, err := render.New(render.Config{ChromiumPath: testsupport.ChromiumPath(t), Concurrency: 2, Timeout: 30 * time.Second, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = renderer.Close() })
+	finisher := &outcome.Finisher{RDB: rdb, Client: asynq.NewClientFromRedisClient(rdb), CallbackMaxRetry: 1, Retention: time.Hour}
+	hosts := spec.Hosts{Callbacks: allowlist.MustParse("hooks.example.com")}
+	h, err := NewHandler(Config{Store: files, Renderer: renderer, Logger: log, Hosts: hosts,
+		Gate:    lock.NewGate(lock.NewMutex(rdb, lock.Config{TTL: 5 * time.Second, Logger: log})),
+		Sources: htmlstore.Store{RDB: rdb}, Credentials: &credstore.Store{RDB: rdb},
+		Finisher: finisher, Cancellations: outcome.Cancels{RDB: rdb}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: srv.Addr()}, MaxRetry: 3,
+		CallbackAllowedHosts: "hooks.example.com", Queues: []string{"default", "later"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+
+	canceled := make(chan exportclient.Status, 1)
+	var hookRuns int
+	var hookMu sync.Mutex
+	h.hooks.afterResult = func(ctx context.Context, taskID string) {
+		hookMu.Lock()
+		hookRuns++
+		first := hookRuns == 1
+		hookMu.Unlock()
+		if !first {
+			return
+		}
+		go func() {
+			st, err := client.Cancel(context.Background(), taskID)
+			if err != nil && !strings.Contains(err.Error(), "final already") {
+				t.Errorf("Cancel: %v", err)
+			}
+			canceled <- st
+		}()
+		select { // the cancel has reached the handler
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+			t.Error("the cancel did not reach the running task")
+		}
+	}
+	worker := asynq.NewServer(asynq.RedisClientOpt{Addr: srv.Addr()}, asynq.Config{Concurrency: 2, Queues: map[string]int{"default": 1, "later": 1},
+		TaskCheckInterval: 20 * time.Millisecond, Logger: quiet{}, LogLevel: asynq.FatalLevel,
+		RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 200 * time.Millisecond }})
+	mux := asynq.NewServeMux()
+	mux.Handle(spec.TaskType, h)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	if err := insp.PauseQueue("later"); err != nil {
+		t.Fatal(err)
+	}
+	doc := "<!doctype html><h1>Shared</h1><p>" + strings.Repeat("the shared manual. ", 4<<10) + "</p>"
+	waiting, err := client.Enqueue(ctx, exportclient.Request{ManualID: "m", Version: "1", HTML: doc}, exportclient.Queue("later"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := rdb.SSubscribe(ctx, outcome.Channel)
+	t.Cleanup(func() { _ = ps.Close() })
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.Start(mux); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(worker.Shutdown)
+	job, err := client.Enqueue(ctx, exportclient.Request{ManualID: "m", Version: "1", HTML: doc, Options: exportclient.Options{Landscape: true},
+		CallbackURL: "https://hooks.example.com/pdf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cancelSaw exportclient.Status
+	select {
+	case cancelSaw = <-canceled:
+	case <-ctx.Done():
+		t.Fatal("the cancel never returned")
+	}
+	// Let the canceller archive it and asynq settle.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		info, err := insp.GetTaskInfo("default", job.TaskID)
+		if err == nil && (info.State == asynq.TaskStateArchived || info.State == asynq.TaskStateCompleted) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the export did not settle: %+v %v", info, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	st, err := client.Status(ctx, job.TaskID)
+	if err != nil || st.State != exportclient.StateCompleted || st.Result == nil || st.Result.Pages == 0 {
+		t.Fatalf("status %+v, %v: want completed with its result (the cancel came too late)", st, err)
+	}
+	if cancelSaw.State != exportclient.StateCompleted {
+		t.Errorf("Cancel reported %+v, want the recorded completed", cancelSaw)
+	}
+	var states []string
+	timeout := time.After(500 * time.Millisecond)
+collect:
+	for {
+		select {
+		case m := <-ps.Channel():
+			var f spec.Final
+			if json.Unmarshal([]byte(m.Payload), &f) == nil && f.TaskID == job.TaskID {
+				states = append(states, f.State)
+			}
+		case <-timeout:
+			break collect
+		}
+	}
+	if len(states) != 1 || states[0] != spec.StateCompleted {
+		t.Errorf("announcements %v, want one: completed", states)
+	}
+	cb, err := insp.GetTaskInfo("default", outcome.CallbackTaskID(job.TaskID))
+	if err != nil {
+		t.Fatalf("callback: %v", err)
+	}
+	var ct spec.CallbackTask
+	var body spec.Final
+	if json.Unmarshal(cb.Payload, &ct) != nil || json.Unmarshal(ct.Body, &body) != nil || body.State != spec.StateCompleted {
+		t.Errorf("callback body %s, want state completed", ct.Body)
+	}
+	docKey := "pdfexport:html:{" + htmlstore.Ref(doc).SHA256 + "}"
+	if owners := rdb.HGet(ctx, docKey, "owners").Val(); owners != "1" {
+		t.Errorf("document owners %q after the race, want 1 (the waiting export)", owners)
+	}
+	if err := insp.UnpauseQueue("later"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := client.Wait(ctx, waiting.TaskID, 0); err != nil || st.State != exportclient.StateCompleted {
+		t.Fatalf("the export sharing the document: %+v, %v", st, err)
+	}
+	if rdb.Exists(ctx, docKey).Val() != 0 {
+		t.Error("the document outlived its last export")
+	}
+}
+
+type quiet struct{}
+
+func (quiet) Debug(...any) {}
+func (quiet) Info(...any)  {}
+func (quiet) Warn(...any)  {}
+func (quiet) Error(...any) {}
+func (quiet) Fatal(...any) {}
