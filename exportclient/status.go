@@ -152,7 +152,12 @@ func (c *Client) Wait(ctx context.Context, taskID string, interval time.Duration
 	full := true // read the whole task: first poll, unknown queue, or a final state
 	for {
 		if full {
-			s, err = c.Status(ctx, taskID)
+			st, serr := c.Status(ctx, taskID)
+			if serr != nil && ctx.Err() != nil && s.TaskID != "" {
+				// The wait ended during the read: answer with the state known.
+				return s, fmt.Errorf("waiting for %s (state %s): %w", taskID, s.State, ctx.Err())
+			}
+			s, err = st, serr
 			if err != nil && !errors.Is(err, ErrUnavailable) {
 				return s, err
 			}
