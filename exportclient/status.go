@@ -147,29 +147,41 @@ func statusOf(info *asynq.TaskInfo) (Status, error) {
 // outcome the worker announces (one shared subscription per Client), so a
 // final export is seen within about a millisecond; every interval (default
 // 1s) it also reads the task's state, which covers an announcement missed
-// while Redis was unreachable. Without announcements (the subscription
-// failed) it polls every interval, at most 100ms. A task in retry keeps being
-// waited for. Polls read only the task's state (one HGET of a few bytes),
-// not its payload.
+// while Redis was unreachable. Until the subscription is up (being set up,
+// or failing) it polls every interval, at most 100ms, and never waits for
+// the subscription itself: it answers by ctx whatever the other waiters do.
+// A task in retry keeps being waited for. Polls read only the task's state
+// (one HGET of a few bytes), not its payload.
 func (c *Client) Wait(ctx context.Context, taskID string, interval time.Duration) (Status, error) {
 	if interval <= 0 {
 		interval = time.Second
 	}
 	var announced <-chan spec.Final
-	if w, err := c.finals.Watch(ctx, taskID); err == nil {
+	var ready <-chan struct{} // closed once announcements arrive; nil: never, or they do already
+	if w, err := c.finals.Watch(taskID); err == nil {
 		defer w.Stop()
-		announced = w.C()
-	} else {
-		interval = min(interval, 100*time.Millisecond)
+		announced, ready = w.C(), w.Ready()
 	}
-	t := time.NewTicker(interval)
+	every := interval
+	select {
+	case <-ready:
+		ready = nil
+	default:
+		every = min(interval, 100*time.Millisecond)
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	var s Status
 	var err error
 	full := true // read the whole task: first poll, unknown queue, or a final state
 	for {
 		if full {
-			s, err = c.Status(ctx, taskID)
+			st, serr := c.Status(ctx, taskID)
+			if serr != nil && ctx.Err() != nil && s.TaskID != "" {
+				// The wait ended during the read: answer with the state known.
+				return s, fmt.Errorf("waiting for %s (state %s): %w", taskID, s.State, ctx.Err())
+			}
+			s, err = st, serr
 			if err != nil && !errors.Is(err, ErrUnavailable) {
 				return s, err
 			}
@@ -186,6 +198,12 @@ func (c *Client) Wait(ctx context.Context, taskID string, interval time.Duration
 			return s, fmt.Errorf("waiting for %s (state %s): %w", taskID, s.State, ctx.Err())
 		case f := <-announced:
 			return s.with(f), nil
+		case <-ready:
+			// Subscribed now: read the task once more (an outcome announced
+			// before is in its state or recorded), then poll at the interval.
+			ready, full = nil, true
+			t.Reset(interval)
+			continue
 		case <-t.C:
 		}
 		full = s.Queue == "" || c.finalOrGone(ctx, s.Queue, taskID)

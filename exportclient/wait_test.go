@@ -3,6 +3,7 @@ package exportclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -123,3 +124,29 @@ func (quietLogger) Info(...any)  {}
 func (quietLogger) Warn(...any)  {}
 func (quietLogger) Error(...any) {}
 func (quietLogger) Fatal(...any) {}
+
+// TestWait_EndingDuringAPollKeepsTheState: with every Redis reply slowed
+// (a proxy holds them back) the wait ends while a poll is in flight; Wait
+// still returns the state it read, not an empty Status.
+func TestWait_EndingDuringAPollKeepsTheState(t *testing.T) {
+	srv := testsupport.StartRedis(t)
+	proxy := testsupport.StartSlowProxy(t, srv.Addr())
+	c, err := New(Config{Redis: asynq.RedisClientOpt{Addr: proxy.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	job, err := c.Enqueue(context.Background(), Request{ManualID: "m", Version: "1", HTML: "<p>x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetDelay(100 * time.Millisecond)
+	for i := range 5 { // the deadline lands in a poll most times, not always
+		ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+		st, err := c.Wait(ctx, job.TaskID, 10*time.Millisecond)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || st.TaskID != job.TaskID || st.State != StatePending {
+			t.Fatalf("wait %d: Wait = %+v, %v; want the pending state and the deadline", i, st, err)
+		}
+	}
+}

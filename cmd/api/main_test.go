@@ -68,6 +68,7 @@ func TestBinary_ServesTheAPIAndStopsOnSIGTERM(t *testing.T) {
 	}
 	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/exports", strings.NewReader(`{"v":1,"manual_id":"m","version":"1","source":{"url":"https://docs.example.com/p"}}`))
 	req.Header.Set("Authorization", "Bearer t0k")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

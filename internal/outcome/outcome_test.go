@@ -3,6 +3,9 @@ package outcome
 import (
 	"context"
 	"encoding/json"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,14 +33,19 @@ func TestListener_DeliversToEveryWaiterOfTheTask(t *testing.T) {
 	ctx := context.Background()
 	l := NewListener(rdb)
 	t.Cleanup(func() { _ = l.Close() })
-	a1, err := l.Watch(ctx, "task-a")
+	a1, err := l.Watch("task-a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, _ := l.Watch(ctx, "task-a")
-	b, _ := l.Watch(ctx, "task-b")
-	stopped, _ := l.Watch(ctx, "task-a")
+	a2, _ := l.Watch("task-a")
+	b, _ := l.Watch("task-b")
+	stopped, _ := l.Watch("task-a")
 	stopped.Stop()
+	select {
+	case <-a1.Ready():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the subscription is not confirmed after 5 s")
+	}
 	if _, err := rep.Finish(ctx, "default", nil, spec.Final{TaskID: "task-a", State: spec.StateFailed, Error: "boom"}); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +73,7 @@ func TestListener_DeliversToEveryWaiterOfTheTask(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Watch(ctx, "task-c"); err == nil {
+	if _, err := l.Watch("task-c"); err == nil {
 		t.Error("Watch on a closed listener succeeded")
 	}
 }
@@ -96,5 +104,66 @@ func TestFinish_OneCallbackPerExport(t *testing.T) {
 	}
 	if tasks[0].ID != CallbackTaskID("t-9") || ct.Delivery != tasks[0].ID || ct.URL != cb.URL || body.TaskID != "t-9" || body.Result.Pages != 2 || tasks[0].MaxRetry != 3 {
 		t.Errorf("callback task %s (max retry %d): %+v, body %+v", tasks[0].ID, tasks[0].MaxRetry, ct, body)
+	}
+}
+
+// listenerGoroutines counts the goroutines running a Listener's code.
+func listenerGoroutines() int {
+	buf := make([]byte, 1<<20)
+	n := runtime.Stack(buf, true)
+	return strings.Count(string(buf[:n]), "outcome.(*Listener)")
+}
+
+// TestListener_WatchDoesNotWaitAndCloseEndsTheSubscriber: with Redis slow to
+// confirm the subscription (a proxy holds the reply back) or not there at
+// all, Watch returns at once, not Ready; Close ends the attempt under way
+// promptly and leaves no goroutine behind.
+func TestListener_WatchDoesNotWaitAndCloseEndsTheSubscriber(t *testing.T) {
+	srv := testsupport.StartRedis(t)
+	proxy := testsupport.StartSlowProxy(t, srv.Addr())
+	proxy.SetSubscribeDelay(time.Hour)
+	for name, addr := range map[string]string{
+		"slow":    proxy.Addr(),
+		"refused": "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := listenerGoroutines()
+			rdb := redis.NewClient(&redis.Options{Addr: addr})
+			defer rdb.Close()
+			l := NewListener(rdb)
+			start := time.Now()
+			w, err := l.Watch("task-a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w2, err := l.Watch("task-b")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > 100*time.Millisecond {
+				t.Errorf("two Watch calls took %s", d)
+			}
+			time.Sleep(300 * time.Millisecond) // subscribing, or retrying
+			select {
+			case <-w.Ready():
+				t.Fatal("Ready without a confirmed subscription")
+			default:
+			}
+			w2.Stop()
+			start = time.Now()
+			if err := l.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("Close took %s", d)
+			}
+			if n := listenerGoroutines(); n > before {
+				t.Errorf("%d goroutines of the Listener after Close, %d before", n, before)
+			}
+			if _, err := l.Watch("task-c"); err == nil {
+				t.Error("Watch on a closed listener succeeded")
+			}
+			w.Stop()
+		})
 	}
 }

@@ -74,11 +74,18 @@ type (
 
 // Load reads and parses SOURCE_AUTH_FILE.
 func Load(path string) (*Rules, error) {
+	r, _, err := load(path)
+	return r, err
+}
+
+// load is Load that also returns, on error too, the files the rules' file:
+// values name, read or not, so a watcher notices one that appears later.
+func load(path string) (*Rules, []string, error) {
 	data, err := readBounded(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return Parse(data, os.LookupEnv, readBounded)
+	return parse(data, os.LookupEnv, readBounded)
 }
 
 func readBounded(path string) ([]byte, error) {
@@ -103,15 +110,23 @@ func readBounded(path string) ([]byte, error) {
 // trailing newline dropped) or a literal. Every error names the rule and the
 // field, never a value.
 func Parse(data []byte, env Env, readFile ReadFile) (*Rules, error) {
+	r, _, err := parse(data, env, readFile)
+	return r, err
+}
+
+// parse is Parse that also returns the files the file: values name, those
+// that could not be read included.
+func parse(data []byte, env Env, readFile ReadFile) (*Rules, []string, error) {
 	var doc struct {
 		Rules []fileRule `json:"rules"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("not the JSON of a rules file ({\"rules\": [{\"hosts\", \"headers\", \"cookies\"}]}): %w", err)
+		return nil, nil, fmt.Errorf("not the JSON of a rules file ({\"rules\": [{\"hosts\", \"headers\", \"cookies\"}]}): %w", err)
 	}
 	out := &Rules{}
+	var named []string
 	var errs []error
 	for i, fr := range doc.Rules {
 		field := func(f string) string { return fmt.Sprintf("rules[%d].%s", i, f) }
@@ -127,6 +142,9 @@ func Parse(data []byte, env Env, readFile ReadFile) (*Rules, error) {
 		}
 		var c spec.Credentials
 		resolve := func(f, raw string) (string, bool) {
+			if p, ok := strings.CutPrefix(raw, "file:"); ok {
+				named = append(named, p)
+			}
 			v, file, err := resolveValue(raw, env, readFile)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", f, err))
@@ -165,9 +183,9 @@ func Parse(data []byte, env Env, readFile ReadFile) (*Rules, error) {
 		out.rules = append(out.rules, rule{hosts: hosts, creds: c})
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, named, err
 	}
-	return out, nil
+	return out, named, nil
 }
 
 // ResolveValue turns "env:NAME", "file:PATH" (the file's content, one

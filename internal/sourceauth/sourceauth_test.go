@@ -213,3 +213,48 @@ func TestOpen_BrokenFileIsAnError(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+// TestWatcher_ReloadsWhenAFileTheFailedRulesNameAppears: rules that name a
+// file not there yet fail to load and the previous rules stay; creating the
+// file puts the new rules in force without a SIGHUP.
+func TestWatcher_ReloadsWhenAFileTheFailedRulesNameAppears(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "auth.json")
+	tokenFile := filepath.Join(dir, "token") // not there yet
+	write := func(p, s string) {
+		t.Helper()
+		tmp := p + ".new"
+		if err := os.WriteFile(tmp, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(path, `{"rules": [{"hosts": "a.test", "headers": {"Authorization": "old"}}]}`)
+	w, err := Open(path, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.PollInterval = 20 * time.Millisecond
+	runWatcher(t, w)
+	auth := func() string {
+		h := http.Header{}
+		w.For("a.test", "443").Apply(h, "/")
+		return h.Get("Authorization")
+	}
+
+	write(path, `{"rules": [{"hosts": "a.test", "headers": {"Authorization": "file:`+tokenFile+`"}}]}`)
+	time.Sleep(200 * time.Millisecond) // several polls: the reload fails
+	if got := auth(); got != "old" {
+		t.Fatalf("rules naming a missing file: Authorization %q, want the previous rules", got)
+	}
+	write(tokenFile, "new")
+	deadline := time.Now().Add(3 * time.Second)
+	for auth() != "new" {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the named file appeared: Authorization %q, want %q", auth(), "new")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

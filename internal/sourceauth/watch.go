@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -31,8 +32,9 @@ type Watcher struct {
 
 	rules atomic.Pointer[Rules]
 
-	mu    sync.Mutex // serializes reloads
-	stamp string
+	mu      sync.Mutex // serializes reloads
+	watched []string   // the files whose change triggers a reload
+	stamp   string     // of watched, at the last reload
 }
 
 // Open loads path; a file that does not parse is a configuration error.
@@ -62,19 +64,28 @@ func (w *Watcher) Rules() *Rules { return w.rules.Load() }
 func (w *Watcher) Reload() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	rules, err := Load(w.path)
+	rules, named, err := load(w.path)
 	if err != nil {
 		// Remember what was seen, so a broken file is reported once, not
-		// at every poll.
+		// at every poll. The files the failed rules name are watched too:
+		// one that appears or changes (a Secret mounted after the rules)
+		// triggers a reload.
 		files := []string{w.path}
 		if old := w.rules.Load(); old != nil {
 			files = append(files, old.files...)
 		}
+		for _, f := range named {
+			if !slices.Contains(files, f) {
+				files = append(files, f)
+			}
+		}
+		w.watched = files
 		w.stamp = stamp(files)
 		return fmt.Errorf("SOURCE_AUTH_FILE %s: %w", w.path, err)
 	}
 	w.rules.Store(rules)
-	w.stamp = stamp(append([]string{w.path}, rules.files...))
+	w.watched = append([]string{w.path}, rules.files...)
+	w.stamp = stamp(w.watched)
 	return nil
 }
 
@@ -106,11 +117,7 @@ func (w *Watcher) Run(ctx context.Context) {
 func (w *Watcher) changed() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	files := []string{w.path}
-	if r := w.rules.Load(); r != nil {
-		files = append(files, r.files...)
-	}
-	return stamp(files) != w.stamp
+	return stamp(w.watched) != w.stamp
 }
 
 func (w *Watcher) reload(why string) {

@@ -353,7 +353,7 @@ func TestAPI_DeliversThePDF(t *testing.T) {
 				t.Cleanup(func() { resp.Body.Close() })
 				return resp
 			}
-			resp := call("POST", "/v1/exports")
+			resp := call("POST", "/v1/exports", "Content-Type", "application/json")
 			var created struct {
 				TaskID string `json:"task_id"`
 			}
