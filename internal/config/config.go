@@ -58,7 +58,7 @@ type Config struct {
 
 	WorkerConcurrency int           `env:"WORKER_CONCURRENCY" envDefault:"8" help:"asynq handler slots per worker process (waiting tasks hold a slot but no tab)."`
 	Queues            string        `env:"QUEUES" envDefault:"critical=6,default=3,batch=1" help:"Queues and their priority weights, e.g. critical=6,default=3,batch=1."`
-	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"10ms" help:"How often an idle worker polls its queues (asynq TaskCheckInterval, jittered 0.5–1.5×): pick-up latency against idle load. Each poll is one Lua call per queue; an idle worker and its share of Redis use about 7 % of a core at 10ms, 4.5 % at 20ms (a large fleet picks up fast with a longer one; asynq's default is 1s)."`
+	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"10ms" help:"How often an idle worker polls its queues (asynq TaskCheckInterval, jittered 0.5–1.5×): pick-up latency against idle load. Each poll is one Lua call per queue, so a shorter interval costs an idle worker and Redis more CPU (a large fleet picks up fast with a longer one; asynq's default is 1s)."`
 	MaxRetry          int           `env:"MAX_RETRY" envDefault:"5" help:"Retries of a failed export before it is archived."`
 	TaskTimeout       time.Duration `env:"TASK_TIMEOUT" envDefault:"10m" help:"Overall deadline of one export task, waiting for another worker's render included."`
 	ResultRetention   time.Duration `env:"RESULT_RETENTION" envDefault:"24h" help:"How long finished tasks and their results stay readable (status, --wait, GET /v1/exports/{id})."`
