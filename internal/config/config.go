@@ -22,6 +22,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
+	"github.com/pdfexport/pdfexport/internal/storage"
 )
 
 // Config is every setting of pdfexport. The `env` tag is the variable, the
@@ -113,6 +114,21 @@ func (e *Error) Error() string {
 		lines[i] = "  " + v.Error()
 	}
 	return "invalid configuration:\n" + strings.Join(lines, "\n")
+}
+
+// Storage is the artifact storage c names (STORAGE_URL and the S3_*
+// variables), derived here once for the worker, the HTTP API and the CLI.
+// It leaves S3CreateBucket false, since only a worker creates a missing
+// bucket (it sets S3CreateBucket from c itself), and Logger nil (the
+// caller's).
+func (c Config) Storage() storage.Config {
+	return storage.Config{
+		URL:              c.StorageURL,
+		S3Endpoint:       c.S3Endpoint,
+		S3Region:         c.S3Region,
+		S3ForcePathStyle: c.S3ForcePathStyle,
+		PresignTTL:       c.S3PresignTTL,
+	}
 }
 
 // CheckWorker adds the rules only a worker needs: it signs callbacks, so
