@@ -44,5 +44,6 @@ bench: setup build ## benchmarks vs same-run baselines: prints a table, writes B
 chaos: setup ## reliability suite: fault scenarios, soak, hostile inputs, fuzzing → RELIABILITY.md (~20 min)
 	@scripts/chaos.sh
 
-clean: ## remove build output and demo data
+clean: ## remove build output (bin/, stray go build binaries) and demo data
 	rm -rf bin/worker bin/enqueue bin/api var/demo
+	rm -f enqueue worker demo cmd/api/api cmd/enqueue/enqueue cmd/worker/worker examples/demo/demo bench/bench

@@ -285,8 +285,45 @@ func (r *report) markdown() string {
 		w("\n<details><summary>go test output</summary>\n\n```\n%s```\n\n</details>\n", r.goBench.raw.String())
 	}
 	w("\n%s", methodText(r))
+	w("\n%s", earlierText)
 	return b.String()
 }
+
+// earlierText keeps the one-off measurements behind design decisions that
+// make bench does not repeat, so that the code's comments can give the
+// reason without figures that would go stale. It is the same in every report.
+const earlierText = `## Earlier one-off measurements (not re-run by ` + "`make bench`" + `)
+
+Taken on the 2-core development machine when each decision was made, with the Chromium of the time;
+they explain the design, they do not describe this run. The benchmarks above are the current figures.
+
+- **Render design** (internal/render, BenchmarkRenderDesign and experiments). A pool of browser
+  contexts reset between renders cost exactly as much as a fresh context per render; none of the
+  Chromium switches tried (spare renderer off, renderer process limit, site isolation trials off, font
+  hinting off, in-process GPU) moved the CPU beyond the noise (±8 % between runs). The full browser's
+  per-window omnibox web UI doubled the CPU of a render of the Go specification in its own context
+  (2.0 vs 0.96 CPU-s for the peer's tab in the shared window, same run; 1.8–1.9 with it, 0.94 without,
+  0.85–0.9 for a tab in the shared context in another). The lean tab (no DOM/CSS agents, console
+  forwarding, target discovery or auto-attach) moved the CPU −5 % to +8 % across runs. Over four runs,
+  CPU-s per render of this design against the peer's bare tab on the same build: Go specification
+  0.99–1.07× on the headless shell and 0.97–1.05× on the full browser, sample manual 0.92–0.96× and
+  0.87–0.96×; the previous design cost 2.05–2.2× the bare tab on the full browser; a render on the
+  headless shell cost 0.67–0.72× one on the full browser (about 30 % less CPU), and the shell started
+  in about 150 ms against about 400 ms. The machine's speed drifted by up to 1.5× between runs (0.64–0.98
+  CPU-s for the Go specification in the bare tab on the shell).
+- **Tab designs** (the former BenchmarkTabDesign: a 3-page page from a local server, medians). Tab
+  lifecycle plus print: about 260 ms with a fresh browser context per render, 155 ms with a new tab in
+  the shared context, 105 ms with one warm tab reset between renders, 700 ms with a new browser; a
+  full Render about 590 ms against 475 ms in the shared context: isolation cost about 0.1 s a render.
+- **Tagged PDF**: about 40 % slower to print and 8× larger than untagged (scenario 6 measures outline,
+  which implies tags, on every run).
+- **Browser contexts left behind** when chromedp created and disposed of them under the render's
+  deadline: one in 500 renders with forced timeouts on a loaded machine.
+- **Lease renewal**: a goroutine per lease, which Release must wake and wait for, cost about a third of
+  an uncontended acquire+release (hence a timer).
+- **Idle polling**: an idle worker and its share of Redis used about 7 % of a core at
+  ` + "`TASK_CHECK_INTERVAL=10ms`" + ` and 4.5 % at 20ms.
+`
 
 // methodText explains how every figure is taken and why the harness is built
 // the way it is.
@@ -343,7 +380,7 @@ PDF recorded from a real render: the measurement ends when the render begins, an
 sample would not fit the time budget. The "real renders" row cross-checks with the exports of 4.
 With W idle workers the first poll of any of them picks the task up, so pick-up shrinks with W. The
 100 ms row is a what-if for deployments that want fewer Redis polls per idle worker (about 10/s
-instead of 50/s at the 20 ms default).
+instead of `+fmt.Sprint(int(time.Second/defaultCheckInterval))+`/s at the `+defaultCheckInterval.String()+` default).
 
 **3. Cache hit end to end.** %[6]d requests for an artifact already stored, one at a time with random
 pauses, from enqueue to the client seeing the result: on the worker processes, and on one in-process

@@ -97,8 +97,7 @@ func runBatch(ctx context.Context, e env, args []string) int {
 	var err error
 	if !force {
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		store, err = storage.Open(sctx, storage.Config{URL: cfg.StorageURL, S3Endpoint: cfg.S3Endpoint, S3Region: cfg.S3Region,
-			S3ForcePathStyle: cfg.S3ForcePathStyle, PresignTTL: cfg.S3PresignTTL})
+		store, err = storage.Open(sctx, cfg.Storage())
 		cancel()
 		if err != nil {
 			fmt.Fprintf(e.stderr, "enqueue batch: storage %s: %v\n", cfg.StorageURL, err)

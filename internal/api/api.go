@@ -270,8 +270,9 @@ var ErrStorage = errors.New("api: artifact storage")
 // wraps ErrStorage or ErrListen, or is the server's.
 func Run(ctx context.Context, cfg config.Config, addr string, client *exportclient.Client, log *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	store, err := storage.Open(sctx, storage.Config{URL: cfg.StorageURL, S3Endpoint: cfg.S3Endpoint, S3Region: cfg.S3Region,
-		S3ForcePathStyle: cfg.S3ForcePathStyle, PresignTTL: cfg.S3PresignTTL, Logger: log})
+	storeCfg := cfg.Storage()
+	storeCfg.Logger = log
+	store, err := storage.Open(sctx, storeCfg)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("%w: opening %s: %w", ErrStorage, redact.URL(cfg.StorageURL), err)

@@ -5,10 +5,10 @@
 // print with the same Blink: the headless shell (Debian's
 // chromium-headless-shell, Google's chrome-headless-shell), a browser without
 // any browser UI built for automation, and the full browser running headless.
-// The shell is preferred: measured on the Go specification (50 pages), a
-// render costs about 30 % less CPU in it (no browser UI, a lighter browser
-// process; see internal/render's package documentation), and it starts in
-// ≈150 ms instead of ≈400 ms. The full browser works too.
+// The shell is preferred: a render costs less CPU in it (no browser UI, a
+// lighter browser process; see internal/render's package documentation) and
+// it starts sooner; the figures are in BENCHMARKS.md. The full browser works
+// too.
 package chromium
 
 import (

@@ -22,6 +22,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
+	"github.com/pdfexport/pdfexport/internal/storage"
 )
 
 // Config is every setting of pdfexport. The `env` tag is the variable, the
@@ -58,7 +59,7 @@ type Config struct {
 
 	WorkerConcurrency int           `env:"WORKER_CONCURRENCY" envDefault:"8" help:"asynq handler slots per worker process (waiting tasks hold a slot but no tab)."`
 	Queues            string        `env:"QUEUES" envDefault:"critical=6,default=3,batch=1" help:"Queues and their priority weights, e.g. critical=6,default=3,batch=1."`
-	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"10ms" help:"How often an idle worker polls its queues (asynq TaskCheckInterval, jittered 0.5–1.5×): pick-up latency against idle load. Each poll is one Lua call per queue; an idle worker and its share of Redis use about 7 % of a core at 10ms, 4.5 % at 20ms (a large fleet picks up fast with a longer one; asynq's default is 1s)."`
+	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"10ms" help:"How often an idle worker polls its queues (asynq TaskCheckInterval, jittered 0.5–1.5×): pick-up latency against idle load. Each poll is one Lua call per queue, so a shorter interval costs an idle worker and Redis more CPU (a large fleet picks up fast with a longer one; asynq's default is 1s)."`
 	MaxRetry          int           `env:"MAX_RETRY" envDefault:"5" help:"Retries of a failed export before it is archived."`
 	TaskTimeout       time.Duration `env:"TASK_TIMEOUT" envDefault:"10m" help:"Overall deadline of one export task, waiting for another worker's render included."`
 	ResultRetention   time.Duration `env:"RESULT_RETENTION" envDefault:"24h" help:"How long finished tasks and their results stay readable (status, --wait, GET /v1/exports/{id})."`
@@ -113,6 +114,21 @@ func (e *Error) Error() string {
 		lines[i] = "  " + v.Error()
 	}
 	return "invalid configuration:\n" + strings.Join(lines, "\n")
+}
+
+// Storage is the artifact storage c names (STORAGE_URL and the S3_*
+// variables), derived here once for the worker, the HTTP API and the CLI.
+// It leaves S3CreateBucket false, since only a worker creates a missing
+// bucket (it sets S3CreateBucket from c itself), and Logger nil (the
+// caller's).
+func (c Config) Storage() storage.Config {
+	return storage.Config{
+		URL:              c.StorageURL,
+		S3Endpoint:       c.S3Endpoint,
+		S3Region:         c.S3Region,
+		S3ForcePathStyle: c.S3ForcePathStyle,
+		PresignTTL:       c.S3PresignTTL,
+	}
 }
 
 // CheckWorker adds the rules only a worker needs: it signs callbacks, so

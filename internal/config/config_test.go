@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pdfexport/pdfexport/internal/storage"
 )
 
 func TestLoad_DefaultsAreValid(t *testing.T) {
@@ -168,5 +170,20 @@ func TestLoad_Delivery(t *testing.T) {
 		case tc.worker != "" && (werr == nil || !strings.Contains(werr.Error(), tc.worker)):
 			t.Errorf("%v: CheckWorker: %v, want one naming %s", tc.env, werr, tc.worker)
 		}
+	}
+}
+
+func TestStorage_IsTheStorageVariables(t *testing.T) {
+	c, err := Load([]string{
+		"STORAGE_URL=s3://pdfs/prefix", "S3_ENDPOINT=http://127.0.0.1:7070", "S3_REGION=eu-west-1",
+		"S3_FORCE_PATH_STYLE=true", "S3_CREATE_BUCKET=true", "S3_PRESIGN_TTL=2h",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := storage.Config{URL: "s3://pdfs/prefix", S3Endpoint: "http://127.0.0.1:7070", S3Region: "eu-west-1",
+		S3ForcePathStyle: true, PresignTTL: 2 * time.Hour}
+	if got := c.Storage(); got != want {
+		t.Fatalf("Storage() = %+v, want %+v (S3CreateBucket and Logger are the caller's)", got, want)
 	}
 }

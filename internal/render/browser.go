@@ -29,10 +29,10 @@ import (
 // others start web UI of the full browser for each new window: the omnibox
 // popup and its AI-mode variant, two renderer processes per window, and the
 // preloading of such UI. A browser context per render opens a window per
-// render, so they doubled the CPU of a render (measured on the Go
-// specification: 1.8–1.9 CPU-s with them, 0.94 without, 0.85–0.9 for a tab in
-// the shared context). The headless shell has no browser UI; for it they
-// are no-ops. TestRender_StartsNoBrowserUI fails when a Chromium starts such
+// render, so with them a render in its own context cost far more CPU than a
+// tab in the shared context (BenchmarkRenderDesign; figures in
+// BENCHMARKS.md). The headless shell has no browser UI; for it they are
+// no-ops. TestRender_StartsNoBrowserUI fails when a Chromium starts such
 // UI under another name.
 var disabledFeatures = []string{
 	"Translate", "BlinkGenPropertyTrees",

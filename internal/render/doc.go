@@ -25,37 +25,36 @@
 // # The render design, and why
 //
 // Isolation by construction: a new browser context per render, created and
-// disposed of by us. The alternatives measured (BenchmarkRenderDesign, and
-// one-off experiments on the same machine) were a tab in the shared default context (what
+// disposed of by us. The alternatives tried (BenchmarkRenderDesign, and
+// one-off experiments) were a tab in the shared default context (what
 // Gotenberg does; it leaks cookies, storage, service workers and the HTTP
 // cache from one render to the next, which TestRender_RendersAreIsolated
 // shows), a pool of contexts reset between renders, creating the next context
 // ahead, and Chromium switches (spare renderer off, renderer process limit,
 // site isolation trials off, font hinting off, in-process GPU). A pool of
-// reused contexts cost exactly as much as a fresh context each time, so the
-// cost was not the context; none of the switches moved the CPU beyond the
-// noise (±8 % between runs on the 2-core machine).
+// reused contexts cost as much as a fresh context each time, so the cost was
+// not the context; none of the switches moved the CPU beyond the noise
+// between runs.
 //
 // The cost was the window. A new browser context has no window, so its first
 // tab opens one, and each window of the full Chromium starts the web UI of
 // its omnibox popup (chrome://omnibox-popup.top-chrome/ and its AI-mode
 // variant) in two renderer processes of its own: two extra renderers per
-// render, which doubled the CPU of a render of the Go specification (2.0 vs
-// 0.96 CPU-s for the peer's tab in the shared window, same run). The
-// Renderer therefore:
+// render, which made a render cost far more CPU than the peer's tab in the
+// shared window. The Renderer therefore:
 //
 //   - prefers Chromium's headless shell (chromium-headless-shell; package
 //     chromium finds it), which has no browser UI at all and a lighter
-//     browser process: a render costs ≈ 30 % less CPU than in the full
-//     browser, and a browser starts in ≈ 150 ms instead of ≈ 400 ms;
+//     browser process, so a render costs less CPU and a browser starts
+//     sooner than with the full browser;
 //   - starts any Chromium without the features that create per-window UI
 //     (disabledFeatures; TestRender_StartsNoBrowserUI fails if another
 //     Chromium adds such UI under a new name);
 //   - turns off, in each tab, what chromedp enables but a render does not
 //     use: the DOM and CSS agents, console forwarding, target discovery and
-//     auto-attach (leanTab). Its CPU effect is within the noise (−5 % to
-//     +8 % across runs); it stays because it stops every tab from hearing
-//     of every other tab, frame and worker;
+//     auto-attach (leanTab). Its CPU effect is within the noise; it stays
+//     because it stops every tab from hearing of every other tab, frame and
+//     worker;
 //   - lets Chromium keep its shared memory in /dev/shm when that is a tmpfs
 //     with at least 512 MiB free (chromedp's default puts it in files under
 //     /tmp, which Docker's 64 MiB /dev/shm needs, at the price of disk
@@ -63,17 +62,11 @@
 //   - skips the network quiet period where it cannot change the output
 //     (static pages, pages with wait_for).
 //
-// Measured with BenchmarkRenderDesign (make bench; figures in BENCHMARKS.md),
-// CPU-seconds per render (the browser's whole process tree plus the driving
-// process, sequential renders, same run), this design against the peer's
-// bare tab on the same build, over four runs on the 2-core machine: Go
-// specification 0.99–1.07× on the headless shell and 0.97–1.05× on the full
-// browser; sample manual 0.92–0.96× and 0.87–0.96×. The previous design
-// cost 2.05–2.2× the bare tab on the full browser; a render on the headless
-// shell costs 0.67–0.72× one on the full browser. The machine's speed
-// drifts by up to 1.5× between runs (absolute figures: 0.64–0.98 CPU-s for
-// the Go specification in the bare tab on the shell), so compare ratios
-// within one run.
+// BenchmarkRenderDesign compares this design with the peer's bare tab and
+// with the previous design, on the headless shell and the full browser, and
+// `make bench` compares the whole pipeline with them (section 7); the figures
+// are in BENCHMARKS.md, with the one-off experiments above. The machine's
+// speed drifts between runs, so compare ratios within one run.
 //
 // The headless shell runs cross-site frames in the page's process (it does
 // not print out-of-process frames, so site isolation must stay off there);

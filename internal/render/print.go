@@ -38,7 +38,8 @@ func PrintParams(s spec.PrintSettings) page.PrintToPDFParams {
 		MarginLeft:      &left,
 		PageRanges:      s.PageRanges,
 		// Chromium 154+ tags by default: say false explicitly, tagging is
-		// opt-in (≈40 % slower, ≈8× larger). The outline needs the tags.
+		// opt-in (a tagged PDF takes longer and is several times larger;
+		// BENCHMARKS.md, scenario 6). The outline needs the tags.
 		GenerateTaggedPDF:       new(s.Tagged || s.Outline),
 		GenerateDocumentOutline: new(s.Outline),
 		PreferCSSPageSize:       new(s.PreferCSSPageSize),

@@ -158,8 +158,8 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 		// and disposed here, not by chromedp, under the browser's context
 		// rather than the render deadline: a create whose answer a
 		// cancellation loses, or a dispose that chromedp's short close
-		// timeout cuts, leaves a context behind (measured: one in 500
-		// renders with forced timeouts on a loaded machine).
+		// timeout cuts, leaves a context behind (seen in renders with
+		// forced timeouts on a loaded machine).
 		var proxyAddr string
 		if !src.Auth.Empty() && src.URL != "" {
 			sess, err := r.openAuthSession(src)

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
@@ -134,22 +135,16 @@ func mustRender(t *testing.T, r *Renderer, src Source, s spec.PrintSettings) ren
 	return out
 }
 
-// pdfInfo runs pdfinfo on a PDF and returns its fields.
+// pdfInfo runs pdfinfo on a PDF and returns its fields (harness.PDFInfo).
 func pdfInfo(t *testing.T, pdf []byte) map[string]string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "out.pdf")
 	if err := os.WriteFile(path, pdf, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("pdfinfo", path).CombinedOutput()
+	info, err := harness.PDFInfo(path)
 	if err != nil {
-		t.Fatalf("pdfinfo: %v\n%s", err, out)
-	}
-	info := map[string]string{}
-	for line := range strings.SplitSeq(string(out), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			info[strings.TrimSpace(k)] = strings.TrimSpace(v)
-		}
+		t.Fatal(err)
 	}
 	return info
 }

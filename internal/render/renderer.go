@@ -89,18 +89,16 @@ func (nopObserver) RenderDone(string, time.Duration) {}
 
 func (nopObserver) BrowserRestarted() {}
 
-// tabDesign is how a render gets its tab. Measured on this machine
-// (BenchmarkTabDesign: a 3-page page from a local server, 2 cores, lightly
-// loaded, medians): tab lifecycle plus print ≈ 260 ms with a fresh browser
-// context per render, ≈ 155 ms with a new tab in the shared context, ≈ 105 ms
-// with one warm tab reset between renders (about:blank, clear cookies, cache
-// and the origin's storage), ≈ 700 ms with a new browser; a full Render ≈
-// 590 ms vs ≈ 475 ms in the shared context. Only the context per render
-// isolates by construction: the shared context keeps cookies, storage,
-// service workers and the HTTP cache (TestRender_RendersAreIsolated shows the
-// leak), and a warm-tab reset must name every origin a render touched,
-// including those of out-of-process frames and workers that the tab never
-// sees. So a render pays ≈ 0.1 s for isolation.
+// tabDesign is how a render gets its tab. A fresh browser context per render
+// costs more per render than a new tab in the shared context or one warm tab
+// reset between renders (about:blank, clear cookies, cache and the origin's
+// storage), and much less than a new browser; BENCHMARKS.md has the figures.
+// Only the context per render isolates by construction: the shared context
+// keeps cookies, storage, service workers and the HTTP cache
+// (TestRender_RendersAreIsolated shows the leak), and a warm-tab reset must
+// name every origin a render touched, including those of out-of-process
+// frames and workers that the tab never sees. So a render pays a little time
+// for isolation, and the shared context stays only as a benchmark baseline.
 type tabDesign int
 
 const (

@@ -183,8 +183,9 @@ func (w *Worker) Run(ctx context.Context) error {
 // ErrUnavailable.
 func (w *Worker) Start(ctx context.Context) error {
 	cfg, log := w.cfg, w.log
-	store, err := storage.Open(ctx, storage.Config{URL: cfg.StorageURL, S3Endpoint: cfg.S3Endpoint, S3Region: cfg.S3Region,
-		S3ForcePathStyle: cfg.S3ForcePathStyle, S3CreateBucket: cfg.S3CreateBucket, PresignTTL: cfg.S3PresignTTL, Logger: log})
+	storeCfg := cfg.Storage()
+	storeCfg.S3CreateBucket, storeCfg.Logger = cfg.S3CreateBucket, log // only a worker creates the bucket
+	store, err := storage.Open(ctx, storeCfg)
 	if err != nil {
 		return fmt.Errorf("%w: opening storage %s: %w", ErrUnavailable, redact.URL(cfg.StorageURL), err)
 	}

@@ -1,0 +1,149 @@
+// Package docs holds the design documentation (ARCHITECTURE.md); its test
+// keeps the page's package list and import table in line with the module
+// as `go list` reports it.
+package docs
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const (
+	module      = "github.com/pdfexport/pdfexport"
+	archPath    = "ARCHITECTURE.md"
+	rolesHead   = "## Why each package exists"
+	importsHead = "## Imports"
+	tableBegin  = "<!-- imports-table:begin (generated from go list; docs/'s test keeps it in sync) -->"
+	tableEnd    = "<!-- imports-table:end -->"
+)
+
+// pkg is one package of the module: its path relative to the module
+// ("internal/render", "bench") and the module's packages it imports.
+type pkg struct {
+	rel     string
+	imports []string
+}
+
+// modulePackages runs go list over the module (test files not counted).
+func modulePackages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		msg := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = string(ee.Stderr)
+		}
+		t.Fatalf("go list ./...: %v\n%s", err, msg)
+	}
+	var pkgs []pkg
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		p := pkg{rel: rel(fields[0])}
+		for _, imp := range fields[1:] {
+			if imp == module || strings.HasPrefix(imp, module+"/") {
+				p.imports = append(p.imports, rel(imp))
+			}
+		}
+		slices.Sort(p.imports)
+		pkgs = append(pkgs, p)
+	}
+	slices.SortFunc(pkgs, func(a, b pkg) int { return strings.Compare(a.rel, b.rel) })
+	return pkgs
+}
+
+func rel(path string) string {
+	if path == module {
+		return "."
+	}
+	return strings.TrimPrefix(path, module+"/")
+}
+
+// section is the text of the level-2 section that starts with head.
+func section(t *testing.T, doc, head string) string {
+	t.Helper()
+	i := strings.Index(doc, "\n"+head+"\n")
+	if i < 0 {
+		t.Fatalf("%s has no section %q", archPath, head)
+	}
+	s := doc[i+1:]
+	if j := strings.Index(s[len(head):], "\n## "); j >= 0 {
+		s = s[:len(head)+j]
+	}
+	return s
+}
+
+// firstColumn matches a table row's first cell when it is one code span.
+var firstColumn = regexp.MustCompile("(?m)^\\| `([^`]+)` \\|")
+
+// TestArchitectureNamesEveryPackage fails naming each package of the
+// module that the package table of ARCHITECTURE.md lacks, and each row
+// that names a package the module no longer has.
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	raw, err := os.ReadFile(archPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := section(t, string(raw), rolesHead)
+	listed := map[string]bool{}
+	for _, m := range firstColumn.FindAllStringSubmatch(roles, -1) {
+		listed[strings.TrimSuffix(m[1], "/")] = true
+	}
+	exists := map[string]bool{}
+	for _, p := range modulePackages(t) {
+		exists[p.rel] = true
+		if !listed[p.rel] {
+			t.Errorf("%s: the package table under %q has no row for %s", archPath, rolesHead, p.rel)
+		}
+	}
+	for name := range listed {
+		if !exists[name] {
+			t.Errorf("%s: the package table under %q names %s, which go list ./... does not list", archPath, rolesHead, name)
+		}
+	}
+}
+
+// importsTable is the generated table of the module's imports.
+func importsTable(pkgs []pkg) string {
+	var b strings.Builder
+	b.WriteString("| package | imports of the module's packages |\n|---|---|\n")
+	for _, p := range pkgs {
+		imps := "—"
+		if len(p.imports) > 0 {
+			imps = "`" + strings.Join(p.imports, "`, `") + "`"
+		}
+		b.WriteString("| `" + p.rel + "` | " + imps + " |\n")
+	}
+	return b.String()
+}
+
+// TestArchitectureImportTableIsGoList fails when the import table of
+// ARCHITECTURE.md differs from go list. Regenerate it with
+// UPDATE_ARCHITECTURE=1 go test ./docs -run TestArchitectureImportTable.
+func TestArchitectureImportTableIsGoList(t *testing.T) {
+	raw, err := os.ReadFile(archPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	begin, end := strings.Index(doc, tableBegin), strings.Index(doc, tableEnd)
+	if begin < 0 || end < begin || !strings.Contains(section(t, doc, importsHead), tableBegin) {
+		t.Fatalf("%s lacks the import table markers under %q", archPath, importsHead)
+	}
+	want := tableBegin + "\n" + importsTable(modulePackages(t)) + tableEnd
+	if doc[begin:end+len(tableEnd)] == want {
+		return
+	}
+	if os.Getenv("UPDATE_ARCHITECTURE") == "1" {
+		if err := os.WriteFile(archPath, []byte(doc[:begin]+want+doc[end+len(tableEnd):]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("%s: the import table is out of date; run UPDATE_ARCHITECTURE=1 go test ./docs -run TestArchitectureImportTable", archPath)
+}

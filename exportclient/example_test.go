@@ -1,0 +1,201 @@
+package exportclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/harness"
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+// Enqueue an export and wait for its PDF. Wait returns when the export is
+// final: a worker (bin/worker) must be serving the queues, so this example
+// is compiled but not run by go test.
+func Example() {
+	c, err := exportclient.New(exportclient.Config{
+		Redis:        asynq.RedisClientOpt{Addr: "127.0.0.1:6379"}, // the workers' REDIS_URL
+		AllowedHosts: "docs.example.com",                           // the workers' ALLOWED_HOSTS
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	job, err := c.Enqueue(ctx, exportclient.Request{
+		ManualID: "ops-guide",
+		Version:  "2026.11.3",
+		URL:      "https://docs.example.com/ops-guide/2026.11.3/print",
+		Options:  exportclient.Options{Paper: "Letter", Outline: true},
+	})
+	if errors.Is(err, exportclient.ErrInvalid) {
+		log.Fatalf("bad request: %v", err) // the error names the field
+	}
+	if err != nil {
+		log.Fatal(err) // exportclient.ErrUnavailable: Redis is down
+	}
+	fmt.Println("enqueued", job.TaskID, "for", job.ArtifactKey)
+
+	st, err := c.Wait(ctx, job.TaskID, 0) // wakes on the worker's announcement
+	if err != nil {
+		log.Fatal(err) // ctx ended first; the export goes on, Status reads it later
+	}
+	switch st.State {
+	case exportclient.StateCompleted:
+		fmt.Println(st.Result.ArtifactKey, st.Result.Pages, "pages, download:", st.Result.URL)
+	default: // failed or canceled
+		fmt.Println(st.State, st.Error)
+	}
+}
+
+// Cancel an export. This one was never taken by a worker (none is running),
+// so it is archived at once and its status says canceled; canceling a final
+// export again is ErrFinal.
+func ExampleClient_Cancel() {
+	c, err := exportclient.New(exportclient.Config{
+		Redis: asynq.RedisClientOpt{Addr: exampleRedis()}, // e.g. "127.0.0.1:6379"
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+
+	job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "ops-guide", Version: "draft", HTML: "<h1>Draft</h1>"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	st, err := c.Cancel(ctx, job.TaskID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("cancel:", st.State)
+
+	st, err = c.Status(ctx, job.TaskID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("status:", st.State, "final:", st.Final())
+
+	_, err = c.Cancel(ctx, job.TaskID)
+	fmt.Println("again: ErrFinal?", errors.Is(err, exportclient.ErrFinal))
+	// Output:
+	// cancel: canceled
+	// status: canceled final: true
+	// again: ErrFinal? true
+}
+
+// Receive callbacks: verify the signature over the raw body before trusting
+// it, answer 2xx, and drop a delivery seen before (callbacks arrive at least
+// once; Pdfexport-Delivery is the same on every attempt).
+func ExampleVerifyCallback() {
+	secret := []byte("the workers' CALLBACK_SECRET") // at least 16 bytes
+	var seen sync.Map                                // delivery ids already handled
+
+	receiver := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		if err := exportclient.VerifyCallback(secret, r.Header.Get(exportclient.SignatureHeader), body, 5*time.Minute); err != nil {
+			http.Error(w, "bad signature", http.StatusUnauthorized) // forged, or replayed late
+			return
+		}
+		if _, dup := seen.LoadOrStore(r.Header.Get(exportclient.DeliveryHeader), true); dup {
+			w.WriteHeader(http.StatusNoContent) // handled already: acknowledge again
+			return
+		}
+		var f exportclient.Final
+		if err := json.Unmarshal(body, &f); err != nil {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		if exportclient.State(f.State) == exportclient.StateCompleted {
+			fmt.Println("export", f.TaskID, "stored as", f.Result.ArtifactKey)
+		} else {
+			fmt.Println("export", f.TaskID, f.State+":", f.Error)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	srv := httptest.NewServer(receiver)
+	defer srv.Close()
+
+	// What the workers send: the same body and delivery id on every attempt.
+	body := `{"task_id":"8d1c","state":"completed","manual_id":"ops-guide","version":"2026.11.3",` +
+		`"result":{"artifact_key":"ops-guide/2026.11.3/58d7c1950555e961.pdf","pages":22},"retried":0}`
+	fmt.Println(deliver(srv.URL, secret, "callback-8d1c", body))
+	fmt.Println(deliver(srv.URL, secret, "callback-8d1c", body))                            // a retry
+	fmt.Println(deliver(srv.URL, []byte("not the workers' secret"), "callback-8e2f", body)) // a forgery
+	// Output:
+	// export 8d1c stored as ops-guide/2026.11.3/58d7c1950555e961.pdf
+	// 204 No Content
+	// 204 No Content
+	// 401 Unauthorized
+}
+
+// deliver POSTs body to url signed with secret, as a worker delivers a
+// callback, and returns the response status.
+func deliver(url string, secret []byte, delivery, body string) string {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(exportclient.SignatureHeader, spec.SignCallback(secret, time.Now(), []byte(body)))
+	req.Header.Set(exportclient.DeliveryHeader, delivery)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	return resp.Status
+}
+
+// The runnable examples share one private redis-server, started on first
+// use and stopped by TestMain when the package's tests end.
+var (
+	exampleRedisOnce sync.Once
+	exampleRedisSrv  *harness.Redis
+	exampleRedisDir  string
+)
+
+func exampleRedis() string {
+	exampleRedisOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "exportclient-example-")
+		if err != nil {
+			log.Fatal(err)
+		}
+		exampleRedisDir = dir
+		if exampleRedisSrv, err = harness.StartRedis(context.Background(), dir, 0); err != nil {
+			log.Fatal(err)
+		}
+	})
+	return exampleRedisSrv.Addr()
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if exampleRedisSrv != nil {
+		exampleRedisSrv.Stop()
+	}
+	if exampleRedisDir != "" {
+		_ = os.RemoveAll(exampleRedisDir)
+	}
+	os.Exit(code)
+}
