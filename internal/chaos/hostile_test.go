@@ -189,6 +189,12 @@ func TestHostileInputs(t *testing.T) {
 		{name: "header over 64 KiB", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"options":{"header_html":"` + strings.Repeat("x", spec.MaxTemplateBytes+1) + `"}}`, want: "options.header_html"},
 		{name: "body over the payload limit", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"html":"` + strings.Repeat("a", spec.MaxPayloadBytes) + `"}}`, want: "payload", code: http.StatusRequestEntityTooLarge},
 
+		{name: "forged credentials_ref", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"url":"https://docs.example.com/","credentials_ref":{"id":"victim","identity":"` + strings.Repeat("ab", 32) + `"}}}`, want: "source.credentials_ref"},
+		{name: "forged html_ref", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"html_ref":{"sha256":"` + strings.Repeat("ab", 32) + `","bytes":100}}}`, want: "source.html_ref"},
+		{name: "trace context in the body", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`, want: "traceparent"},
+
+		{name: "another export's credentials", iface: "task", body: `{"v":1,"manual_id":"a","version":"1","source":{"url":"https://docs.example.com/","credentials_ref":{"id":"victim","identity":"` + strings.Repeat("ab", 32) + `"}}}`, want: "source.credentials_ref"},
+		{name: "raw credentials in the queue", iface: "task", body: `{"v":1,"manual_id":"a","version":"1","source":{"url":"https://docs.example.com/","headers":{"Authorization":"Bearer x"}}}`, want: "source.headers"},
 		{name: "malformed JSON", iface: "task", body: `{"v":1,`, want: "payload"},
 		{name: "unknown field", iface: "task", body: `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"exec":"rm -rf /"}`, want: "exec"},
 		{name: "manual_id traversal", iface: "task", body: `{"v":1,"manual_id":"../../../etc","version":"1","source":{"html":"x"}}`, want: "manual_id"},

@@ -18,12 +18,18 @@ import (
 // SIGTERMed (and replaced), its Chromium killed, the lock Redis restarted,
 // the S3 server down for 8 s. Every export must complete, every artifact be
 // whole, and no key render twice unless one of its exports failed open.
+// One key in five is a large document (stored beside its tasks, shared by
+// them) and one in five a private page (per-export credentials beside each
+// task): none of that data may outlive the final state of its last owner by
+// more than a few seconds.
 func TestChaos_Soak(t *testing.T) {
 	requireFull(t)
 	sc := &Scenario{Name: "7 soak: 500 exports, 50 keys, random faults", Fault: "random faults of scenarios 1–6 every ~10 s"}
 	record(t, sc)
-	c := newCluster(t, clusterConfig{Workers: 3, S3: true, LockRedis: true, Env: []string{"LOCK_TTL=3s"}})
+	site := privateSite(t)
+	c := newCluster(t, clusterConfig{Workers: 3, S3: true, LockRedis: true, Env: []string{"LOCK_TTL=3s", "ALLOWED_HOSTS=" + site.host}})
 	c.countLeaks(sc)
+	side := watchSideKeys(t, c.rdb)
 	const nExports, nKeys = 500, 50
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 7))
@@ -45,6 +51,13 @@ func TestChaos_Soak(t *testing.T) {
 			k := r.IntN(nKeys)
 			label := fmt.Sprintf("soak-%02d", k)
 			req := request(label, time.Duration(k%4)*400*time.Millisecond)
+			switch k % 5 {
+			case 0: // stored beside the task: over exportclient's 32 KiB threshold
+				req.HTML += "<!--" + strings.Repeat("padding ", 5<<10) + "-->"
+			case 1: // a private page: credentials beside the task
+				req.HTML, req.URL, req.Options.WaitFor = "", site.url+"/"+label, ""
+				req.Headers = map[string]string{"Authorization": site.token(label)}
+			}
 			var e *export
 			var err error
 			for try := 0; try < 100; try++ {
@@ -123,6 +136,10 @@ func TestChaos_Soak(t *testing.T) {
 	// them (60–120 s after the kill).
 	c.waitAll(exports, 6*time.Minute)
 	c.verdict(sc, exports)
+	side.record(t, sc)
+	if site.refused() > 0 {
+		t.Errorf("the private site refused %d requests without their export's token", site.refused())
+	}
 	if len(exports) != nExports {
 		t.Errorf("%d of %d exports enqueued", len(exports), nExports)
 	}

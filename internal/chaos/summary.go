@@ -37,16 +37,26 @@ type Scenario struct {
 	// Renders counts rendered:true results; Duplicates the renders beyond
 	// one per key, and DuplicatesOutsideFailOpen those of keys none of whose
 	// exports failed open (must be 0).
-	Renders                   int    `json:"renders"`
-	Keys                      int    `json:"keys"`
-	Duplicates                int    `json:"duplicates"`
-	DuplicatesOutsideFailOpen int    `json:"duplicates_outside_fail_open"`
-	FailOpen                  int    `json:"fail_open"`
-	CorruptArtifacts          int    `json:"corrupt_artifacts"`
-	LeakedProcesses           int    `json:"leaked_processes"`
-	LeakedTempFiles           int    `json:"leaked_temp_files"`
-	Faults                    int    `json:"faults"`
-	Notes                     string `json:"notes,omitempty"`
+	Renders                   int `json:"renders"`
+	Keys                      int `json:"keys"`
+	Duplicates                int `json:"duplicates"`
+	DuplicatesOutsideFailOpen int `json:"duplicates_outside_fail_open"`
+	FailOpen                  int `json:"fail_open"`
+	CorruptArtifacts          int `json:"corrupt_artifacts"`
+	LeakedProcesses           int `json:"leaked_processes"`
+	LeakedTempFiles           int `json:"leaked_temp_files"`
+	Faults                    int `json:"faults"`
+	// SideKeys counts the keys stored beside tasks (credentials, large
+	// documents) the scenario saw; SideKeysOutlived those that stayed more
+	// than a few seconds after their last owner's final state,
+	// SideKeysLeft those still there at the end, SideKeyLingerMS the
+	// longest a key stayed after its owners were final (to within a second,
+	// the watch's period).
+	SideKeys         int    `json:"side_keys,omitempty"`
+	SideKeysOutlived int    `json:"side_keys_outlived,omitempty"`
+	SideKeysLeft     int    `json:"side_keys_left,omitempty"`
+	SideKeyLingerMS  int64  `json:"side_key_linger_ms,omitempty"`
+	Notes            string `json:"notes,omitempty"`
 }
 
 // Hostile is one hostile-input case.
@@ -148,7 +158,12 @@ func ParseFuzzLog(target, log string) Fuzz {
 func Markdown(w io.Writer, s Summary, fuzz []Fuzz, command string, wall time.Duration) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	passed, lost, dups, dupsOutside, leaked, leakedTemp, corrupt, exports, faults, failOpen := 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+	sideKeys, sideOutlived, sideLeft, sideLinger := 0, 0, 0, int64(0)
 	for _, sc := range s.Scenarios {
+		sideKeys += sc.SideKeys
+		sideOutlived += sc.SideKeysOutlived
+		sideLeft += sc.SideKeysLeft
+		sideLinger = max(sideLinger, sc.SideKeyLingerMS)
 		if sc.Passed {
 			passed++
 		}
@@ -191,6 +206,11 @@ func Markdown(w io.Writer, s Summary, fuzz []Fuzz, command string, wall time.Dur
 	p("| partial or corrupt artifacts (pdfinfo) | %d |\n", corrupt)
 	p("| leaked Chromium processes | %d |\n", leaked)
 	p("| leaked temp files (`.tmp-*`) | %d |\n", leakedTemp)
+	if sideKeys > 0 {
+		p("| keys stored beside tasks (credentials, large documents) watched | %d |\n", sideKeys)
+		p("| of them outliving their last owner's final state by over %s | %d (left at the end: %d) |\n", "7 s", sideOutlived, sideLeft)
+		p("| longest a side-stored key stayed after its owners were final | %.1f s (watched once a second) |\n", float64(sideLinger)/1000)
+	}
 	p("| hostile inputs rejected or contained as expected | %d of %d |\n", rejected, len(s.Hostile))
 	fuzzOK := 0
 	for _, f := range fuzz {
