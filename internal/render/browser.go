@@ -92,6 +92,9 @@ func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 		if o.upstreamHeader == 0 {
 			o.upstreamHeader = r.cfg.Timeout // no render waits longer
 		}
+		if o.admit == nil {
+			o.admit = newPeerGuard().admits // only the worker's browsers may use it
+		}
 		p, err := startEgressProxy(r.cfg.AllowedHosts, r.log, r.cfg.SourceAuth, o)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrBrowserCrashed, err)

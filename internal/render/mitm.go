@@ -37,10 +37,11 @@ import (
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
-// Credentials tells the proxy what requests to a host get (operator rules:
-// sourceauth.Watcher). For must be fast and safe for concurrent use.
+// Credentials tells the proxy what requests to an origin get (operator
+// rules: sourceauth.Watcher); scheme is "https" or "http". For must be fast
+// and safe for concurrent use.
 type Credentials interface {
-	For(host, port string) spec.Credentials
+	For(scheme, host, port string) spec.Credentials
 }
 
 // maxLeafCerts bounds the cache of per-host certificates.
@@ -106,20 +107,21 @@ func (m *interceptor) cert(host string) (*tls.Certificate, error) {
 // session is a listener of the proxy for one render with per-export
 // credentials; its browser context uses it as its proxy.
 type session struct {
-	host, port string // the source URL's exact host and port
+	scheme, host, port string // the source URL's exact origin
 	creds      spec.Credentials
 	ln         net.Listener
 	srv        *http.Server
 }
 
-// credsFor is what a request to host:port gets: the operator's rules, and a
-// session's own credentials on its exact host and port.
-func (p *egressProxy) credsFor(s *session, host, port string) spec.Credentials {
+// credsFor is what a request to the origin scheme://host:port gets (scheme
+// "https": an intercepted tunnel; "http": a plain request): the operator's
+// rules, and a session's own credentials on its exact origin only.
+func (p *egressProxy) credsFor(s *session, scheme, host, port string) spec.Credentials {
 	var c spec.Credentials
 	if p.creds != nil {
-		c = p.creds.For(host, port)
+		c = p.creds.For(scheme, host, port)
 	}
-	if s != nil && s.port == port {
+	if s != nil && s.scheme == scheme && s.port == port {
 		if h, _, _ := allowlist.CanonicalHost(host); h != s.host {
 			return c
 		}
@@ -128,14 +130,14 @@ func (p *egressProxy) credsFor(s *session, host, port string) spec.Credentials {
 	return c
 }
 
-// openSession starts a listener whose requests also get creds on
-// host:port. Close it with closeSession.
-func (p *egressProxy) openSession(host, port string, creds spec.Credentials) (*session, error) {
+// openSession starts a listener whose requests also get creds on the
+// origin scheme://host:port. Close it with closeSession.
+func (p *egressProxy) openSession(scheme, host, port string, creds spec.Credentials) (*session, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: session listener: %w", err)
 	}
-	s := &session{host: host, port: port, creds: creds, ln: ln}
+	s := &session{scheme: scheme, host: host, port: port, creds: creds, ln: ln}
 	s.srv = p.newServer(s)
 	p.mu.Lock()
 	if p.closed {
@@ -148,7 +150,7 @@ func (p *egressProxy) openSession(host, port string, creds spec.Credentials) (*s
 	p.mu.Unlock()
 	go func() {
 		defer p.wg.Done()
-		_ = s.srv.Serve(ln)
+		_ = s.srv.Serve(p.guard(ln))
 	}()
 	return s, nil
 }
@@ -233,7 +235,7 @@ func (p *egressProxy) intercept(w http.ResponseWriter, req *http.Request, s *ses
 			pr.Out.URL.Scheme = "https"
 			pr.Out.URL.Host = target
 			pr.Out.Host = pr.In.Host
-			p.credsFor(s, host, port).Apply(pr.Out.Header, pr.Out.URL.Path)
+			p.credsFor(s, "https", host, port).Apply(pr.Out.Header, pr.Out.URL.Path)
 		},
 		Transport:     p.tlsTr,
 		FlushInterval: -1,

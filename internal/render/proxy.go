@@ -68,6 +68,9 @@ type egressProxy struct {
 
 	refused   atomic.Int64
 	connected atomic.Int64 // upstream connections dialled
+	foreign   atomic.Int64 // connections refused: not from the worker's browsers
+	admit     func(net.Conn) error
+	lastWarn  atomic.Int64 // unix nanoseconds of the last foreign-peer warning
 
 	mu       sync.Mutex
 	closed   bool
@@ -82,6 +85,10 @@ type egressOptions struct {
 	onRefuse       func(target, reason string)
 	upstreamHeader time.Duration  // bound on waiting for a response header; 0 = none
 	upstreamRoots  *x509.CertPool // roots of intercepted upstreams; nil: the system's
+	// admit, when set, decides whether a connection to the proxy (or to a
+	// session's listener) is served (peerGuard.admits: only the worker's
+	// browsers); nil serves every local connection (tests of the proxy).
+	admit func(net.Conn) error
 }
 
 // startEgressProxy listens on 127.0.0.1 on a random port and serves.
@@ -96,6 +103,7 @@ func startEgressProxy(allowed allowlist.List, logger *slog.Logger, creds Credent
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	p := &egressProxy{
+		admit:        o.admit,
 		dialer:       allowlist.Dialer{List: allowed, Lookup: o.lookup, Dial: o.dial},
 		log:          logger,
 		onRefuse:     o.onRefuse,
@@ -129,8 +137,28 @@ func startEgressProxy(allowed allowlist.List, logger *slog.Logger, creds Credent
 		ErrorHandler:  p.upstreamFailed,
 	}
 	p.srv = p.newServer(nil)
+	ln = p.guard(ln)
 	p.wg.Go(func() { _ = p.srv.Serve(ln) })
 	return p, nil
+}
+
+// guard wraps a listener of the proxy so that only admitted peers are
+// served.
+func (p *egressProxy) guard(ln net.Listener) net.Listener {
+	if p.admit == nil {
+		return ln
+	}
+	return guardedListener{Listener: ln, admit: p.admit, onRefuse: p.refusePeer}
+}
+
+// refusePeer counts a connection from a foreign process and logs it, at most
+// every 10 s.
+func (p *egressProxy) refusePeer(remote string, err error) {
+	n := p.foreign.Add(1)
+	now := time.Now().UnixNano()
+	if last := p.lastWarn.Load(); now-last > int64(10*time.Second) && p.lastWarn.CompareAndSwap(last, now) {
+		p.log.Warn("egress proxy: refused a connection from a process other than the worker's browsers", "remote", remote, "refused_so_far", n, "err", err)
+	}
 }
 
 // newServer is the proxy's HTTP server for the main listener (s nil) or a
@@ -279,7 +307,7 @@ func (p *egressProxy) serve(w http.ResponseWriter, req *http.Request, s *session
 	if scheme == "ws" {
 		req.URL.Scheme = "http"
 	}
-	p.credsFor(s, host, port).Apply(req.Header, req.URL.Path)
+	p.credsFor(s, "http", host, port).Apply(req.Header, req.URL.Path)
 	p.rp.ServeHTTP(w, req)
 }
 
@@ -340,7 +368,9 @@ func (p *egressProxy) tunnel(w http.ResponseWriter, req *http.Request, s *sessio
 		p.refuse(w, target, "CONNECT target must be host:port")
 		return
 	}
-	if !p.credsFor(s, host, port).Empty() {
+	// A tunnel carries TLS (https, wss): the https origin's credentials
+	// decide whether it is opened.
+	if !p.credsFor(s, "https", host, port).Empty() {
 		p.intercept(w, req, s, host, port)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -249,7 +250,7 @@ func (r *Renderer) openAuthSession(src Source) (*session, error) {
 		port = spec.DefaultPort(u.Scheme)
 	}
 	host, _, _ := allowlist.CanonicalHost(u.Hostname())
-	return r.proxy.Load().openSession(host, port, src.Auth)
+	return r.proxy.Load().openSession(strings.ToLower(u.Scheme), host, port, src.Auth)
 }
 
 // contextOpTimeout bounds creating and disposing of a browser context.

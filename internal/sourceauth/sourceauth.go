@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -25,23 +24,28 @@ import (
 type Rules struct {
 	rules []rule
 	files []string // files the values came from, watched for changes
+	// Narrowed says, per hosts entry written before the origin rule, what
+	// it matches now (https only; port 443 unless it names one): the
+	// worker logs them at start.
+	Narrowed []string
 }
 
 type rule struct {
-	hosts allowlist.List
+	hosts origins
 	creds spec.Credentials
 }
 
-// For returns the credentials of every rule whose hosts match host:port,
+// For returns the credentials of every rule whose hosts match the origin
+// scheme://host:port (scheme https or http; wss and ws count as those),
 // merged in file order (a later rule wins on the same header or cookie).
 // A nil *Rules has none.
-func (r *Rules) For(host, port string) spec.Credentials {
+func (r *Rules) For(scheme, host, port string) spec.Credentials {
 	var c spec.Credentials
 	if r == nil {
 		return c
 	}
 	for _, ru := range r.rules {
-		if ru.hosts.AllowsHost(host, port) {
+		if ru.hosts.allows(scheme, host, port) {
 			c = c.Merge(ru.creds)
 		}
 	}
@@ -104,11 +108,13 @@ func readBounded(path string) ([]byte, error) {
 	return b, nil
 }
 
-// Parse parses the JSON of SOURCE_AUTH_FILE: {"rules": [{"hosts": "<ALLOWED_HOSTS
-// syntax>", "headers": {"Name": "value"}, "cookies": [{"name", "value",
-// "path"}]}]}, where a value is "env:NAME", "file:PATH" (its content, one
-// trailing newline dropped) or a literal. Every error names the rule and the
-// field, never a value.
+// Parse parses the JSON of SOURCE_AUTH_FILE: {"rules": [{"hosts": "<origins>",
+// "headers": {"Name": "value"}, "cookies": [{"name", "value", "path"}]}]},
+// where hosts is a comma-separated list of origins (a bare host, host:port
+// or *.suffix, or https://…, is https only, on port 443 unless a port is
+// given; plain http needs http://host:port) and a value is "env:NAME",
+// "file:PATH" (its content, one trailing newline dropped) or a literal.
+// Every error names the rule and the field, never a value.
 func Parse(data []byte, env Env, readFile ReadFile) (*Rules, error) {
 	r, _, err := parse(data, env, readFile)
 	return r, err
@@ -130,12 +136,15 @@ func parse(data []byte, env Env, readFile ReadFile) (*Rules, []string, error) {
 	var errs []error
 	for i, fr := range doc.Rules {
 		field := func(f string) string { return fmt.Sprintf("rules[%d].%s", i, f) }
-		hosts, err := allowlist.Parse(fr.Hosts)
+		hosts, narrowed, err := parseOrigins(fr.Hosts)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", field("hosts"), err))
-		case hosts.Empty():
-			errs = append(errs, fmt.Errorf("%s: required (host, host:port or *.suffix, comma-separated)", field("hosts")))
+		case hosts.empty():
+			errs = append(errs, fmt.Errorf("%s: required (host, host:port, *.suffix or http://host:port, comma-separated)", field("hosts")))
+		}
+		for _, n := range narrowed {
+			out.Narrowed = append(out.Narrowed, fmt.Sprintf("%s: %s", field("hosts"), n))
 		}
 		if len(fr.Headers) == 0 && len(fr.Cookies) == 0 {
 			errs = append(errs, fmt.Errorf("rules[%d]: has neither headers nor cookies", i))

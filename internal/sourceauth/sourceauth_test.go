@@ -32,30 +32,44 @@ func TestParse_ResolvesValuesAndMatchesHosts(t *testing.T) {
 	rules, err := Parse([]byte(`{"rules": [
 		{"hosts": "docs.example.com, *.internal.example", "headers": {"authorization": "env:DOCS_TOKEN", "X-Team": "manuals"},
 		 "cookies": [{"name": "sid", "value": "file:`+cookieFile+`", "path": "/portal"}]},
-		{"hosts": "docs.example.com:8443", "headers": {"Authorization": "Bearer override"}}
+		{"hosts": "docs.example.com:8443", "headers": {"Authorization": "Bearer override"}},
+		{"hosts": "http://legacy.example.com:8080, https://api.example.com", "headers": {"Authorization": "Bearer legacy"}}
 	]}`), env(map[string]string{"DOCS_TOKEN": "Bearer t0ken"}), readBounded)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		host, port string
-		auth, team string
-		cookies    int
+		scheme, host, port string
+		auth, team         string
+		cookies            int
 	}{
-		{"docs.example.com", "443", "Bearer t0ken", "manuals", 1},
-		{"DOCS.example.com", "80", "Bearer t0ken", "manuals", 1},
-		{"a.internal.example", "443", "Bearer t0ken", "manuals", 1},
-		{"docs.example.com", "8443", "Bearer override", "manuals", 1}, // the later rule wins
-		{"internal.example", "443", "", "", 0},                        // a wildcard is subdomains only
-		{"cdn.example.com", "443", "", "", 0},
-		{"docs.example.com.evil.test", "443", "", "", 0},
+		{"https", "docs.example.com", "443", "Bearer t0ken", "manuals", 1},
+		{"https", "DOCS.example.com", "443", "Bearer t0ken", "manuals", 1},
+		{"wss", "docs.example.com", "443", "Bearer t0ken", "manuals", 1},
+		{"https", "a.internal.example", "443", "Bearer t0ken", "manuals", 1},
+		{"https", "docs.example.com", "8443", "Bearer override", "", 0}, // host:port is https on that port only
+		// A bare host is an https origin on 443: not plain http, not
+		// another port (before, it matched both).
+		{"http", "docs.example.com", "80", "", "", 0},
+		{"http", "docs.example.com", "443", "", "", 0},
+		{"https", "docs.example.com", "8080", "", "", 0},
+		{"http", "docs.example.com", "8443", "", "", 0},
+		{"http", "legacy.example.com", "8080", "Bearer legacy", "", 0}, // an explicit http origin
+		{"ws", "legacy.example.com", "8080", "Bearer legacy", "", 0},
+		{"https", "legacy.example.com", "8080", "", "", 0},
+		{"http", "legacy.example.com", "80", "", "", 0},
+		{"https", "api.example.com", "443", "Bearer legacy", "", 0},
+		{"http", "api.example.com", "443", "", "", 0},
+		{"https", "internal.example", "443", "", "", 0}, // a wildcard is subdomains only
+		{"https", "cdn.example.com", "443", "", "", 0},
+		{"https", "docs.example.com.evil.test", "443", "", "", 0},
 	}
 	for _, tc := range tests {
-		c := rules.For(tc.host, tc.port)
+		c := rules.For(tc.scheme, tc.host, tc.port)
 		h := http.Header{}
 		c.Apply(h, "/portal/page")
 		if h.Get("Authorization") != tc.auth || h.Get("X-Team") != tc.team || len(c.Cookies) != tc.cookies {
-			t.Errorf("%s:%s: auth %q team %q cookies %d, want %q %q %d", tc.host, tc.port, h.Get("Authorization"), h.Get("X-Team"), len(c.Cookies), tc.auth, tc.team, tc.cookies)
+			t.Errorf("%s://%s:%s: auth %q team %q cookies %d, want %q %q %d", tc.scheme, tc.host, tc.port, h.Get("Authorization"), h.Get("X-Team"), len(c.Cookies), tc.auth, tc.team, tc.cookies)
 		}
 		if tc.cookies > 0 && h.Get("Cookie") != "sid=from-file" {
 			t.Errorf("%s: Cookie %q, want sid=from-file (file value, newline dropped)", tc.host, h.Get("Cookie"))
@@ -63,6 +77,19 @@ func TestParse_ResolvesValuesAndMatchesHosts(t *testing.T) {
 	}
 	if got := rules.files; len(got) != 1 || got[0] != cookieFile {
 		t.Errorf("watched files %v", got)
+	}
+	// The entries written before origins are reported with what they match now.
+	if n := strings.Join(rules.Narrowed, "\n"); len(rules.Narrowed) != 3 || !strings.Contains(n, `rules[0].hosts: "docs.example.com" matches https on port 443 only`) ||
+		!strings.Contains(n, `rules[1].hosts: "docs.example.com:8443" matches https://docs.example.com:8443 only`) || strings.Contains(n, "legacy") {
+		t.Errorf("narrowed:\n%s", n)
+	}
+}
+
+// TestParse_PlainHTTPNeedsAPort: an http origin names its port.
+func TestParse_PlainHTTPNeedsAPort(t *testing.T) {
+	_, err := Parse([]byte(`{"rules": [{"hosts": "http://docs.example.com", "headers": {"A": "b"}}]}`), env(nil), noFiles)
+	if err == nil || !strings.Contains(err.Error(), "rules[0].hosts") || !strings.Contains(err.Error(), "explicit port") {
+		t.Fatalf("err %v", err)
 	}
 }
 
@@ -93,7 +120,7 @@ func TestParse_ErrorsNameTheFieldNeverTheValue(t *testing.T) {
 		{"not json", `{"rules": [`, "not the JSON of a rules file"},
 		{"unknown field", `{"rules": [{"hosts": "a.test", "header": {"A": "SECRETVALUE"}}]}`, `unknown field "header"`},
 		{"no hosts", `{"rules": [{"headers": {"A": "SECRETVALUE"}}]}`, "rules[0].hosts: required"},
-		{"bad host", `{"rules": [{"hosts": "https://a.test/", "headers": {"A": "SECRETVALUE"}}]}`, "rules[0].hosts"},
+		{"bad host", `{"rules": [{"hosts": "https://a.test/docs", "headers": {"A": "SECRETVALUE"}}]}`, "rules[0].hosts"},
 		{"nothing to add", `{"rules": [{"hosts": "a.test"}]}`, "rules[0]: has neither headers nor cookies"},
 		{"unset env", `{"rules": [{"hosts": "a.test", "headers": {"A": "env:NOPE"}}]}`, `rules[0].headers["A"]: environment variable NOPE is not set`},
 		{"missing file", `{"rules": [{"hosts": "a.test", "headers": {"A": "file:/nonexistent/x"}}]}`, `rules[0].headers["A"]: reading /nonexistent/x`},
@@ -144,7 +171,7 @@ func TestWatcher_ReloadsOnChangeAndSIGHUPAndKeepsGoodRules(t *testing.T) {
 
 	auth := func(host string) string {
 		h := http.Header{}
-		w.For(host, "443").Apply(h, "/")
+		w.For("https", host, "443").Apply(h, "/")
 		return h.Get("Authorization")
 	}
 	waitFor := func(host, want string) {
@@ -240,7 +267,7 @@ func TestWatcher_ReloadsWhenAFileTheFailedRulesNameAppears(t *testing.T) {
 	runWatcher(t, w)
 	auth := func() string {
 		h := http.Header{}
-		w.For("a.test", "443").Apply(h, "/")
+		w.For("https", "a.test", "443").Apply(h, "/")
 		return h.Get("Authorization")
 	}
 

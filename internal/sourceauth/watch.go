@@ -49,12 +49,13 @@ func Open(path string, logger *slog.Logger) (*Watcher, error) {
 	return w, nil
 }
 
-// For returns the credentials of host:port under the rules in force.
-func (w *Watcher) For(host, port string) spec.Credentials {
+// For returns the credentials of the origin scheme://host:port under the
+// rules in force.
+func (w *Watcher) For(scheme, host, port string) spec.Credentials {
 	if w == nil {
 		return spec.Credentials{}
 	}
-	return w.rules.Load().For(host, port)
+	return w.rules.Load().For(scheme, host, port)
 }
 
 // Rules returns the rules in force.

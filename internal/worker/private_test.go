@@ -52,7 +52,7 @@ func TestWorker_RendersPrivateSources(t *testing.T) {
 	site := portal(t, token, users)
 	host := strings.TrimPrefix(site.URL, "http://")
 	rules := filepath.Join(t.TempDir(), "source-auth.json")
-	if err := os.WriteFile(rules, []byte(fmt.Sprintf(`{"rules": [{"hosts": %q, "headers": {"Authorization": "env:PORTAL_TOKEN"}}]}`, host)), 0o600); err != nil {
+	if err := os.WriteFile(rules, []byte(fmt.Sprintf(`{"rules": [{"hosts": %q, "headers": {"Authorization": "env:PORTAL_TOKEN"}}]}`, "http://"+host)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PORTAL_TOKEN", "Bearer "+token)

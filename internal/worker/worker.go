@@ -128,6 +128,9 @@ func (w *Worker) watchSourceAuth(path string) (*sourceauth.Watcher, error) {
 	}()
 	w.undo = append(w.undo, func() { stop(); <-done })
 	w.log.Info("source credentials loaded", "file", path, "rules", auth.Rules().Len())
+	for _, n := range auth.Rules().Narrowed {
+		w.log.Warn("source credentials: a hosts entry now matches fewer origins", "file", path, "entry", n)
+	}
 	return auth, nil
 }
 
