@@ -6,7 +6,7 @@
 //
 // The URL is checked again at delivery against CALLBACK_ALLOWED_HOSTS (the
 // list may have changed since enqueue) and the connection goes through
-// allowlist.Dialer: a name that resolves to loopback, a private network or
+// egress.Dialer: a name that resolves to loopback, a private network or
 // cloud metadata is refused unless the list names that address exactly, and
 // the address checked is the address dialled. Redirects are not followed.
 package callback
@@ -26,8 +26,8 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/buildinfo"
+	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -39,9 +39,9 @@ type Observer interface {
 
 // Config configures a Deliverer.
 type Config struct {
-	Secret  []byte         // CALLBACK_SECRET; empty refuses every delivery
-	Allowed allowlist.List // CALLBACK_ALLOWED_HOSTS
-	Timeout time.Duration  // one POST; default 10s
+	Secret  []byte        // CALLBACK_SECRET; empty refuses every delivery
+	Allowed egress.List   // CALLBACK_ALLOWED_HOSTS
+	Timeout time.Duration // one POST; default 10s
 	Logger  *slog.Logger
 	// Observer, if set, counts outcomes.
 	Observer Observer
@@ -74,7 +74,7 @@ func New(cfg Config) *Deliverer {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	dialer := allowlist.Dialer{List: cfg.Allowed, Lookup: cfg.Lookup, Dial: cfg.Dial}
+	dialer := egress.Dialer{List: cfg.Allowed, Lookup: cfg.Lookup, Dial: cfg.Dial}
 	tr := &http.Transport{
 		Proxy:                 nil, // the dialer's checks are the egress policy
 		DialContext:           dialer.DialContext,
@@ -127,7 +127,7 @@ func (d *Deliverer) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error)
 	start := time.Now()
 	resp, err := d.client.Do(req)
 	if err != nil {
-		if errors.Is(err, allowlist.ErrRefused) {
+		if errors.Is(err, egress.ErrRefused) {
 			return d.refuse(fmt.Errorf("%w: %s", ErrRefused, redact.Text(err.Error())), ct.URL)
 		}
 		d.observe("retry")

@@ -19,7 +19,7 @@ import (
 
 	env "github.com/caarlos0/env/v11"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/storage"
@@ -90,8 +90,8 @@ type Config struct {
 	CallbackMaxRetry     int           `env:"CALLBACK_MAX_RETRY" envDefault:"20" help:"Retries of a callback the receiver did not accept (non-2xx, network error), backing off from 1s to 1h: about 9 hours of attempts."`
 
 	// Parsed forms, filled by Load.
-	Allowed         allowlist.List `env:"-"`
-	CallbackAllowed allowlist.List `env:"-"`
+	Allowed         egress.List    `env:"-"`
+	CallbackAllowed egress.List    `env:"-"`
 	QueueWeights    map[string]int `env:"-"`
 }
 
@@ -255,12 +255,12 @@ func (c *Config) validate() []VarError {
 			bad("S3_ENDPOINT", "must be an http(s) URL like http://127.0.0.1:7070")
 		}
 	}
-	allowed, err := allowlist.Parse(c.AllowedHosts)
+	allowed, err := egress.Parse(c.AllowedHosts)
 	if err != nil {
 		bad("ALLOWED_HOSTS", "%v", err)
 	}
 	c.Allowed = allowed
-	callbacks, err := allowlist.Parse(c.CallbackAllowedHosts)
+	callbacks, err := egress.Parse(c.CallbackAllowedHosts)
 	if err != nil {
 		bad("CALLBACK_ALLOWED_HOSTS", "%v", err)
 	}

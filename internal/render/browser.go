@@ -21,6 +21,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
+	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/proctree"
 )
 
@@ -89,18 +90,18 @@ func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 	started := time.Now()
 	if r.proxy.Load() == nil {
 		o := r.hooks.proxy
-		if o.upstreamHeader == 0 {
-			o.upstreamHeader = r.cfg.Timeout // no render waits longer
+		if o.UpstreamHeader == 0 {
+			o.UpstreamHeader = r.cfg.Timeout // no render waits longer
 		}
-		if o.admit == nil {
-			o.admit = newPeerGuard().admits // only the worker's browsers may use it
+		if o.Admit == nil {
+			o.Admit = egress.NewPeerGuard().Admits // only the worker's browsers may use it
 		}
-		p, err := startEgressProxy(r.cfg.AllowedHosts, r.log, r.cfg.SourceAuth, o)
+		p, err := egress.StartProxy(r.cfg.AllowedHosts, r.log, r.cfg.SourceAuth, o)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrBrowserCrashed, err)
 		}
 		r.proxy.Store(p)
-		r.log.Debug("egress proxy listening", "addr", p.addr())
+		r.log.Debug("egress proxy listening", "addr", p.Addr())
 	}
 	b := &browser{reaped: make(chan struct{})}
 	b.refs.Store(1)
@@ -118,12 +119,12 @@ func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 		chromedp.Flag("headless", true),
 		chromedp.Flag("disable-features", strings.Join(disabledFeatures, ",")),
 		// Every request, loopback included, goes through the egress proxy.
-		chromedp.ProxyServer("http://"+r.proxy.Load().addr()),
+		chromedp.ProxyServer("http://"+r.proxy.Load().Addr()),
 		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
 		// The proxy opens the HTTPS tunnels of hosts with source
-		// credentials with certificates made from its key (mitm.go);
+		// credentials with certificates made from its key (internal/egress);
 		// only that key is accepted in place of a valid chain.
-		chromedp.Flag("ignore-certificate-errors-spki-list", strings.Join(append([]string{r.proxy.Load().spki()}, r.hooks.trustSPKI...), ",")),
+		chromedp.Flag("ignore-certificate-errors-spki-list", strings.Join(append([]string{r.proxy.Load().SPKI()}, r.hooks.trustSPKI...), ",")),
 		// WebRTC may not send UDP, which no HTTP proxy sees.
 		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		chromedp.Flag("webrtc-ip-handling-policy", "disable_non_proxied_udp"),

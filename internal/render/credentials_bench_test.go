@@ -16,8 +16,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/chromium"
+	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/peer"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -79,12 +79,12 @@ func BenchmarkSourceCredentials(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := New(Config{ChromiumPath: shell, AllowedHosts: allowlist.MustParse("127.0.0.1:" + pp + ",127.0.0.1:" + op),
+	r, err := New(Config{ChromiumPath: shell, AllowedHosts: egress.MustParse("127.0.0.1:" + pp + ",127.0.0.1:" + op),
 		SourceAuth: rules, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	r.hooks.proxy.upstreamRoots, r.hooks.trustSPKI = certs.roots, []string{certs.spki}
+	r.hooks.proxy.UpstreamRoots, r.hooks.trustSPKI = certs.roots, []string{certs.spki}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := r.Start(ctx); err != nil {

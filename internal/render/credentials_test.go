@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
@@ -142,12 +142,12 @@ wk.onmessage = e => { document.getElementById("worker").textContent = e.data; do
 	return s
 }
 
-func (s *privateSites) allowlist() allowlist.List {
+func (s *privateSites) allowlist() egress.List {
 	_, dp, _ := net.SplitHostPort(s.docs.Listener.Addr().String())
 	_, op, _ := net.SplitHostPort(s.other.Listener.Addr().String())
 	// localhost:Q lets the name through; the proxy dials 127.0.0.1:Q only
 	// because that exact address is listed too.
-	return allowlist.MustParse("127.0.0.1:" + dp + ",localhost:" + op + ",127.0.0.1:" + op)
+	return egress.MustParse("127.0.0.1:" + dp + ",localhost:" + op + ",127.0.0.1:" + op)
 }
 
 // TestRender_SourceCredentials: a private page renders with its login,
@@ -178,7 +178,7 @@ func TestRender_SourceCredentials(t *testing.T) {
 				} else {
 					src.Auth = spec.Credentials{Headers: map[string]string{"authorization": testToken}, Cookies: cookies}
 				}
-				r := newRenderer(t, cfg, func(r *Renderer) { r.hooks.proxy.upstreamRoots, r.hooks.trustSPKI = certs.roots, []string{certs.spki} })
+				r := newRenderer(t, cfg, func(r *Renderer) { r.hooks.proxy.UpstreamRoots, r.hooks.trustSPKI = certs.roots, []string{certs.spki} })
 				s := spec.Options{WaitFor: "document.getElementById('done')"}.Settings()
 				out := mustRender(t, r, src, s)
 				text := pdfText(t, out.pdf)
@@ -227,7 +227,7 @@ func TestRender_ExportCredentialsStayWithTheirRender(t *testing.T) {
 	certs := newTestTLS(t)
 	sites := newPrivateSites(t, certs)
 	r := newRenderer(t, Config{AllowedHosts: sites.allowlist(), Timeout: 30 * time.Second},
-		func(r *Renderer) { r.hooks.proxy.upstreamRoots, r.hooks.trustSPKI = certs.roots, []string{certs.spki} })
+		func(r *Renderer) { r.hooks.proxy.UpstreamRoots, r.hooks.trustSPKI = certs.roots, []string{certs.spki} })
 	session := []spec.Cookie{{Name: "session", Value: "abc123"}}
 	tokens := []string{testToken, "Bearer someone-else"}
 	results := make([]rendered, len(tokens))

@@ -76,7 +76,7 @@
 //
 // # Egress policy
 //
-// Two layers enforce Config.AllowedHosts (guard.go, proxy.go). The tab-level
+// Two layers enforce Config.AllowedHosts (guard.go, internal/egress). The tab-level
 // guard (Fetch interception) fails every request of the tab's own process to
 // a scheme other than http(s), ws(s), data:, blob: or about: (file: included)
 // or to a host off the allowlist, and turns a blocked main document into
@@ -91,9 +91,11 @@
 // # Source credentials
 //
 // Because every request passes the proxy, the proxy is also where private
-// sources get their credentials (mitm.go): Config.SourceAuth (operator rules)
-// for the hosts they match, Source.Auth for the source URL's exact host and
-// port, on a proxy listener of that render's own browser context. HTTPS
+// sources get their credentials (internal/egress): Config.SourceAuth
+// (operator rules) for the origins they match, Source.Auth for the source
+// URL's exact origin (scheme, host and port), on a proxy listener of that
+// render's own browser context. The proxy serves only the processes the
+// worker started (egress.PeerGuard). HTTPS
 // tunnels to such hosts are terminated with certificates from the proxy's
 // key, which Chromium accepts by SPKI and for no other key; the upstream
 // connection verifies the real server. Other tunnels stay opaque.

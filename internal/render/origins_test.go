@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -152,7 +152,7 @@ setTimeout(() => { location.href = %[1]q + "/navigated"; }, 300);
 	}
 	other = newDualSite(t, certs, handler)
 	site := newDualSite(t, certs, handler)
-	allowed := allowlist.MustParse(site.hostPort + "," + other.hostPort)
+	allowed := egress.MustParse(site.hostPort + "," + other.hostPort)
 	const token = "Bearer origin-secret"
 	leaked := func(t *testing.T, logs ...*hitLog) {
 		t.Helper()
@@ -183,7 +183,7 @@ setTimeout(() => { location.href = %[1]q + "/navigated"; }, 300);
 			default:
 				src.Auth = spec.Credentials{Headers: map[string]string{"Authorization": token}}
 			}
-			r := newRenderer(t, cfg, func(r *Renderer) { r.hooks.proxy.upstreamRoots, r.hooks.trustSPKI = certs.roots, []string{certs.spki} })
+			r := newRenderer(t, cfg, func(r *Renderer) { r.hooks.proxy.UpstreamRoots, r.hooks.trustSPKI = certs.roots, []string{certs.spki} })
 			out := mustRender(t, r, src, spec.Options{WaitFor: "window.__PDF_READY__ === true"}.Settings())
 			if text := pdfText(t, out.pdf); !strings.Contains(text, "NAVIGATED") {
 				t.Fatalf("the page did not navigate to http (PDF: %q): the test proves nothing", text)
@@ -242,13 +242,13 @@ func TestRender_ProxyServesOnlyItsBrowsers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(host), Timeout: 30 * time.Second, SourceAuth: rules})
+	r := newRenderer(t, Config{AllowedHosts: egress.MustParse(host), Timeout: 30 * time.Second, SourceAuth: rules})
 	mustRender(t, r, Source{URL: "http://" + host + "/page"}, spec.Options{}.Settings())
 	if hits := log.all(); len(hits) == 0 || hits[0].auth != secret {
 		t.Fatalf("the browser's request did not get the rule's secret: %v", hits)
 	}
 	proxy := r.proxy.Load()
-	proxyURL, _ := url.Parse("http://" + proxy.addr())
+	proxyURL, _ := url.Parse("http://" + proxy.Addr())
 
 	// A client in this process.
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}
@@ -259,12 +259,12 @@ func TestRender_ProxyServesOnlyItsBrowsers(t *testing.T) {
 
 	// The listener of a render with per-export credentials, likewise.
 	_, port, _ := net.SplitHostPort(host)
-	sess, err := proxy.openSession("http", "127.0.0.1", port, spec.Credentials{Headers: map[string]string{"Authorization": "Bearer user-secret"}})
+	sess, err := proxy.OpenSession("http", "127.0.0.1", port, spec.Credentials{Headers: map[string]string{"Authorization": "Bearer user-secret"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { proxy.closeSession(sess) })
-	sessURL, _ := url.Parse("http://" + sess.addr())
+	t.Cleanup(func() { proxy.CloseSession(sess) })
+	sessURL, _ := url.Parse("http://" + sess.Addr())
 	sc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(sessURL)}}
 	if resp, err := sc.Get("http://" + host + "/stolen-from-a-session"); err == nil {
 		resp.Body.Close()
@@ -276,7 +276,7 @@ func TestRender_ProxyServesOnlyItsBrowsers(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err == nil {
 		out := filepath.Join(t.TempDir(), "curl.out")
 		cmd := exec.Command("sh", "-c", fmt.Sprintf(`(curl -s -m 5 -o /dev/null -w '%%{http_code}' -x %s http://%s/stolen-by-another-process > %s 2>&1; echo done >> %s) &`,
-			proxy.addr(), host, out, out))
+			proxy.Addr(), host, out, out))
 		if err := cmd.Run(); err != nil {
 			t.Fatal(err)
 		}
@@ -302,7 +302,7 @@ func TestRender_ProxyServesOnlyItsBrowsers(t *testing.T) {
 			t.Errorf("the site got %s through the proxy for a foreign process (auth %q)", h.path, h.auth)
 		}
 	}
-	if n := proxy.foreign.Load(); n == 0 {
+	if n := proxy.Foreign(); n == 0 {
 		t.Error("no refusal counted")
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/pdfexport/pdfexport/internal/egress"
 )
 
 // Readiness bounds. The render deadline bounds them too.
@@ -385,12 +386,12 @@ func (w *pageWatch) statusErr(loader cdp.LoaderID) error {
 	return nil
 }
 
-// egressHeader returns the value of egressRefusedHeader in h, which only
+// egressHeader returns the value of egress.RefusedHeader in h, which only
 // answers of the egress proxy carry (a server could send it too, but could
 // only turn its own error into another non-success).
 func egressHeader(h network.Headers) string {
 	for k, v := range h {
-		if strings.EqualFold(k, egressRefusedHeader) {
+		if strings.EqualFold(k, egress.RefusedHeader) {
 			s, _ := v.(string)
 			return s
 		}

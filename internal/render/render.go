@@ -18,7 +18,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
-	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -167,8 +167,8 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 			if err != nil {
 				return fmt.Errorf("%w: %v", ErrNavigation, err)
 			}
-			defer r.proxy.Load().closeSession(sess) // after the context is disposed of
-			proxyAddr = sess.addr()
+			defer r.proxy.Load().CloseSession(sess) // after the context is disposed of
+			proxyAddr = sess.Addr()
 		}
 		id, err := createBrowserContext(b, proxyAddr)
 		if err != nil {
@@ -240,7 +240,7 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 
 // openAuthSession opens the egress proxy listener of a render whose source
 // has per-export credentials.
-func (r *Renderer) openAuthSession(src Source) (*session, error) {
+func (r *Renderer) openAuthSession(src Source) (*egress.Session, error) {
 	u, err := url.Parse(src.URL)
 	if err != nil {
 		return nil, fmt.Errorf("source URL: %w", err)
@@ -249,8 +249,8 @@ func (r *Renderer) openAuthSession(src Source) (*session, error) {
 	if port == "" {
 		port = spec.DefaultPort(u.Scheme)
 	}
-	host, _, _ := allowlist.CanonicalHost(u.Hostname())
-	return r.proxy.Load().openSession(strings.ToLower(u.Scheme), host, port, src.Auth)
+	host, _, _ := egress.CanonicalHost(u.Hostname())
+	return r.proxy.Load().OpenSession(strings.ToLower(u.Scheme), host, port, src.Auth)
 }
 
 // contextOpTimeout bounds creating and disposing of a browser context.

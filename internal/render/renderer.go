@@ -16,8 +16,8 @@ import (
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 
 	"github.com/chromedp/cdproto/cdp"
-	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/chromium"
+	"github.com/pdfexport/pdfexport/internal/egress"
 )
 
 // Config configures a Renderer. The zero value of every field but
@@ -46,14 +46,14 @@ type Config struct {
 	MaxPages int
 	MaxBytes int64
 	// AllowedHosts are the hosts the page and its sub-requests may reach.
-	AllowedHosts allowlist.List
+	AllowedHosts egress.List
 	// StartTimeout bounds a browser start. Default 20s.
 	StartTimeout time.Duration
 	// Logger receives lifecycle events. nil means slog.Default().
 	Logger *slog.Logger
 	// SourceAuth gives the requests of matching hosts their credentials
 	// (SOURCE_AUTH_FILE: sourceauth.Watcher). nil: none.
-	SourceAuth Credentials
+	SourceAuth egress.Credentials
 	// Observer receives render outcomes and browser restarts for metrics.
 	// nil means none.
 	Observer Observer
@@ -110,7 +110,7 @@ const (
 // code never sets them.
 type testHooks struct {
 	// proxy are seams of the egress proxy (resolver, dialler, refusals).
-	proxy egressOptions
+	proxy egress.Options
 	// design is how a render gets its tab (tests and benchmarks compare).
 	design tabDesign
 	// skipTabGuard disables the tab-level guard so tests can prove the
@@ -159,7 +159,7 @@ type Renderer struct {
 
 	// proxy is the egress proxy (guard, second layer), started with the
 	// first browser (under lock) and stopped by Close; set once.
-	proxy atomic.Pointer[egressProxy]
+	proxy atomic.Pointer[egress.Proxy]
 	// hooks are the seams of tests and benchmarks; set them before the
 	// first browser starts.
 	hooks testHooks
@@ -293,7 +293,7 @@ func (r *Renderer) Close() error {
 	r.lock <- struct{}{} // a start that Close interrupted has returned
 	r.unlock()
 	if p := r.proxy.Load(); p != nil {
-		p.close()
+		p.Close()
 	}
 	return nil
 }
@@ -303,7 +303,7 @@ func (r *Renderer) Close() error {
 // since the Renderer started.
 func (r *Renderer) EgressRefused() int64 {
 	if p := r.proxy.Load(); p != nil {
-		return p.refused.Load()
+		return p.Refused()
 	}
 	return 0
 }

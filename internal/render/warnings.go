@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 
+	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -204,7 +205,7 @@ func remoteText(o *runtime.RemoteObject) string {
 // egressRefused reports whether a response is the egress proxy's refusal.
 func egressRefused(h network.Headers) bool {
 	for k, v := range h {
-		if strings.EqualFold(k, egressRefusedHeader) {
+		if strings.EqualFold(k, egress.RefusedHeader) {
 			s, _ := v.(string)
 			return s == "refused"
 		}

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -31,7 +32,7 @@ type Rules struct {
 }
 
 type rule struct {
-	hosts origins
+	hosts egress.Origins
 	creds spec.Credentials
 }
 
@@ -45,7 +46,7 @@ func (r *Rules) For(scheme, host, port string) spec.Credentials {
 		return c
 	}
 	for _, ru := range r.rules {
-		if ru.hosts.allows(scheme, host, port) {
+		if ru.hosts.Allows(scheme, host, port) {
 			c = c.Merge(ru.creds)
 		}
 	}
@@ -136,11 +137,11 @@ func parse(data []byte, env Env, readFile ReadFile) (*Rules, []string, error) {
 	var errs []error
 	for i, fr := range doc.Rules {
 		field := func(f string) string { return fmt.Sprintf("rules[%d].%s", i, f) }
-		hosts, narrowed, err := parseOrigins(fr.Hosts)
+		hosts, narrowed, err := egress.ParseOrigins(fr.Hosts)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", field("hosts"), err))
-		case hosts.empty():
+		case hosts.Empty():
 			errs = append(errs, fmt.Errorf("%s: required (host, host:port, *.suffix or http://host:port, comma-separated)", field("hosts")))
 		}
 		for _, n := range narrowed {

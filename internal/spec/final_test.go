@@ -1,4 +1,4 @@
-package spec
+package spec_test
 
 import (
 	"errors"
@@ -6,21 +6,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
+	. "github.com/pdfexport/pdfexport/internal/spec"
+
+	"github.com/pdfexport/pdfexport/internal/egress"
 )
 
 func TestValidate_Callback(t *testing.T) {
-	hooks := allowlist.MustParse("api.example.com,127.0.0.1:9999")
+	hooks := egress.MustParse("api.example.com,127.0.0.1:9999")
 	tests := []struct {
 		name     string
 		callback *Callback
-		hooks    allowlist.List
+		hooks    egress.List
 		want     string // "" accepts; else a word of the rule
 	}{
-		{"none", nil, allowlist.List{}, ""},
+		{"none", nil, egress.List{}, ""},
 		{"allowed host", &Callback{URL: "https://api.example.com/hooks/pdf"}, hooks, ""},
 		{"loopback named exactly", &Callback{URL: "http://127.0.0.1:9999/hook"}, hooks, ""},
-		{"callbacks disabled", &Callback{URL: "https://api.example.com/hooks/pdf"}, allowlist.List{}, "CALLBACK_ALLOWED_HOSTS is empty"},
+		{"callbacks disabled", &Callback{URL: "https://api.example.com/hooks/pdf"}, egress.List{}, "CALLBACK_ALLOWED_HOSTS is empty"},
 		{"host off the list", &Callback{URL: "https://evil.example.net/x"}, hooks, "not on CALLBACK_ALLOWED_HOSTS"},
 		{"metadata address", &Callback{URL: "http://169.254.169.254/latest"}, hooks, "special-purpose address"},
 		{"loopback on another port", &Callback{URL: "http://127.0.0.1:22/"}, hooks, "special-purpose address"},

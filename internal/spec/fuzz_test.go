@@ -1,4 +1,4 @@
-package spec
+package spec_test
 
 import (
 	"errors"
@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
+	. "github.com/pdfexport/pdfexport/internal/spec"
+
+	"github.com/pdfexport/pdfexport/internal/egress"
 )
 
 // The fuzz targets check the promises of the wire contract on arbitrary
@@ -106,8 +108,8 @@ func checkAllowedURL(t *testing.T, raw string) {
 	if port == "" {
 		port = DefaultPort(u.Scheme)
 	}
-	canon, addr, isIP := allowlist.CanonicalHost(u.Hostname())
-	if isIP && allowlist.IsSpecial(addr) && !(canon == "127.0.0.1" && port == "8080") {
+	canon, addr, isIP := egress.CanonicalHost(u.Hostname())
+	if isIP && egress.IsSpecial(addr) && !(canon == "127.0.0.1" && port == "8080") {
 		t.Fatalf("accepted URL %q reaches the special address %s:%s, which is not listed", raw, addr, port)
 	}
 	if !isIP && !fuzzAllowed.AllowsHost(canon, port) {

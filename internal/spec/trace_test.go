@@ -1,8 +1,10 @@
-package spec
+package spec_test
 
 import (
 	"strings"
 	"testing"
+
+	. "github.com/pdfexport/pdfexport/internal/spec"
 )
 
 func TestValidate_TraceContext(t *testing.T) {

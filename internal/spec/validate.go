@@ -9,8 +9,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/pdfexport/pdfexport/internal/allowlist"
 )
 
 // identifierPattern is the rule of manual_id and version, as validIdentifier
@@ -35,8 +33,23 @@ var pageRangesRE = regexp.MustCompile(`^\s*\d+\s*(-\s*\d+\s*)?(,\s*\d+\s*(-\s*\d
 
 // Hosts are the allowlists a payload's URLs are checked against.
 type Hosts struct {
-	Sources   allowlist.List // ALLOWED_HOSTS: a source URL's host
-	Callbacks allowlist.List // CALLBACK_ALLOWED_HOSTS: callback.url's host; empty refuses callbacks
+	Sources   HostList // ALLOWED_HOSTS: a source URL's host; nil allows none
+	Callbacks HostList // CALLBACK_ALLOWED_HOSTS: callback.url's host; nil or empty refuses callbacks
+}
+
+// HostList is an allowlist of hosts (HostList implements it): the
+// contract names what a URL may point at without depending on the network
+// code that enforces it.
+type HostList interface {
+	// AllowsHost reports whether host (a name or an IP literal in any
+	// notation) on port may be reached.
+	AllowsHost(host, port string) bool
+	// Empty reports whether the list allows nothing.
+	Empty() bool
+	// Refusal says why host:port is not allowed, naming the list's
+	// setting (listName), e.g. "host 10.0.0.1:80 is not allowed: not on
+	// ALLOWED_HOSTS".
+	Refusal(host, port, listName string) string
 }
 
 // Validate checks every rule of the v1 contract and returns all violations
@@ -89,7 +102,7 @@ func validateIdentifier(field, v string) *FieldError {
 
 // validateSource checks a source: exactly one of a URL, an inline document
 // and (envelopes only) a stored document's reference.
-func validateSource(srcURL, html string, ref *HTMLRef, allowed allowlist.List) []error {
+func validateSource(srcURL, html string, ref *HTMLRef, allowed HostList) []error {
 	n := 0
 	for _, set := range []bool{srcURL != "", html != "", ref != nil} {
 		if set {
@@ -128,19 +141,19 @@ func validateSource(srcURL, html string, ref *HTMLRef, allowed allowlist.List) [
 
 // ValidateURL checks a source URL: absolute http(s), no credentials, host on
 // the allowlist (IP literals in any notation are normalized first).
-func ValidateURL(raw string, allowed allowlist.List) *FieldError {
+func ValidateURL(raw string, allowed HostList) *FieldError {
 	return validateWebURL("source.url", "ALLOWED_HOSTS", raw, allowed)
 }
 
 // validateCallback checks callback.url like a source URL, against
 // CALLBACK_ALLOWED_HOSTS.
-func (c *Callback) validate(allowed allowlist.List) *FieldError {
+func (c *Callback) validate(allowed HostList) *FieldError {
 	switch {
 	case c == nil:
 		return nil
 	case c.URL == "":
 		return fieldErr("callback.url", "required when callback is given")
-	case allowed.Empty():
+	case allowed == nil || allowed.Empty():
 		return fieldErr("callback.url", "callbacks are disabled: CALLBACK_ALLOWED_HOSTS is empty")
 	}
 	return ValidateCallbackURL(c.URL, allowed)
@@ -148,11 +161,11 @@ func (c *Callback) validate(allowed allowlist.List) *FieldError {
 
 // ValidateCallbackURL checks callback.url: absolute http(s), no
 // credentials, host on CALLBACK_ALLOWED_HOSTS.
-func ValidateCallbackURL(raw string, allowed allowlist.List) *FieldError {
+func ValidateCallbackURL(raw string, allowed HostList) *FieldError {
 	return validateWebURL("callback.url", "CALLBACK_ALLOWED_HOSTS", raw, allowed)
 }
 
-func validateWebURL(field, listName, raw string, allowed allowlist.List) *FieldError {
+func validateWebURL(field, listName, raw string, allowed HostList) *FieldError {
 	if len(raw) > MaxURLBytes {
 		return fieldErr(field, "longer than %d bytes", MaxURLBytes)
 	}
@@ -178,13 +191,11 @@ func validateWebURL(field, listName, raw string, allowed allowlist.List) *FieldE
 	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return fieldErr(field, "port %q out of range 1-65535", port)
 	}
+	if allowed == nil {
+		return fieldErr(field, "host %s is not allowed: %s is empty", net.JoinHostPort(u.Hostname(), port), listName)
+	}
 	if !allowed.AllowsHost(u.Hostname(), port) {
-		canon, addr, isIP := allowlist.CanonicalHost(u.Hostname())
-		hp := net.JoinHostPort(canon, port)
-		if reason, special := allowlist.Special(addr); isIP && special {
-			return fieldErr(field, "host %s is not allowed: special-purpose address: %s (%s must name it exactly)", hp, reason, listName)
-		}
-		return fieldErr(field, "host %s is not allowed: not on %s", hp, listName)
+		return fieldErr(field, "%s", allowed.Refusal(u.Hostname(), port, listName))
 	}
 	return nil
 }

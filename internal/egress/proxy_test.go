@@ -1,4 +1,4 @@
-package render
+package egress
 
 import (
 	"bufio"
@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"runtime"
 	"strconv"
@@ -17,13 +18,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
 // proxyHarness is an egress proxy with recording resolver and dialler seams.
 type proxyHarness struct {
-	p       *egressProxy
+	p       *Proxy
 	lookups atomic.Int64
 	mu      sync.Mutex
 	dialled []string
@@ -35,8 +35,8 @@ type proxyHarness struct {
 func newProxyHarness(t *testing.T, allow string, answer func(host string, n int64) []netip.Addr) *proxyHarness {
 	t.Helper()
 	h := &proxyHarness{}
-	o := egressOptions{
-		dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	o := Options{
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			h.mu.Lock()
 			h.dialled = append(h.dialled, addr)
 			h.mu.Unlock()
@@ -49,23 +49,23 @@ func newProxyHarness(t *testing.T, allow string, answer func(host string, n int6
 			var d net.Dialer
 			return d.DialContext(ctx, network, addr)
 		},
-		onRefuse: func(hostPort, reason string) {
+		OnRefuse: func(hostPort, reason string) {
 			h.mu.Lock()
 			h.refused = append(h.refused, hostPort+": "+reason)
 			h.mu.Unlock()
 		},
 	}
 	if answer != nil {
-		o.lookup = func(_ context.Context, host string) ([]netip.Addr, error) {
+		o.Lookup = func(_ context.Context, host string) ([]netip.Addr, error) {
 			return answer(host, h.lookups.Add(1)), nil
 		}
 	}
-	p, err := startEgressProxy(allowlist.MustParse(allow), slog.New(slog.NewTextHandler(testWriter{t}, nil)), nil, o)
+	p, err := StartProxy(MustParse(allow), slog.New(slog.NewTextHandler(io.Discard, nil)), nil, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.p = p
-	t.Cleanup(p.close)
+	t.Cleanup(p.Close)
 	return h
 }
 
@@ -136,10 +136,10 @@ func TestEgressProxy_NumericHostFormsAreNormalized(t *testing.T) {
 		h := newProxyHarness(t, "127.0.0.1:"+other+",localhost", nil)
 		for _, s := range spellings {
 			hp := s + ":" + port
-			if code, _, hdr := proxyGet(t, h.p.addr(), hp); code != http.StatusForbidden || hdr.Get(egressRefusedHeader) != "refused" {
-				t.Errorf("GET %s: %d %q, want 403 refused", hp, code, hdr.Get(egressRefusedHeader))
+			if code, _, hdr := proxyGet(t, h.p.Addr(), hp); code != http.StatusForbidden || hdr.Get(RefusedHeader) != "refused" {
+				t.Errorf("GET %s: %d %q, want 403 refused", hp, code, hdr.Get(RefusedHeader))
 			}
-			if code, _ := proxyConnect(t, h.p.addr(), hp); code != http.StatusForbidden {
+			if code, _ := proxyConnect(t, h.p.Addr(), hp); code != http.StatusForbidden {
 				t.Errorf("CONNECT %s: %d, want 403", hp, code)
 			}
 		}
@@ -157,10 +157,10 @@ func TestEgressProxy_NumericHostFormsAreNormalized(t *testing.T) {
 		h := newProxyHarness(t, "127.0.0.1:"+port, nil)
 		for _, s := range spellings {
 			hp := s + ":" + port
-			if code, body, _ := proxyGet(t, h.p.addr(), hp); code != http.StatusOK || body != "TARGET" {
+			if code, body, _ := proxyGet(t, h.p.Addr(), hp); code != http.StatusOK || body != "TARGET" {
 				t.Errorf("GET %s: %d %q", hp, code, body)
 			}
-			if code, body := proxyConnect(t, h.p.addr(), hp); code != http.StatusOK || body != "TARGET" {
+			if code, body := proxyConnect(t, h.p.Addr(), hp); code != http.StatusOK || body != "TARGET" {
 				t.Errorf("CONNECT %s: %d %q", hp, code, body)
 			}
 		}
@@ -180,10 +180,10 @@ func TestEgressProxy_NameMustResolveToAnAllowedAddress(t *testing.T) {
 	t.Run("name without port resolving to loopback is refused", func(t *testing.T) {
 		h := newProxyHarness(t, "rebind.test,localhost", loop)
 		for _, host := range []string{"rebind.test", "localhost", "REBIND.test."} {
-			if code, _, _ := proxyGet(t, h.p.addr(), host+":"+port); code != http.StatusForbidden {
+			if code, _, _ := proxyGet(t, h.p.Addr(), host+":"+port); code != http.StatusForbidden {
 				t.Errorf("GET %s: %d, want 403", host, code)
 			}
-			if code, _ := proxyConnect(t, h.p.addr(), host+":"+port); code != http.StatusForbidden {
+			if code, _ := proxyConnect(t, h.p.Addr(), host+":"+port); code != http.StatusForbidden {
 				t.Errorf("CONNECT %s: %d, want 403", host, code)
 			}
 		}
@@ -193,7 +193,7 @@ func TestEgressProxy_NameMustResolveToAnAllowedAddress(t *testing.T) {
 	})
 	t.Run("system resolver: localhost listed without port is refused", func(t *testing.T) {
 		h := newProxyHarness(t, "localhost", nil)
-		if code, _ := proxyConnect(t, h.p.addr(), "localhost:"+port); code != http.StatusForbidden {
+		if code, _ := proxyConnect(t, h.p.Addr(), "localhost:"+port); code != http.StatusForbidden {
 			t.Errorf("CONNECT localhost: %d, want 403", code)
 		}
 		if n := target.total(); n != 0 {
@@ -202,7 +202,7 @@ func TestEgressProxy_NameMustResolveToAnAllowedAddress(t *testing.T) {
 	})
 	t.Run("allowed when the exact address is listed too", func(t *testing.T) {
 		h := newProxyHarness(t, "rebind.test,127.0.0.1:"+port, loop)
-		if code, body, _ := proxyGet(t, h.p.addr(), "rebind.test:"+port); code != http.StatusOK || body != "TARGET" {
+		if code, body, _ := proxyGet(t, h.p.Addr(), "rebind.test:"+port); code != http.StatusOK || body != "TARGET" {
 			t.Errorf("GET: %d %q", code, body)
 		}
 		if d := h.dials(); len(d) != 1 || d[0] != "127.0.0.1:"+port {
@@ -219,7 +219,7 @@ func TestEgressProxy_NameMustResolveToAnAllowedAddress(t *testing.T) {
 			}
 			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 		})
-		code, _ := proxyConnect(t, h.p.addr(), "rebind.test:"+port)
+		code, _ := proxyConnect(t, h.p.Addr(), "rebind.test:"+port)
 		if code != http.StatusBadGateway {
 			t.Errorf("CONNECT: %d, want 502 (the public address is unreachable here)", code)
 		}
@@ -230,7 +230,7 @@ func TestEgressProxy_NameMustResolveToAnAllowedAddress(t *testing.T) {
 			t.Errorf("dialled %v, want only 93.184.216.7:%s", d, port)
 		}
 		// Next connection: resolves again, now to loopback, and is refused.
-		if code, _ := proxyConnect(t, h.p.addr(), "rebind.test:"+port); code != http.StatusForbidden {
+		if code, _ := proxyConnect(t, h.p.Addr(), "rebind.test:"+port); code != http.StatusForbidden {
 			t.Errorf("second CONNECT: %d, want 403", code)
 		}
 		if n := target.total() - hits; n != 0 {
@@ -242,7 +242,7 @@ func TestEgressProxy_NameMustResolveToAnAllowedAddress(t *testing.T) {
 		h := newProxyHarness(t, "rebind.test", func(string, int64) []netip.Addr {
 			return []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("93.184.216.9"), netip.MustParseAddr("169.254.169.254")}
 		})
-		proxyConnect(t, h.p.addr(), "rebind.test:"+port)
+		proxyConnect(t, h.p.Addr(), "rebind.test:"+port)
 		if d := h.dials(); len(d) != 1 || d[0] != "93.184.216.9:"+port {
 			t.Errorf("dialled %v, want only 93.184.216.9:%s", d, port)
 		}
@@ -255,7 +255,7 @@ func TestEgressProxy_NameMustResolveToAnAllowedAddress(t *testing.T) {
 func TestEgressProxy_RejectsMalformedAndOversizedRequests(t *testing.T) {
 	h := newProxyHarness(t, "example.com", nil)
 	send := func(raw string) int {
-		c, err := net.Dial("tcp", h.p.addr())
+		c, err := net.Dial("tcp", h.p.Addr())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,7 +310,7 @@ func TestEgressProxy_CloseEndsTunnelsAndGoroutines(t *testing.T) {
 	h := newProxyHarness(t, ln.Addr().String(), nil)
 	var clients []net.Conn
 	for range 5 {
-		c, err := net.Dial("tcp", h.p.addr())
+		c, err := net.Dial("tcp", h.p.Addr())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,7 +322,7 @@ func TestEgressProxy_CloseEndsTunnelsAndGoroutines(t *testing.T) {
 		}
 	}
 	done := make(chan struct{})
-	go func() { h.p.close(); close(done) }()
+	go func() { h.p.Close(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -337,7 +337,7 @@ func TestEgressProxy_CloseEndsTunnelsAndGoroutines(t *testing.T) {
 	}
 	ln.Close()
 	held.Wait()
-	waitUntil(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= before+1 })
+	testsupport.Eventually(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= before+1 })
 }
 
 // TestEgressProxy_SpecialPurposeAddressesBehindAWildcard: names under an
@@ -361,7 +361,7 @@ func TestEgressProxy_SpecialPurposeAddressesBehindAWildcard(t *testing.T) {
 		return []netip.Addr{netip.MustParseAddr(answers[host])}
 	})
 	for host, addr := range answers {
-		if code, _, _ := proxyGet(t, h.p.addr(), host+":80"); code != http.StatusForbidden {
+		if code, _, _ := proxyGet(t, h.p.Addr(), host+":80"); code != http.StatusForbidden {
 			t.Errorf("GET %s (%s): %d, want 403", host, addr, code)
 		}
 	}
@@ -379,3 +379,23 @@ func TestEgressProxy_SpecialPurposeAddressesBehindAWildcard(t *testing.T) {
 		t.Errorf("%d refusals for %d names: %v", len(h.refused), len(answers), h.refused)
 	}
 }
+
+// site is a plain HTTP test server that counts its requests.
+type site struct {
+	*httptest.Server
+	hits atomic.Int64
+}
+
+// newSite starts a site, closed at the test's end.
+func newSite(t *testing.T, h http.HandlerFunc) *site {
+	t.Helper()
+	s := &site{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.hits.Add(1)
+		h(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *site) total() int { return int(s.hits.Load()) }

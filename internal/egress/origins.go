@@ -1,26 +1,24 @@
-package sourceauth
+package egress
 
 import (
 	"errors"
 	"fmt"
 	"net"
 	"strings"
-
-	"github.com/pdfexport/pdfexport/internal/allowlist"
 )
 
-// origins are the hosts of a rule, each entry an origin: a bare "host",
+// Origins are the hosts credentials are bound to, each entry an origin: a bare "host",
 // "host:port" or "*.suffix" (also "https://…") is https only, on port 443
 // unless a port is given; plain http needs an explicit "http://host:port".
 // Credentials never go to another scheme, host or port.
-type origins struct {
-	https, http allowlist.List
+type Origins struct {
+	https, http List
 }
 
-// allows reports whether a request to scheme://host:port is one of the
+// Allows reports whether a request to scheme://host:port is one of the
 // origins. scheme is "https" or "http" (ws and wss count as their http
 // forms).
-func (o origins) allows(scheme, host, port string) bool {
+func (o Origins) Allows(scheme, host, port string) bool {
 	switch scheme {
 	case "https", "wss":
 		return o.https.AllowsHost(host, port)
@@ -30,12 +28,12 @@ func (o origins) allows(scheme, host, port string) bool {
 	return false
 }
 
-func (o origins) empty() bool { return o.https.Empty() && o.http.Empty() }
+func (o Origins) Empty() bool { return o.https.Empty() && o.http.Empty() }
 
-// parseOrigins parses a rule's hosts. narrowed lists, for each entry whose
+// ParseOrigins parses a comma-separated list of origins. narrowed lists, for each entry whose
 // meaning the origin rule narrowed (before, an entry matched plain http too,
 // and any port when it named none), what it matches now.
-func parseOrigins(s string) (o origins, narrowed []string, err error) {
+func ParseOrigins(s string) (o Origins, narrowed []string, err error) {
 	var https, http []string
 	var errs []error
 	for _, raw := range strings.Split(s, ",") {
@@ -69,9 +67,9 @@ func parseOrigins(s string) (o origins, narrowed []string, err error) {
 		}
 	}
 	var perr error
-	o.https, perr = allowlist.Parse(strings.Join(https, ","))
+	o.https, perr = Parse(strings.Join(https, ","))
 	errs = append(errs, perr)
-	o.http, perr = allowlist.Parse(strings.Join(http, ","))
+	o.http, perr = Parse(strings.Join(http, ","))
 	errs = append(errs, perr)
 	return o, narrowed, errors.Join(errs...)
 }

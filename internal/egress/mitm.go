@@ -1,4 +1,4 @@
-package render
+package egress
 
 // Source credentials in the egress proxy. Every request of the browser, from
 // every frame and worker, reaches the proxy, so the proxy is the one place
@@ -33,7 +33,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -104,25 +103,25 @@ func (m *interceptor) cert(host string) (*tls.Certificate, error) {
 	return c, nil
 }
 
-// session is a listener of the proxy for one render with per-export
+// Session is a listener of the proxy for one render with per-export
 // credentials; its browser context uses it as its proxy.
-type session struct {
+type Session struct {
 	scheme, host, port string // the source URL's exact origin
-	creds      spec.Credentials
-	ln         net.Listener
-	srv        *http.Server
+	creds              spec.Credentials
+	ln                 net.Listener
+	srv                *http.Server
 }
 
 // credsFor is what a request to the origin scheme://host:port gets (scheme
 // "https": an intercepted tunnel; "http": a plain request): the operator's
-// rules, and a session's own credentials on its exact origin only.
-func (p *egressProxy) credsFor(s *session, scheme, host, port string) spec.Credentials {
+// rules, and a Session's own credentials on its exact origin only.
+func (p *Proxy) credsFor(s *Session, scheme, host, port string) spec.Credentials {
 	var c spec.Credentials
 	if p.creds != nil {
 		c = p.creds.For(scheme, host, port)
 	}
 	if s != nil && s.scheme == scheme && s.port == port {
-		if h, _, _ := allowlist.CanonicalHost(host); h != s.host {
+		if h, _, _ := CanonicalHost(host); h != s.host {
 			return c
 		}
 		c = c.Merge(s.creds)
@@ -132,12 +131,12 @@ func (p *egressProxy) credsFor(s *session, scheme, host, port string) spec.Crede
 
 // openSession starts a listener whose requests also get creds on the
 // origin scheme://host:port. Close it with closeSession.
-func (p *egressProxy) openSession(scheme, host, port string, creds spec.Credentials) (*session, error) {
+func (p *Proxy) OpenSession(scheme, host, port string, creds spec.Credentials) (*Session, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("egress proxy: session listener: %w", err)
+		return nil, fmt.Errorf("egress proxy: Session listener: %w", err)
 	}
-	s := &session{scheme: scheme, host: host, port: port, creds: creds, ln: ln}
+	s := &Session{scheme: scheme, host: host, port: port, creds: creds, ln: ln}
 	s.srv = p.newServer(s)
 	p.mu.Lock()
 	if p.closed {
@@ -155,11 +154,11 @@ func (p *egressProxy) openSession(scheme, host, port string, creds spec.Credenti
 	return s, nil
 }
 
-func (s *session) addr() string { return s.ln.Addr().String() }
+func (s *Session) Addr() string { return s.ln.Addr().String() }
 
-// closeSession stops the session's listener and ends its requests and
+// closeSession stops the Session's listener and ends its requests and
 // tunnels.
-func (p *egressProxy) closeSession(s *session) {
+func (p *Proxy) CloseSession(s *Session) {
 	_ = s.srv.Close()
 	p.mu.Lock()
 	delete(p.sessions, s)
@@ -173,7 +172,7 @@ func (p *egressProxy) closeSession(s *session) {
 
 // newUpstreamTLS is the transport of intercepted requests: it dials through
 // the allowlist and verifies the server's certificate.
-func (p *egressProxy) newUpstreamTLS(roots *x509.CertPool, headerTimeout time.Duration) *http.Transport {
+func (p *Proxy) newUpstreamTLS(roots *x509.CertPool, headerTimeout time.Duration) *http.Transport {
 	return &http.Transport{
 		Proxy: nil,
 		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -204,7 +203,7 @@ func (p *egressProxy) newUpstreamTLS(roots *x509.CertPool, headerTimeout time.Du
 
 // intercept serves a CONNECT to host:port, whose requests get credentials,
 // by terminating TLS with the browser and proxying each request.
-func (p *egressProxy) intercept(w http.ResponseWriter, req *http.Request, s *session, host, port string) {
+func (p *Proxy) intercept(w http.ResponseWriter, req *http.Request, s *Session, host, port string) {
 	target := net.JoinHostPort(host, port)
 	if err := p.dialer.CheckHost(host, port); err != nil {
 		var rf *refusal

@@ -1,4 +1,4 @@
-package render
+package egress
 
 import (
 	"bufio"
@@ -29,8 +29,8 @@ import (
 // errForeignPeer is the error of a connection from another process.
 var errForeignPeer = errors.New("egress proxy: connection from a process other than the worker's browsers")
 
-// peerGuard admits connections from the worker's own child processes.
-type peerGuard struct {
+// PeerGuard admits connections from the worker's own child processes.
+type PeerGuard struct {
 	self     int           // the worker's pid: its descendants are admitted
 	treeTTL  time.Duration // how long a list of descendants is reused
 	procRoot string        // "/proc"
@@ -41,13 +41,13 @@ type peerGuard struct {
 	lastPID int // the process whose socket matched last: looked at first
 }
 
-func newPeerGuard() *peerGuard {
-	return &peerGuard{self: os.Getpid(), treeTTL: time.Second, procRoot: "/proc"}
+func NewPeerGuard() *PeerGuard {
+	return &PeerGuard{self: os.Getpid(), treeTTL: time.Second, procRoot: "/proc"}
 }
 
 // admits returns nil when the other end of c is a socket held by one of the
 // worker's descendants.
-func (g *peerGuard) admits(c net.Conn) error {
+func (g *PeerGuard) Admits(c net.Conn) error {
 	remote, ok1 := c.RemoteAddr().(*net.TCPAddr)
 	local, ok2 := c.LocalAddr().(*net.TCPAddr)
 	if !ok1 || !ok2 {
@@ -78,7 +78,7 @@ func (g *peerGuard) admits(c net.Conn) error {
 }
 
 // holds reports whether process pid has the file link ("socket:[N]") open.
-func (g *peerGuard) holds(pid int, link string) bool {
+func (g *PeerGuard) holds(pid int, link string) bool {
 	dir := g.procRoot + "/" + strconv.Itoa(pid) + "/fd"
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -94,7 +94,7 @@ func (g *peerGuard) holds(pid int, link string) bool {
 
 // socketInode finds the inode of the socket whose local end is client and
 // whose remote end is server (the connecting side of the connection).
-func (g *peerGuard) socketInode(client, server *net.TCPAddr) (string, error) {
+func (g *PeerGuard) socketInode(client, server *net.TCPAddr) (string, error) {
 	table, want := "/net/tcp", hexAddr(client)
 	if client.IP.To4() == nil {
 		table = "/net/tcp6"

@@ -1,4 +1,4 @@
-package render
+package egress
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/redact"
 )
 
 // The request guard, second layer: a forward proxy on 127.0.0.1 that every
@@ -29,7 +29,7 @@ import (
 // upstream connection it checks the host against the allowlist, resolves a
 // name once, and dials only an address the allowlist allows for it: the
 // address checked is the address dialled, which closes DNS rebinding. A
-// refusal is a 403 (with header egressRefusedHeader) and is counted.
+// refusal is a 403 (with header RefusedHeader) and is counted.
 
 // Bounds of the proxy.
 const (
@@ -39,16 +39,16 @@ const (
 	proxyUpstreamIdle   = 30 * time.Second // idle pooled upstream connections
 )
 
-// egressRefusedHeader marks a 403 that the proxy, not the server, answered.
-const egressRefusedHeader = "X-Pdfexport-Egress"
+// RefusedHeader marks a 403 that the proxy, not the server, answered.
+const RefusedHeader = "X-Pdfexport-Egress"
 
 // refusal is an error that makes the proxy answer 403.
-type refusal = allowlist.Refusal
+type refusal = Refusal
 
-// egressProxy is the forward proxy. Start it with startEgressProxy; close
+// Proxy is the forward proxy. Start it with StartProxy; close
 // stops it and waits for every goroutine it started.
-type egressProxy struct {
-	dialer allowlist.Dialer // resolves, checks and dials every upstream connection
+type Proxy struct {
+	dialer Dialer // resolves, checks and dials every upstream connection
 	log    *slog.Logger
 
 	// onRefuse, if set, sees every refusal: the URL of a plain request or
@@ -74,26 +74,28 @@ type egressProxy struct {
 
 	mu       sync.Mutex
 	closed   bool
-	tunnels  map[net.Conn]*session // hijacked client and upstream connections, by session (nil: none)
-	sessions map[*session]struct{} // open session listeners
+	tunnels  map[net.Conn]*Session // hijacked client and upstream connections, by Session (nil: none)
+	sessions map[*Session]struct{} // open Session listeners
 	wg       sync.WaitGroup        // Serve, handlers, tunnel copiers
 }
 
-type egressOptions struct {
-	lookup         func(ctx context.Context, host string) ([]netip.Addr, error)
-	dial           func(ctx context.Context, network, addr string) (net.Conn, error)
-	onRefuse       func(target, reason string)
-	upstreamHeader time.Duration  // bound on waiting for a response header; 0 = none
-	upstreamRoots  *x509.CertPool // roots of intercepted upstreams; nil: the system's
-	// admit, when set, decides whether a connection to the proxy (or to a
-	// session's listener) is served (peerGuard.admits: only the worker's
+type Options struct {
+	// Lookup and Dial replace DNS and dialling (tests); nil: the system's.
+	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	// OnRefuse, if set, sees every refusal (tests).
+	OnRefuse       func(target, reason string)
+	UpstreamHeader time.Duration  // bound on waiting for a response header; 0 = none
+	UpstreamRoots  *x509.CertPool // roots of intercepted upstreams; nil: the system's
+	// Admit, when set, decides whether a connection to the proxy (or to a
+	// session's listener) is served (PeerGuard.Admits: only the worker's
 	// browsers); nil serves every local connection (tests of the proxy).
-	admit func(net.Conn) error
+	Admit func(net.Conn) error
 }
 
-// startEgressProxy listens on 127.0.0.1 on a random port and serves.
+// StartProxy listens on 127.0.0.1 on a random port and serves.
 // creds, if not nil, gives the requests of matching hosts their credentials.
-func startEgressProxy(allowed allowlist.List, logger *slog.Logger, creds Credentials, o egressOptions) (*egressProxy, error) {
+func StartProxy(allowed List, logger *slog.Logger, creds Credentials, o Options) (*Proxy, error) {
 	icp, err := newInterceptor()
 	if err != nil {
 		return nil, err
@@ -102,18 +104,18 @@ func startEgressProxy(allowed allowlist.List, logger *slog.Logger, creds Credent
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
-	p := &egressProxy{
-		admit:        o.admit,
-		dialer:       allowlist.Dialer{List: allowed, Lookup: o.lookup, Dial: o.dial},
+	p := &Proxy{
+		admit:        o.Admit,
+		dialer:       Dialer{List: allowed, Lookup: o.Lookup, Dial: o.Dial},
 		log:          logger,
-		onRefuse:     o.onRefuse,
+		onRefuse:     o.OnRefuse,
 		ln:           ln,
-		tunnels:      make(map[net.Conn]*session),
-		sessions:     make(map[*session]struct{}),
+		tunnels:      make(map[net.Conn]*Session),
+		sessions:     make(map[*Session]struct{}),
 		creds:        creds,
 		intercepting: icp,
 	}
-	p.tlsTr = p.newUpstreamTLS(o.upstreamRoots, o.upstreamHeader)
+	p.tlsTr = p.newUpstreamTLS(o.UpstreamRoots, o.UpstreamHeader)
 	p.base, p.stop = context.WithCancel(context.Background())
 	p.tr = &http.Transport{
 		Proxy:                  nil,
@@ -123,7 +125,7 @@ func startEgressProxy(allowed allowlist.List, logger *slog.Logger, creds Credent
 		MaxIdleConns:           32,
 		MaxIdleConnsPerHost:    6,
 		IdleConnTimeout:        proxyUpstreamIdle,
-		ResponseHeaderTimeout:  o.upstreamHeader,
+		ResponseHeaderTimeout:  o.UpstreamHeader,
 		MaxResponseHeaderBytes: proxyMaxHeaderBytes,
 	}
 	p.rp = &httputil.ReverseProxy{
@@ -144,7 +146,7 @@ func startEgressProxy(allowed allowlist.List, logger *slog.Logger, creds Credent
 
 // guard wraps a listener of the proxy so that only admitted peers are
 // served.
-func (p *egressProxy) guard(ln net.Listener) net.Listener {
+func (p *Proxy) guard(ln net.Listener) net.Listener {
 	if p.admit == nil {
 		return ln
 	}
@@ -153,7 +155,7 @@ func (p *egressProxy) guard(ln net.Listener) net.Listener {
 
 // refusePeer counts a connection from a foreign process and logs it, at most
 // every 10 s.
-func (p *egressProxy) refusePeer(remote string, err error) {
+func (p *Proxy) refusePeer(remote string, err error) {
 	n := p.foreign.Add(1)
 	now := time.Now().UnixNano()
 	if last := p.lastWarn.Load(); now-last > int64(10*time.Second) && p.lastWarn.CompareAndSwap(last, now) {
@@ -162,8 +164,8 @@ func (p *egressProxy) refusePeer(remote string, err error) {
 }
 
 // newServer is the proxy's HTTP server for the main listener (s nil) or a
-// session's.
-func (p *egressProxy) newServer(s *session) *http.Server {
+// Session's.
+func (p *Proxy) newServer(s *Session) *http.Server {
 	return &http.Server{
 		Handler:           http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { p.serve(w, req, s) }),
 		ReadHeaderTimeout: proxyHeaderTimeout,
@@ -176,14 +178,14 @@ func (p *egressProxy) newServer(s *session) *http.Server {
 
 // spki is the base64 SHA-256 of the interception key, which Chromium is told
 // to accept.
-func (p *egressProxy) spki() string { return p.intercepting.spki }
+func (p *Proxy) SPKI() string { return p.intercepting.spki }
 
 // addr is "127.0.0.1:PORT".
-func (p *egressProxy) addr() string { return p.ln.Addr().String() }
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // close stops listening, ends every request and tunnel and waits for the
 // goroutines of the proxy. It is idempotent.
-func (p *egressProxy) close() {
+func (p *Proxy) Close() {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -208,7 +210,7 @@ func (p *egressProxy) close() {
 
 // track registers a hijacked connection so close can end it; it returns false
 // (and closes c) when the proxy is closing.
-func (p *egressProxy) track(c net.Conn, s *session) bool {
+func (p *Proxy) track(c net.Conn, s *Session) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -219,7 +221,7 @@ func (p *egressProxy) track(c net.Conn, s *session) bool {
 	return true
 }
 
-func (p *egressProxy) untrack(c net.Conn) {
+func (p *Proxy) untrack(c net.Conn) {
 	if pc, ok := c.(*prefixedConn); ok {
 		c = pc.Conn
 	}
@@ -230,11 +232,11 @@ func (p *egressProxy) untrack(c net.Conn) {
 }
 
 // establish answers a CONNECT: it takes the browser's connection over,
-// tracks it for session s, answers 200 and returns it with the bytes the
+// tracks it for Session s, answers 200 and returns it with the bytes the
 // server read ahead put back in front. Not ok: there is nothing to serve
 // (no hijacking, the proxy closing, the browser gone); the connection is
 // closed. The caller untracks the connection.
-func (p *egressProxy) establish(w http.ResponseWriter, s *session) (net.Conn, bool) {
+func (p *Proxy) establish(w http.ResponseWriter, s *Session) (net.Conn, bool) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		http.Error(w, "cannot tunnel", http.StatusInternalServerError)
@@ -270,7 +272,7 @@ type prefixedConn struct {
 func (c *prefixedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 
 // serve is the handler of every proxy request.
-func (p *egressProxy) serve(w http.ResponseWriter, req *http.Request, s *session) {
+func (p *Proxy) serve(w http.ResponseWriter, req *http.Request, s *Session) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -313,7 +315,7 @@ func (p *egressProxy) serve(w http.ResponseWriter, req *http.Request, s *session
 
 // upstreamFailed answers a failed proxied request: 403 for a refusal found
 // while dialling, 502 otherwise.
-func (p *egressProxy) upstreamFailed(w http.ResponseWriter, req *http.Request, err error) {
+func (p *Proxy) upstreamFailed(w http.ResponseWriter, req *http.Request, err error) {
 	var rf *refusal
 	if errors.As(err, &rf) {
 		p.refuse(w, req.URL.String(), rf.Reason)
@@ -323,18 +325,18 @@ func (p *egressProxy) upstreamFailed(w http.ResponseWriter, req *http.Request, e
 		return // the browser went away
 	}
 	p.log.Debug("egress proxy: upstream failed", "url", shortURL(req.URL.String()), "err", err)
-	w.Header().Set(egressRefusedHeader, "upstream-failed")
+	w.Header().Set(RefusedHeader, "upstream-failed")
 	http.Error(w, "upstream failed: "+err.Error(), http.StatusBadGateway)
 }
 
-func (p *egressProxy) refuse(w http.ResponseWriter, target, reason string) {
+func (p *Proxy) refuse(w http.ResponseWriter, target, reason string) {
 	p.noteRefusal(target, reason)
-	w.Header().Set(egressRefusedHeader, "refused")
+	w.Header().Set(RefusedHeader, "refused")
 	w.Header().Set("Connection", "close")
 	http.Error(w, "refused by the pdfexport egress proxy: "+reason, http.StatusForbidden)
 }
 
-func (p *egressProxy) noteRefusal(target, reason string) {
+func (p *Proxy) noteRefusal(target, reason string) {
 	p.refused.Add(1)
 	p.log.Debug("egress proxy: refused", "target", shortURL(target), "reason", reason)
 	if p.onRefuse != nil {
@@ -343,12 +345,26 @@ func (p *egressProxy) noteRefusal(target, reason string) {
 }
 
 // resolve is the dialer's check and resolution (the guard's precheck uses it).
-func (p *egressProxy) resolve(ctx context.Context, host, port string) ([]netip.AddrPort, error) {
+// Resolve resolves host as the proxy does for a connection to host:port and
+// returns the addresses the allowlist allows, or a *Refusal.
+func (p *Proxy) Resolve(ctx context.Context, host, port string) ([]netip.AddrPort, error) {
+	return p.resolve(ctx, host, port)
+}
+
+// Refused counts the requests the proxy refused (the allowlist's
+// refusals); Connected the upstream connections it dialled; Foreign the
+// connections it closed because they came from a process other than the
+// worker's browsers.
+func (p *Proxy) Refused() int64   { return p.refused.Load() }
+func (p *Proxy) Connected() int64 { return p.connected.Load() }
+func (p *Proxy) Foreign() int64   { return p.foreign.Load() }
+
+func (p *Proxy) resolve(ctx context.Context, host, port string) ([]netip.AddrPort, error) {
 	return p.dialer.Resolve(ctx, host, port)
 }
 
 // dialChecked dials through the dialer and counts upstream connections.
-func (p *egressProxy) dialChecked(ctx context.Context, network, addr string) (net.Conn, error) {
+func (p *Proxy) dialChecked(ctx context.Context, network, addr string) (net.Conn, error) {
 	c, err := p.dialer.DialContext(ctx, network, addr)
 	if err == nil {
 		p.connected.Add(1)
@@ -358,7 +374,7 @@ func (p *egressProxy) dialChecked(ctx context.Context, network, addr string) (ne
 
 // tunnel serves CONNECT: it dials the checked target, answers 200 and copies
 // bytes both ways until one side closes or both are idle for proxyIdleTimeout.
-func (p *egressProxy) tunnel(w http.ResponseWriter, req *http.Request, s *session) {
+func (p *Proxy) tunnel(w http.ResponseWriter, req *http.Request, s *Session) {
 	target := req.Host
 	if target == "" {
 		target = req.URL.Host
@@ -374,7 +390,7 @@ func (p *egressProxy) tunnel(w http.ResponseWriter, req *http.Request, s *sessio
 		p.intercept(w, req, s, host, port)
 		return
 	}
-	ctx, cancel := context.WithTimeout(req.Context(), allowlist.DefaultResolveTimeout+allowlist.DefaultDialTimeout)
+	ctx, cancel := context.WithTimeout(req.Context(), DefaultResolveTimeout+DefaultDialTimeout)
 	up, err := p.dialChecked(ctx, "tcp", net.JoinHostPort(host, port))
 	cancel()
 	if err != nil {
@@ -436,4 +452,14 @@ func pipe(dst, src net.Conn, last *atomic.Int64) {
 		}
 		return
 	}
+}
+
+// shortURL is a URL as logs show it: redacted (no password, no query
+// values) and at most 200 bytes.
+func shortURL(u string) string {
+	s := redact.URL(u)
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
 }

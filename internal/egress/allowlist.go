@@ -1,6 +1,9 @@
-// Package allowlist decides which hosts an export may reach. It is shared by
-// payload validation (the source URL) and the renderer's network guard (every
-// request the page makes), so both apply exactly the same rules.
+package egress
+
+// The allowlist decides which hosts an export may reach. It is shared by
+// request validation (the source URL, through spec.HostList) and the
+// renderer's network guard (every request the page makes), so both apply
+// exactly the same rules.
 //
 // An entry is "host", "host:port" or "*.suffix" (any subdomain of suffix, not
 // suffix itself). Names compare case-insensitively. Addresses that are
@@ -8,7 +11,6 @@
 // 169.254.169.254), unspecified or otherwise non-global are refused unless an
 // entry names that exact address, e.g. "127.0.0.1:8080"; a wildcard or a name
 // that resolves to such an address never unlocks it.
-package allowlist
 
 import (
 	"errors"
@@ -267,4 +269,16 @@ func (l List) Check(host, port string) error {
 	default:
 		return fmt.Errorf("%w: %s", ErrForbidden, hp)
 	}
+}
+
+// Refusal says why host:port is not allowed by l, naming the setting the
+// list comes from (listName): a special-purpose address says which, since
+// only an entry naming it exactly unlocks it.
+func (l List) Refusal(host, port, listName string) string {
+	canon, addr, isIP := CanonicalHost(host)
+	hp := net.JoinHostPort(canon, port)
+	if reason, special := Special(addr); isIP && special {
+		return fmt.Sprintf("host %s is not allowed: special-purpose address: %s (%s must name it exactly)", hp, reason, listName)
+	}
+	return fmt.Sprintf("host %s is not allowed: not on %s", hp, listName)
 }

@@ -1,4 +1,4 @@
-package allowlist
+package egress
 
 import (
 	"encoding/binary"
