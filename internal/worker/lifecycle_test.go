@@ -288,7 +288,7 @@ func TestWorker_FinishesWhatTheDashboardArchives(t *testing.T) {
 	redis := testsupport.StartRedis(t)
 	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+t.TempDir(), "ADMIN_ADDR=",
 		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "ALLOWED_HOSTS="+site.host(), "QUEUES=default=1,parked=1",
-		"CALLBACK_ALLOWED_HOSTS="+site.host(), "CALLBACK_SECRET=test-secret-0123456789abcdef")
+		"CALLBACK_ALLOWED_HOSTS="+site.host(), "CALLBACK_SECRET="+callbackSecret)
 	startWorker(t, cfg, Options{FinishSweepInterval: 100 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
