@@ -17,6 +17,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/api"
+	"github.com/pdfexport/pdfexport/internal/api/apitest"
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/storage"
@@ -337,7 +338,7 @@ func TestAPI_DeliversThePDF(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(api.New(api.Config{Client: c, Store: store, Token: "tok", Logger: slog.New(slog.DiscardHandler)}))
+			srv := httptest.NewServer(apitest.Contract(t, api.New(api.Config{Client: c, Store: store, Token: "tok", Logger: slog.New(slog.DiscardHandler)})))
 			t.Cleanup(srv.Close)
 			call := func(method, path string, header ...string) *http.Response {
 				t.Helper()
