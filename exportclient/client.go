@@ -298,30 +298,3 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	c.finals.Prepare() // a Wait is likely to follow: subscribe meanwhile
 	return Enqueued{TaskID: info.ID, Queue: info.Queue, ArtifactKey: key}, nil
 }
-
-// VerifyCallback checks a callback request: header is its
-// Pdfexport-Signature, body the raw request body, secret the workers'
-// CALLBACK_SECRET. It fails (errors.Is ErrBadSignature) unless the body was
-// signed with the secret within tolerance of now (0: 5 minutes), which
-// refuses forged and replayed deliveries. Use Pdfexport-Delivery to drop a
-// delivery seen before: callbacks are delivered at least once.
-func VerifyCallback(secret []byte, header string, body []byte, tolerance time.Duration) error {
-	return spec.VerifyCallback(secret, header, body, tolerance, time.Now())
-}
-
-// Callback types and headers, for receivers.
-type (
-	// Final is the JSON body of a callback: the export's final outcome.
-	Final = spec.Final
-	// Callback asks for the outcome to be POSTed (Request.Callback).
-	Callback = spec.Callback
-)
-
-// Callback headers and errors.
-const (
-	SignatureHeader = spec.SignatureHeader
-	DeliveryHeader  = spec.DeliveryHeader
-)
-
-// ErrBadSignature matches every VerifyCallback failure.
-var ErrBadSignature = spec.ErrBadSignature

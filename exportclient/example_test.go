@@ -2,6 +2,7 @@ package exportclient_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/harness"
@@ -100,12 +102,17 @@ func ExampleClient_Cancel() {
 	// again: ErrFinal? true
 }
 
-// Receive callbacks: verify the signature over the raw body before trusting
-// it, answer 2xx, and drop a delivery seen before (callbacks arrive at least
-// once; Pdfexport-Delivery is the same on every attempt).
+// Receive callbacks: verify the Standard Webhooks signature over the raw
+// body before trusting it, answer 2xx, and drop a delivery seen before
+// (callbacks arrive at least once; webhook-id is the same on every attempt).
+// VerifyCallback takes CALLBACK_SECRET as it is: while a key rotates, the
+// receiver holds both and accepts either.
 func ExampleVerifyCallback() {
-	secret := []byte("the workers' CALLBACK_SECRET") // at least 16 bytes
-	var seen sync.Map                                // delivery ids already handled
+	secret := os.Getenv("CALLBACK_SECRET") // the workers' whsec_… entries
+	if secret == "" {
+		secret = exampleSecret
+	}
+	var seen sync.Map // webhook-ids already handled
 
 	receiver := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
@@ -113,11 +120,13 @@ func ExampleVerifyCallback() {
 			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 			return
 		}
-		if err := exportclient.VerifyCallback(secret, r.Header.Get(exportclient.SignatureHeader), body, 5*time.Minute); err != nil {
-			http.Error(w, "bad signature", http.StatusUnauthorized) // forged, or replayed late
+		if err := exportclient.VerifyCallback(r.Header, body, secret); err != nil {
+			// errors.Is(err, exportclient.ErrStale): replayed late;
+			// exportclient.ErrNoMatchingSignature: forged or altered.
+			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
 		}
-		if _, dup := seen.LoadOrStore(r.Header.Get(exportclient.DeliveryHeader), true); dup {
+		if _, dup := seen.LoadOrStore(r.Header.Get(exportclient.HeaderWebhookID), true); dup {
 			w.WriteHeader(http.StatusNoContent) // handled already: acknowledge again
 			return
 		}
@@ -136,12 +145,11 @@ func ExampleVerifyCallback() {
 	srv := httptest.NewServer(receiver)
 	defer srv.Close()
 
-	// What the workers send: the same body and delivery id on every attempt.
-	body := `{"task_id":"8d1c","state":"completed","manual_id":"ops-guide","version":"2026.11.3",` +
-		`"result":{"artifact_key":"ops-guide/2026.11.3/58d7c1950555e961.pdf","pages":22},"retried":0}`
-	fmt.Println(deliver(srv.URL, secret, "callback-8d1c", body))
-	fmt.Println(deliver(srv.URL, secret, "callback-8d1c", body))                            // a retry
-	fmt.Println(deliver(srv.URL, []byte("not the workers' secret"), "callback-8e2f", body)) // a forgery
+	// What the workers send: the same body and webhook-id on every attempt.
+	fmt.Println(deliver(srv.URL, exampleSecret, "callback-8d1c", exampleBody))
+	fmt.Println(deliver(srv.URL, exampleSecret, "callback-8d1c", exampleBody)) // a retry
+	forger := "whsec_" + base64.StdEncoding.EncodeToString([]byte("not the workers' key!"))
+	fmt.Println(deliver(srv.URL, forger, "callback-8e2f", exampleBody)) // a forgery
 	// Output:
 	// export 8d1c stored as ops-guide/2026.11.3/58d7c1950555e961.pdf
 	// 204 No Content
@@ -149,16 +157,54 @@ func ExampleVerifyCallback() {
 	// 401 Unauthorized
 }
 
+// Receive callbacks with the Standard Webhooks reference library
+// (github.com/standard-webhooks/standard-webhooks/libraries/go): a callback
+// is an ordinary Standard Webhooks delivery. The library holds one key; a
+// receiver in the middle of a rotation tries each (or uses VerifyCallback).
+func Example_standardWebhooks() {
+	wh, err := standardwebhooks.NewWebhook(exampleSecret) // one CALLBACK_SECRET entry
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+		if err := wh.Verify(body, r.Header); err != nil {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		var f exportclient.Final
+		_ = json.Unmarshal(body, &f)
+		fmt.Println(r.Header.Get("webhook-id"), f.State)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+
+	fmt.Println(deliver(srv.URL, exampleSecret, "callback-8d1c", exampleBody))
+	// Output:
+	// callback-8d1c completed
+	// 204 No Content
+}
+
+// exampleSecret is a CALLBACK_SECRET entry, exampleBody a callback body.
+const (
+	exampleSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	exampleBody   = `{"task_id":"8d1c","state":"completed","manual_id":"ops-guide","version":"2026.11.3",` +
+		`"result":{"artifact_key":"ops-guide/2026.11.3/58d7c1950555e961.pdf","pages":22},"retried":0}`
+)
+
 // deliver POSTs body to url signed with secret, as a worker delivers a
 // callback, and returns the response status.
-func deliver(url string, secret []byte, delivery, body string) string {
+func deliver(url, secret, id, body string) string {
+	keys, err := spec.ParseCallbackSecrets(secret)
+	if err != nil {
+		return err.Error()
+	}
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		return err.Error()
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(exportclient.SignatureHeader, spec.SignCallback(secret, time.Now(), []byte(body)))
-	req.Header.Set(exportclient.DeliveryHeader, delivery)
+	spec.SetCallbackHeaders(req.Header, keys, id, time.Now(), []byte(body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err.Error()

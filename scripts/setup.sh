@@ -2,9 +2,10 @@
 # Installs what pdfexport needs to build, test and demo, only where missing:
 # redis-server, Chromium (the headless shell the worker prefers, and the full
 # browser the tests also cover), fonts, poppler-utils and promtool (Debian's
-# prometheus package: the tests check deployments/prometheus with it) from
-# apt, and the pinned versitygw S3 server (built with go install into ./bin).
-# Idempotent.
+# prometheus package: the tests check deployments/prometheus with it) and
+# Node.js (nodejs, npm) from apt, the pinned versitygw S3 server (built with
+# go install into ./bin) and the pinned Node tools of the HTTP contract
+# checks (npm ci into var/node-tools). Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,8 @@ have_cmd redis-server || missing+=(redis-server)
 { [ -x /usr/lib/chromium/chromium ] || have_cmd chromium || have_cmd chromium-browser || have_cmd google-chrome; } || missing+=(chromium)
 have_cmd pdfinfo || missing+=(poppler-utils)
 have_cmd promtool || missing+=(prometheus)
+have_cmd node || missing+=(nodejs)
+have_cmd npm || missing+=(npm)
 for font in fonts-dejavu-core fonts-liberation; do
 	have_pkg "$font" || missing+=("$font")
 done
@@ -54,4 +57,5 @@ fi
 if [ -x scripts/install-versitygw.sh ]; then
 	scripts/install-versitygw.sh
 fi
-echo "setup: ok (redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), $( { /usr/lib/chromium/chromium --version 2>/dev/null || chromium --version; } | head -1), headless shell $( { /usr/lib/chromium/chromium-headless-shell --version 2>/dev/null || chromium-headless-shell --version; } | head -1 | awk '{print $NF}'), promtool $(promtool --version 2>&1 | awk 'NR == 1 {print $3}'))"
+scripts/install-node-tools.sh
+echo "setup: ok (redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), $( { /usr/lib/chromium/chromium --version 2>/dev/null || chromium --version; } | head -1), headless shell $( { /usr/lib/chromium/chromium-headless-shell --version 2>/dev/null || chromium-headless-shell --version; } | head -1 | awk '{print $NF}'), promtool $(promtool --version 2>&1 | awk 'NR == 1 {print $3}'), node $(node --version))"

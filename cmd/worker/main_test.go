@@ -36,6 +36,23 @@ func TestRun_InvalidConfigExits2ListingEveryVariable(t *testing.T) {
 	}
 }
 
+// TestRun_MalformedCallbackSecretExits2: a CALLBACK_SECRET entry that is
+// not whsec_<base64 key> stops the worker before it starts, naming the
+// variable and never its value.
+func TestRun_MalformedCallbackSecretExits2(t *testing.T) {
+	const value = "plain-old-hmac-secret-0123456789"
+	for _, secret := range []string{value, "whsec_c2l4dGVlbi1ieXRlcy1rZXk= " + value, "whsec_" + value + "!"} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), nil, []string{"CALLBACK_ALLOWED_HOSTS=hooks.example.com", "CALLBACK_SECRET=" + secret}, &stdout, &stderr)
+		if code != exitUsage {
+			t.Fatalf("%q: exit %d, want %d\n%s", secret, code, exitUsage, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "CALLBACK_SECRET") || strings.Contains(stderr.String()+stdout.String(), value) {
+			t.Errorf("%q: the message must name CALLBACK_SECRET, never its value:\n%s", secret, stderr.String())
+		}
+	}
+}
+
 func TestRun_HelpListsEveryVariable(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"--help"}, nil, &stdout, &stderr); code != exitOK {

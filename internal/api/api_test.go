@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/api/apitest"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
@@ -26,7 +27,7 @@ func newTestAPI(t *testing.T, redisAddr, token string) *httptest.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	srv := httptest.NewServer(New(Config{Client: c, Token: token, Logger: slog.New(slog.DiscardHandler)}))
+	srv := httptest.NewServer(apitest.Contract(t, New(Config{Client: c, Token: token, Logger: slog.New(slog.DiscardHandler)})))
 	t.Cleanup(srv.Close)
 	return srv
 }

@@ -17,10 +17,24 @@ import (
 type openAPI struct {
 	Paths      map[string]map[string]any `yaml:"paths"`
 	Components struct {
-		Schemas map[string]struct {
-			Properties map[string]any `yaml:"properties"`
-		} `yaml:"schemas"`
+		Schemas       map[string]schemaProps `yaml:"schemas"`
+		RequestBodies map[string]struct {
+			Content map[string]struct {
+				Schema schemaProps `yaml:"schema"`
+			} `yaml:"content"`
+		} `yaml:"requestBodies"`
 	} `yaml:"components"`
+}
+
+type schemaProps struct {
+	Properties map[string]any `yaml:"properties"`
+}
+
+// payload is the schema of POST /v1/exports's body, a request body of its
+// own (components.requestBodies), not a component schema: openapi-typescript
+// makes every defaulted property of a component schema required.
+func (d openAPI) payload() schemaProps {
+	return d.Components.RequestBodies["Payload"].Content["application/json"].Schema
 }
 
 func loadOpenAPI(t *testing.T) openAPI {
@@ -67,6 +81,13 @@ func TestOpenAPI_MatchesServedRoutes(t *testing.T) {
 // are exactly the JSON fields of the Go types.
 func TestOpenAPI_SchemasMatchContract(t *testing.T) {
 	doc := loadOpenAPI(t)
+	if _, ok := doc.Components.Schemas["Payload"]; ok {
+		t.Error("Payload is a component schema again: generated clients would require its defaulted fields")
+	}
+	schemas := map[string]schemaProps{"Payload": doc.payload()}
+	for name, s := range doc.Components.Schemas {
+		schemas[name] = s
+	}
 	for schema, typ := range map[string]reflect.Type{
 		"Payload": reflect.TypeOf(spec.Request{}),
 		"Result":  reflect.TypeOf(spec.Result{}),
@@ -74,7 +95,7 @@ func TestOpenAPI_SchemasMatchContract(t *testing.T) {
 		"Warning": reflect.TypeOf(spec.Warning{}),
 	} {
 		var documented []string
-		for name := range doc.Components.Schemas[schema].Properties {
+		for name := range schemas[schema].Properties {
 			documented = append(documented, name)
 		}
 		fields := jsonFields(typ)
@@ -86,7 +107,7 @@ func TestOpenAPI_SchemasMatchContract(t *testing.T) {
 	}
 	// A request's source: what a caller may send, and no envelope-only field.
 	var source []string
-	src, _ := doc.Components.Schemas["Payload"].Properties["source"].(map[string]any)
+	src, _ := doc.payload().Properties["source"].(map[string]any)
 	props, _ := src["properties"].(map[string]any)
 	for name := range props {
 		source = append(source, name)
@@ -112,4 +133,50 @@ func jsonFields(typ reflect.Type) []string {
 	}
 	sort.Strings(fields)
 	return fields
+}
+
+// TestOpenAPI_DeclaresTheCallback: POST /v1/exports declares its callback
+// with the Standard Webhooks headers the worker sends (spec's constants)
+// and the Final schema as its body.
+func TestOpenAPI_DeclaresTheCallback(t *testing.T) {
+	raw, err := os.ReadFile("../../api/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Callbacks map[string]map[string]map[string]struct {
+				Parameters []struct {
+					Name     string `yaml:"name"`
+					In       string `yaml:"in"`
+					Required bool   `yaml:"required"`
+				} `yaml:"parameters"`
+				RequestBody struct {
+					Content map[string]struct {
+						Schema struct {
+							Ref string `yaml:"$ref"`
+						} `yaml:"schema"`
+					} `yaml:"content"`
+				} `yaml:"requestBody"`
+			} `yaml:"callbacks"`
+		} `yaml:"paths"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	cb := doc.Paths["/v1/exports"]["post"].Callbacks["exportFinal"]["{$request.body#/callback/url}"]["post"]
+	required := map[string]bool{}
+	for _, p := range cb.Parameters {
+		if p.In == "header" && p.Required {
+			required[p.Name] = true
+		}
+	}
+	for _, h := range []string{spec.WebhookIDHeader, spec.WebhookTimestampHeader, spec.WebhookSignatureHeader} {
+		if !required[h] {
+			t.Errorf("the callback does not declare the required header %s (declares %v)", h, required)
+		}
+	}
+	if ref := cb.RequestBody.Content["application/json"].Schema.Ref; ref != "#/components/schemas/Final" {
+		t.Errorf("the callback's body is %q, want the Final schema", ref)
+	}
 }

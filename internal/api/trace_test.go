@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/api/apitest"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 	"github.com/pdfexport/pdfexport/internal/tracing"
@@ -61,7 +62,7 @@ func apiFor(t *testing.T, redisAddr string) (*httptest.Server, *asynq.Inspector)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	srv := httptest.NewServer(New(Config{Client: c, Logger: slog.New(slog.DiscardHandler)}))
+	srv := httptest.NewServer(apitest.Contract(t, New(Config{Client: c, Logger: slog.New(slog.DiscardHandler)})))
 	t.Cleanup(srv.Close)
 	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: redisAddr})
 	t.Cleanup(func() { _ = insp.Close() })

@@ -1,8 +1,9 @@
 // Package callback delivers pdf:callback tasks: it POSTs an export's final
-// outcome to the URL the payload named, signed with CALLBACK_SECRET. The
-// task carries the body and the delivery id, fixed when the export became
-// final, so every attempt sends the same bytes under the same
-// Pdfexport-Delivery; the signature's timestamp is fresh per attempt.
+// outcome to the URL the payload named, signed the Standard Webhooks way
+// (standardwebhooks.com) with every key of CALLBACK_SECRET. The task carries
+// the body and the delivery id, fixed when the export became final, so every
+// attempt sends the same bytes under the same webhook-id; webhook-timestamp
+// and webhook-signature are fresh per attempt.
 //
 // The URL is checked again at delivery against CALLBACK_ALLOWED_HOSTS (the
 // list may have changed since enqueue) and the connection goes through
@@ -39,7 +40,9 @@ type Observer interface {
 
 // Config configures a Deliverer.
 type Config struct {
-	Secret  []byte        // CALLBACK_SECRET; empty refuses every delivery
+	// Keys are CALLBACK_SECRET's keys (spec.ParseCallbackSecrets); each
+	// delivery carries one v1 signature per key. None refuses every delivery.
+	Keys    [][]byte
 	Allowed egress.List   // CALLBACK_ALLOWED_HOSTS
 	Timeout time.Duration // one POST; default 10s
 	Logger  *slog.Logger
@@ -110,7 +113,7 @@ func (d *Deliverer) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error)
 	ctx, span := startDelivery(ctx, ct)
 	defer func() { endDelivery(span, rerr) }()
 	log := d.cfg.Logger.With("delivery", ct.Delivery, "url", redact.URL(ct.URL))
-	if len(d.cfg.Secret) == 0 {
+	if len(d.cfg.Keys) == 0 {
 		return d.refuse(fmt.Errorf("%w: CALLBACK_SECRET is not set on this worker", ErrRefused), ct.URL)
 	}
 	if fe := spec.ValidateCallbackURL(ct.URL, d.cfg.Allowed); fe != nil {
@@ -122,8 +125,7 @@ func (d *Deliverer) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "pdfexport/"+buildinfo.String())
-	req.Header.Set(spec.DeliveryHeader, ct.Delivery)
-	req.Header.Set(spec.SignatureHeader, spec.SignCallback(d.cfg.Secret, d.cfg.Now(), ct.Body))
+	spec.SetCallbackHeaders(req.Header, d.cfg.Keys, ct.Delivery, d.cfg.Now(), ct.Body)
 	start := time.Now()
 	resp, err := d.client.Do(req)
 	if err != nil {

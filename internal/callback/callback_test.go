@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -21,7 +20,8 @@ import (
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
-const secret = "test-secret-0123456789"
+// secret is a CALLBACK_SECRET entry: whsec_ and the base64 of a 24-byte key.
+const secret = "whsec_dGVzdC1zZWNyZXQtMDEyMzQ1Njc4OWFi"
 
 // receiver is a real HTTP server on loopback that records each request
 // and answers with the next status of its script (200 once it runs out).
@@ -36,6 +36,7 @@ type received struct {
 	delivery, signature, contentType string
 	body                             []byte
 	path                             string
+	header                           http.Header
 }
 
 func newReceiver(t *testing.T, script ...int) *receiver {
@@ -43,8 +44,8 @@ func newReceiver(t *testing.T, script ...int) *receiver {
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
-		r.requests = append(r.requests, received{req.Header.Get(spec.DeliveryHeader), req.Header.Get(spec.SignatureHeader),
-			req.Header.Get("Content-Type"), body, req.URL.Path})
+		r.requests = append(r.requests, received{req.Header.Get(spec.WebhookIDHeader), req.Header.Get(spec.WebhookSignatureHeader),
+			req.Header.Get("Content-Type"), body, req.URL.Path, req.Header.Clone()})
 		code := http.StatusOK
 		if len(r.script) > 0 {
 			code, r.script = r.script[0], r.script[1:]
@@ -79,8 +80,12 @@ func task(t *testing.T, url string) *asynq.Task {
 }
 
 func deliverer(cfg Config) *Deliverer {
-	if cfg.Secret == nil {
-		cfg.Secret = []byte(secret)
+	if cfg.Keys == nil {
+		keys, err := spec.ParseCallbackSecrets(secret)
+		if err != nil {
+			panic(err)
+		}
+		cfg.Keys = keys
 	}
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	return New(cfg)
@@ -117,7 +122,7 @@ func TestDeliver_SignedAndStableAcrossRetries(t *testing.T) {
 		if string(q.body) != string(reqs[0].body) {
 			t.Errorf("request %d: body changed between attempts", i)
 		}
-		if err := exportclient.VerifyCallback([]byte(secret), q.signature, q.body, time.Minute); err != nil {
+		if err := exportclient.VerifyCallback(q.header, q.body, secret); err != nil {
 			t.Errorf("request %d: signature %q: %v", i, q.signature, err)
 		}
 	}
@@ -142,7 +147,7 @@ func TestDeliver_RefusedForGood(t *testing.T) {
 	}{
 		{"host no longer on the list", Config{Allowed: egress.MustParse("api.example.com")}, r.srv.URL + "/h"},
 		{"name resolving to loopback", Config{Allowed: egress.MustParse("*.example.test"), Lookup: toLoopback}, "http://hooks.example.test:" + port + "/h"},
-		{"no secret on the worker", Config{Secret: []byte{}, Allowed: egress.MustParse(r.host())}, r.srv.URL + "/h"},
+		{"no secret on the worker", Config{Keys: [][]byte{}, Allowed: egress.MustParse(r.host())}, r.srv.URL + "/h"},
 		{"not http", Config{Allowed: egress.MustParse(r.host())}, "file:///etc/passwd"},
 	}
 	for _, tt := range tests {

@@ -22,6 +22,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
+	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
 
@@ -85,7 +86,7 @@ type Config struct {
 	APIPublicURL string `env:"API_PUBLIC_URL" help:"Base URL at which API servers reach bin/api, e.g. https://pdf.internal.example.com; set on workers, results and callbacks carry download_url = <it>/v1/exports/{id}/pdf."`
 
 	CallbackAllowedHosts string        `env:"CALLBACK_ALLOWED_HOSTS" help:"Hosts callback.url may name (same syntax and address rules as ALLOWED_HOSTS); empty refuses callbacks. Set on workers and on every enqueuer."`
-	CallbackSecret       string        `env:"CALLBACK_SECRET" help:"HMAC-SHA256 key signing callbacks (Pdfexport-Signature), at least 16 bytes; required on workers when CALLBACK_ALLOWED_HOSTS is set. Enqueuers do not need it."`
+	CallbackSecret       string        `env:"CALLBACK_SECRET" help:"Keys signing callbacks the Standard Webhooks way (webhook-signature): one or more whsec_<base64 key> entries (keys of at least 16 bytes, e.g. whsec_$(openssl rand -base64 32)), space- or comma-separated; every delivery carries one signature per key, so a key rotates without a gap. Required on workers when CALLBACK_ALLOWED_HOSTS is set; a malformed entry stops the worker. Enqueuers do not need it."`
 	CallbackTimeout      time.Duration `env:"CALLBACK_TIMEOUT" envDefault:"10s" help:"Deadline of one callback POST (connect, send, response header)."`
 	CallbackMaxRetry     int           `env:"CALLBACK_MAX_RETRY" envDefault:"20" help:"Retries of a callback the receiver did not accept (non-2xx, network error), backing off from 1s to 1h: about 9 hours of attempts."`
 
@@ -132,11 +133,16 @@ func (c Config) Storage() storage.Config {
 }
 
 // CheckWorker adds the rules only a worker needs: it signs callbacks, so
-// it must hold CALLBACK_SECRET when callbacks are allowed. The result is an
+// it must hold CALLBACK_SECRET, well-formed, when callbacks are allowed. The result is an
 // *Error (exit 2) or nil.
 func (c Config) CheckWorker() error {
 	if !c.CallbackAllowed.Empty() && c.CallbackSecret == "" {
 		return &Error{Vars: []VarError{{Var: "CALLBACK_SECRET", Reason: "required on a worker when CALLBACK_ALLOWED_HOSTS is set (it signs the callbacks)"}}}
+	}
+	if c.CallbackSecret != "" {
+		if _, err := spec.ParseCallbackSecrets(c.CallbackSecret); err != nil {
+			return &Error{Vars: []VarError{{Var: "CALLBACK_SECRET", Reason: err.Error()}}} // names the entry, never its value
+		}
 	}
 	if c.SourceAuthFile != "" {
 		if _, err := sourceauth.Load(c.SourceAuthFile); err != nil {
@@ -265,9 +271,6 @@ func (c *Config) validate() []VarError {
 		bad("CALLBACK_ALLOWED_HOSTS", "%v", err)
 	}
 	c.CallbackAllowed = callbacks
-	if c.CallbackSecret != "" && len(c.CallbackSecret) < 16 {
-		bad("CALLBACK_SECRET", "must be at least 16 bytes (e.g. openssl rand -hex 32)")
-	}
 	if c.CallbackTimeout <= 0 || c.CallbackTimeout > 5*time.Minute {
 		bad("CALLBACK_TIMEOUT", "must be between 1ms and 5m")
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -133,15 +134,23 @@ func TestLoad_ErrorsNeverShowSecrets(t *testing.T) {
 // name themselves; only a worker needs CALLBACK_SECRET, and never shows it.
 func TestLoad_Delivery(t *testing.T) {
 	const secret = "SECRET-7f3a9c1e2b4d"
+	key := "whsec_" + base64.StdEncoding.EncodeToString([]byte(secret+"-0123"))
+	oldKey := "whsec_" + base64.StdEncoding.EncodeToString([]byte("the-previous-key-24bytes"))
 	for _, tc := range []struct {
 		env    []string
 		bad    string // "" valid for every role
 		worker string // "" valid for a worker too
 	}{
-		{[]string{"CALLBACK_ALLOWED_HOSTS=hooks.example.com", "CALLBACK_SECRET=" + secret}, "", ""},
+		{[]string{"CALLBACK_ALLOWED_HOSTS=hooks.example.com", "CALLBACK_SECRET=" + key}, "", ""},
+		{[]string{"CALLBACK_ALLOWED_HOSTS=hooks.example.com", "CALLBACK_SECRET=" + oldKey + " " + key}, "", ""},
+		{[]string{"CALLBACK_ALLOWED_HOSTS=hooks.example.com", "CALLBACK_SECRET=" + oldKey + "," + key}, "", ""},
 		{[]string{"CALLBACK_ALLOWED_HOSTS=hooks.example.com"}, "", "CALLBACK_SECRET"},
 		{[]string{"CALLBACK_ALLOWED_HOSTS=hooks.example.com:notaport"}, "CALLBACK_ALLOWED_HOSTS", ""},
-		{[]string{"CALLBACK_SECRET=short"}, "CALLBACK_SECRET", ""},
+		// Malformed entries stop a worker only (enqueuers do not read the
+		// variable), and the message names the variable, never the value.
+		{[]string{"CALLBACK_SECRET=" + secret}, "", "CALLBACK_SECRET"},
+		{[]string{"CALLBACK_SECRET=" + key + " whsec_" + secret}, "", "CALLBACK_SECRET"},
+		{[]string{"CALLBACK_SECRET=whsec_" + base64.StdEncoding.EncodeToString([]byte(secret[:8]))}, "", "CALLBACK_SECRET"},
 		{[]string{"CALLBACK_TIMEOUT=0s"}, "CALLBACK_TIMEOUT", ""},
 		{[]string{"CALLBACK_MAX_RETRY=-1"}, "CALLBACK_MAX_RETRY", ""},
 		{[]string{"API_PUBLIC_URL=https://pdf.example.com"}, "", ""},
@@ -164,6 +173,9 @@ func TestLoad_Delivery(t *testing.T) {
 			continue
 		}
 		werr := cfg.CheckWorker()
+		if werr != nil && (strings.Contains(werr.Error(), secret) || strings.Contains(werr.Error(), base64.StdEncoding.EncodeToString([]byte(secret[:8])))) {
+			t.Errorf("%v: CheckWorker shows the secret: %v", tc.env, werr)
+		}
 		switch {
 		case tc.worker == "" && werr != nil:
 			t.Errorf("%v: CheckWorker: %v", tc.env, werr)

@@ -50,7 +50,7 @@ const ArchivedFinalTTL = 90 * 24 * time.Hour
 func CancelKey(taskID string) string { return "pdfexport:cancel:" + taskID }
 
 // CallbackTaskID is the asynq task id of an export's callback, which is also
-// its Pdfexport-Delivery id: the same export gets one callback task however
+// its webhook-id (the delivery id): the same export gets one callback task however
 // often its final step runs (asynq refuses a second task with the id).
 func CallbackTaskID(exportTaskID string) string { return "callback-" + exportTaskID }
 

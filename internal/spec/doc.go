@@ -6,7 +6,8 @@
 // (Credentials) from a request to the egress proxy, the canonical artifact
 // key, the result document a finished task writes and the final states.
 //
-// It depends on the standard library and the allowlist rules only, so the
+// It depends on the standard library only (allowlists come in through the
+// HostList interface, which internal/egress implements), so the
 // public exportclient package and the worker share exactly one definition
 // of what a valid request is and which artifact it names. It does not know
 // about Redis, Chromium or storage.

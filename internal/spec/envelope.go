@@ -54,7 +54,7 @@ type Envelope struct {
 }
 
 // Callback asks for the outcome to be POSTed to URL (a host on
-// CALLBACK_ALLOWED_HOSTS), signed with CALLBACK_SECRET.
+// CALLBACK_ALLOWED_HOSTS), signed with CALLBACK_SECRET (Standard Webhooks).
 type Callback struct {
 	URL string `json:"url"`
 }

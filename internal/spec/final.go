@@ -3,9 +3,10 @@ package spec
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -40,7 +41,8 @@ const CallbackTaskType = "pdf:callback"
 
 // CallbackTask is the payload of a pdf:callback task: the body is fixed
 // when the export is final, so every attempt POSTs the same bytes under the
-// same delivery id; only the signature's timestamp is fresh.
+// same delivery id (webhook-id); only webhook-timestamp and the signature
+// are fresh.
 type CallbackTask struct {
 	URL      string `json:"url"`
 	Delivery string `json:"delivery"`
@@ -51,73 +53,140 @@ type CallbackTask struct {
 	Tracestate  string `json:"tracestate,omitempty"`
 }
 
-// Callback request headers.
+// Callback request headers, the Standard Webhooks ones (standardwebhooks.com).
+// webhook-id is the delivery id (the same on every attempt of one export's
+// callback), webhook-timestamp the attempt's time in unix seconds, and
+// webhook-signature one "v1,<base64 HMAC-SHA256(key, id.timestamp.body)>"
+// per key, space-separated.
 const (
-	SignatureHeader = "Pdfexport-Signature"
-	DeliveryHeader  = "Pdfexport-Delivery"
+	WebhookIDHeader        = "webhook-id"
+	WebhookTimestampHeader = "webhook-timestamp"
+	WebhookSignatureHeader = "webhook-signature"
 )
+
+// CallbackTolerance is how far from now a webhook-timestamp may be, the
+// convention's five minutes: older deliveries are refused as replays.
+const CallbackTolerance = 5 * time.Minute
+
+// secretPrefix starts every CALLBACK_SECRET entry.
+const secretPrefix = "whsec_"
+
+// minKeyBytes is the shortest key a CALLBACK_SECRET entry may decode to.
+const minKeyBytes = 16
 
 // Signature errors callers branch on; all match ErrBadSignature.
 var (
-	ErrBadSignature = errors.New("callback signature invalid")
-	ErrStale        = fmt.Errorf("%w: timestamp outside the tolerance", ErrBadSignature)
+	ErrBadSignature        = errors.New("callback signature invalid")
+	ErrMissingHeaders      = fmt.Errorf("%w: webhook-id, webhook-timestamp and webhook-signature are required", ErrBadSignature)
+	ErrStale               = fmt.Errorf("%w: timestamp outside the tolerance", ErrBadSignature)
+	ErrNoMatchingSignature = fmt.Errorf("%w: no v1 signature matches the body", ErrBadSignature)
 )
 
-// SignCallback returns the Pdfexport-Signature value for body sent at t:
-// "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>." + body)>".
-func SignCallback(secret []byte, t time.Time, body []byte) string {
-	ts := strconv.FormatInt(t.Unix(), 10)
-	return "t=" + ts + ",v1=" + hex.EncodeToString(callbackMAC(secret, ts, body))
+// ErrInvalidSecret: a secret is not a whsec_<base64 key> entry (at least 16
+// bytes of key). It is the receiver's or the operator's mistake, not the
+// sender's, so it does not match ErrBadSignature; its message never shows
+// the value.
+var ErrInvalidSecret = errors.New("callback secret invalid")
+
+// ParseCallbackSecrets parses CALLBACK_SECRET: one or more entries
+// "whsec_<base64 key>" separated by spaces or commas, so a key can be
+// rotated without a gap (sign with both, then drop the old). The error
+// (ErrInvalidSecret) names the entry by position, never by value.
+func ParseCallbackSecrets(s string) ([][]byte, error) {
+	entries := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' })
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("%w: no whsec_<base64 key> entry", ErrInvalidSecret)
+	}
+	keys := make([][]byte, 0, len(entries))
+	for i, e := range entries {
+		b64, ok := strings.CutPrefix(e, secretPrefix)
+		if !ok {
+			return nil, fmt.Errorf("%w: entry %d of %d does not start with %s (the form is whsec_<base64 key>)", ErrInvalidSecret, i+1, len(entries), secretPrefix)
+		}
+		key, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: entry %d of %d is not whsec_ followed by standard base64", ErrInvalidSecret, i+1, len(entries))
+		}
+		if len(key) < minKeyBytes {
+			return nil, fmt.Errorf("%w: entry %d of %d decodes to %d bytes, want at least %d (e.g. whsec_$(openssl rand -base64 32))", ErrInvalidSecret, i+1, len(entries), len(key), minKeyBytes)
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
 }
 
-func callbackMAC(secret []byte, ts string, body []byte) []byte {
-	m := hmac.New(sha256.New, secret)
+// SignCallback returns the webhook-signature value of a delivery with
+// webhook-id id, sent at t: one "v1,<base64 HMAC-SHA256(key,
+// "<id>.<unix seconds>.<body>")>" per key, space-separated.
+func SignCallback(keys [][]byte, id string, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	sigs := make([]string, len(keys))
+	for i, k := range keys {
+		sigs[i] = "v1," + base64.StdEncoding.EncodeToString(callbackMAC(k, id, ts, body))
+	}
+	return strings.Join(sigs, " ")
+}
+
+// SetCallbackHeaders sets the three Standard Webhooks headers of a delivery
+// sent at t on h.
+func SetCallbackHeaders(h http.Header, keys [][]byte, id string, t time.Time, body []byte) {
+	h.Set(WebhookIDHeader, id)
+	h.Set(WebhookTimestampHeader, strconv.FormatInt(t.Unix(), 10))
+	h.Set(WebhookSignatureHeader, SignCallback(keys, id, t, body))
+}
+
+func callbackMAC(key []byte, id, ts string, body []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id))
+	m.Write([]byte{'.'})
 	m.Write([]byte(ts))
 	m.Write([]byte{'.'})
 	m.Write(body)
 	return m.Sum(nil)
 }
 
-// VerifyCallback checks a Pdfexport-Signature header against body: one of
-// its v1 values must be the HMAC of "<t>." + body under secret (several v1
-// values are accepted, so a sender can sign with an old and a new secret
-// while they are rotated), and t must be within tolerance of now (replays
-// of an old delivery are refused; tolerance <= 0 means 5 minutes).
-func VerifyCallback(secret []byte, header string, body []byte, tolerance time.Duration, now time.Time) error {
-	if len(secret) == 0 {
-		return fmt.Errorf("%w: no secret to verify with", ErrBadSignature)
+// VerifyCallback checks a delivery the Standard Webhooks way: h must carry
+// webhook-id, webhook-timestamp within tolerance of now (tolerance <= 0:
+// CallbackTolerance) and a webhook-signature of which one v1 entry is the
+// HMAC of "<id>.<timestamp>.<body>" under one of keys. Each key is tried, so
+// a receiver holding an old and a new key accepts deliveries signed with
+// either while they rotate. Failures match ErrBadSignature (and
+// ErrMissingHeaders, ErrStale or ErrNoMatchingSignature).
+func VerifyCallback(h http.Header, body []byte, keys [][]byte, tolerance time.Duration, now time.Time) error {
+	if len(keys) == 0 {
+		return fmt.Errorf("%w: no key to verify with", ErrInvalidSecret)
 	}
 	if tolerance <= 0 {
-		tolerance = 5 * time.Minute
+		tolerance = CallbackTolerance
 	}
-	var ts string
-	var sigs [][]byte
-	for _, part := range strings.Split(header, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "t":
-			ts = v
-		case "v1":
-			if b, err := hex.DecodeString(v); err == nil {
-				sigs = append(sigs, b)
-			}
-		}
+	id, ts, header := h.Get(WebhookIDHeader), h.Get(WebhookTimestampHeader), h.Get(WebhookSignatureHeader)
+	if id == "" || ts == "" || header == "" {
+		return ErrMissingHeaders
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil || len(sigs) == 0 {
-		return fmt.Errorf("%w: header must be t=<unix seconds>,v1=<hex>", ErrBadSignature)
+	if err != nil {
+		return fmt.Errorf("%w: webhook-timestamp must be unix seconds", ErrBadSignature)
 	}
 	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
 		return fmt.Errorf("%w (signed at %s, %s from now)", ErrStale, time.Unix(sec, 0).UTC().Format(time.RFC3339), d.Round(time.Second))
 	}
-	want := callbackMAC(secret, ts, body)
-	for _, s := range sigs {
-		if hmac.Equal(s, want) {
-			return nil
+	var sigs [][]byte
+	for _, entry := range strings.Fields(header) {
+		version, sig, ok := strings.Cut(entry, ",")
+		if !ok || version != "v1" {
+			continue
+		}
+		if b, err := base64.StdEncoding.DecodeString(sig); err == nil {
+			sigs = append(sigs, b)
 		}
 	}
-	return fmt.Errorf("%w: no v1 signature matches the body", ErrBadSignature)
+	for _, k := range keys {
+		want := callbackMAC(k, id, ts, body)
+		for _, s := range sigs {
+			if hmac.Equal(s, want) {
+				return nil
+			}
+		}
+	}
+	return ErrNoMatchingSignature
 }

@@ -1,12 +1,16 @@
 package spec_test
 
 import (
+	"encoding/base64"
 	"errors"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/pdfexport/pdfexport/internal/spec"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/pdfexport/pdfexport/internal/egress"
 )
@@ -75,35 +79,85 @@ func TestArtifactKey_IgnoresWhatDoesNotChangeThePDF(t *testing.T) {
 	}
 }
 
+// key16 and key24 are CALLBACK_SECRET entries of a 16- and a 24-byte key.
+var (
+	key16 = "whsec_" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef"))
+	key24 = "whsec_" + base64.StdEncoding.EncodeToString([]byte("the-previous-secret-key!"))
+)
+
+func TestParseCallbackSecrets(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		keys int    // 0: refused
+		want string // a word of the refusal
+	}{
+		{key16, 1, ""},
+		{key24 + " " + key16, 2, ""},
+		{key24 + "," + key16, 2, ""},
+		{" " + key24 + " ,\n" + key16 + " ", 2, ""},
+		{"", 0, "no whsec_"},
+		{" , ", 0, "no whsec_"},
+		{"0123456789abcdef0123", 0, "entry 1 of 1 does not start with whsec_"},
+		{key16 + " whsec_not*base64", 0, "entry 2 of 2 is not whsec_ followed by standard base64"},
+		{"whsec_" + base64.StdEncoding.EncodeToString([]byte("short")), 0, "decodes to 5 bytes"},
+	} {
+		keys, err := ParseCallbackSecrets(tt.in)
+		switch {
+		case tt.keys > 0 && (err != nil || len(keys) != tt.keys):
+			t.Errorf("%q: %d keys, %v; want %d", tt.in, len(keys), err, tt.keys)
+		case tt.keys == 0 && (!errors.Is(err, ErrInvalidSecret) || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%q: %v, want ErrInvalidSecret saying %q", tt.in, err, tt.want)
+		case tt.keys == 0 && strings.Contains(err.Error(), "not*base64"):
+			t.Errorf("%q: the error shows the value: %v", tt.in, err)
+		}
+	}
+}
+
 func TestVerifyCallback(t *testing.T) {
-	secret := []byte("0123456789abcdef-secret")
+	keys := mustKeys(t, key16)
+	old := mustKeys(t, key24)
 	body := []byte(`{"task_id":"t1","state":"completed"}`)
 	now := time.Unix(1_800_000_000, 0)
-	sig := SignCallback(secret, now, body)
-	old := SignCallback([]byte("the-previous-secret-value"), now, body)
+	headers := func(keys [][]byte, id string, at time.Time, edit func(http.Header)) http.Header {
+		h := http.Header{}
+		SetCallbackHeaders(h, keys, id, at, body)
+		if edit != nil {
+			edit(h)
+		}
+		return h
+	}
+	both := append(append([][]byte{}, old...), keys...)
 	tests := []struct {
 		name   string
-		secret []byte
-		header string
+		keys   [][]byte
+		header http.Header
 		body   []byte
 		at     time.Time
 		want   error // nil accepts
 	}{
-		{"valid", secret, sig, body, now, nil},
-		{"valid within tolerance", secret, sig, body, now.Add(4 * time.Minute), nil},
-		{"rotation: old and new signature", secret, old + "," + strings.Split(sig, ",")[1], body, now, nil},
-		{"body changed", secret, sig, []byte(`{"task_id":"t1","state":"failed"}`), now, ErrBadSignature},
-		{"wrong secret", []byte("another-secret-0000"), sig, body, now, ErrBadSignature},
-		{"replayed later", secret, sig, body, now.Add(6 * time.Minute), ErrStale},
-		{"from the future", secret, sig, body, now.Add(-6 * time.Minute), ErrStale},
-		{"no timestamp", secret, strings.Split(sig, ",")[1], body, now, ErrBadSignature},
-		{"no signature", secret, strings.Split(sig, ",")[0], body, now, ErrBadSignature},
-		{"garbage", secret, "hello", body, now, ErrBadSignature},
-		{"no secret", nil, sig, body, now, ErrBadSignature},
+		{"valid", keys, headers(keys, "callback-t1", now, nil), body, now, nil},
+		{"valid within tolerance", keys, headers(keys, "callback-t1", now, nil), body, now.Add(4 * time.Minute), nil},
+		{"signed with both, verified with the new", keys, headers(both, "callback-t1", now, nil), body, now, nil},
+		{"signed with the new, verified with both", both, headers(keys, "callback-t1", now, nil), body, now, nil},
+		{"body changed", keys, headers(keys, "callback-t1", now, nil), []byte(`{"task_id":"t1","state":"failed"}`), now, ErrNoMatchingSignature},
+		{"id changed", keys, headers(keys, "callback-t1", now, func(h http.Header) { h.Set(WebhookIDHeader, "callback-t2") }), body, now, ErrNoMatchingSignature},
+		{"timestamp changed", keys, headers(keys, "callback-t1", now, func(h http.Header) { h.Set(WebhookTimestampHeader, "1800000001") }), body, now, ErrNoMatchingSignature},
+		{"wrong key", old, headers(keys, "callback-t1", now, nil), body, now, ErrNoMatchingSignature},
+		{"replayed later", keys, headers(keys, "callback-t1", now, nil), body, now.Add(6 * time.Minute), ErrStale},
+		{"from the future", keys, headers(keys, "callback-t1", now, nil), body, now.Add(-6 * time.Minute), ErrStale},
+		{"no id", keys, headers(keys, "callback-t1", now, func(h http.Header) { h.Del(WebhookIDHeader) }), body, now, ErrMissingHeaders},
+		{"no timestamp", keys, headers(keys, "callback-t1", now, func(h http.Header) { h.Del(WebhookTimestampHeader) }), body, now, ErrMissingHeaders},
+		{"no signature", keys, headers(keys, "callback-t1", now, func(h http.Header) { h.Del(WebhookSignatureHeader) }), body, now, ErrMissingHeaders},
+		{"timestamp not a number", keys, headers(keys, "callback-t1", now, func(h http.Header) { h.Set(WebhookTimestampHeader, "soon") }), body, now, ErrBadSignature},
+		{"v2 only", keys, headers(keys, "callback-t1", now, func(h http.Header) {
+			h.Set(WebhookSignatureHeader, strings.Replace(h.Get(WebhookSignatureHeader), "v1,", "v2,", 1))
+		}), body, now, ErrNoMatchingSignature},
+		{"garbage", keys, headers(keys, "callback-t1", now, func(h http.Header) { h.Set(WebhookSignatureHeader, "hello") }), body, now, ErrNoMatchingSignature},
+		{"no key", nil, headers(keys, "callback-t1", now, nil), body, now, ErrInvalidSecret},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := VerifyCallback(tt.secret, tt.header, tt.body, 5*time.Minute, tt.at)
+			err := VerifyCallback(tt.header, tt.body, tt.keys, CallbackTolerance, tt.at)
 			if tt.want == nil && err != nil {
 				t.Fatalf("refused: %v", err)
 			}
@@ -112,7 +166,57 @@ func TestVerifyCallback(t *testing.T) {
 			}
 		})
 	}
-	if !strings.HasPrefix(sig, "t=1800000000,v1=") || len(sig) != len("t=1800000000,v1=")+64 {
-		t.Errorf("signature header %q is not t=<unix>,v1=<64 hex>", sig)
+	sig := SignCallback(both, "callback-t1", now, body)
+	if parts := strings.Split(sig, " "); len(parts) != 2 || !strings.HasPrefix(parts[0], "v1,") || len(parts[1]) != len("v1,")+44 {
+		t.Errorf("webhook-signature %q is not two space-separated v1,<base64 of 32 bytes>", sig)
 	}
+}
+
+// TestVerifyCallback_AgreesWithTheReferenceLibrary: what the Standard
+// Webhooks Go library signs, VerifyCallback accepts, and the other way
+// round, with the convention's own test vector too.
+func TestVerifyCallback_AgreesWithTheReferenceLibrary(t *testing.T) {
+	const refSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" // the specification's example key
+	wh, err := standardwebhooks.NewWebhook(refSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := mustKeys(t, refSecret)
+	body := []byte(`{"type":"example.created","timestamp":"2022-11-03T20:26:10.344522Z","data":{"success":true}}`)
+	id := "msg_p5jXN8AQM9LWM0D4loKWxJek"
+	at := time.Unix(1_614_265_330, 0)
+
+	refSig, err := wh.Sign(id, at, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ours := SignCallback(keys, id, at, body); ours != refSig {
+		t.Fatalf("SignCallback = %q, the reference library signs %q", ours, refSig)
+	}
+	h := http.Header{}
+	h.Set(standardwebhooks.HeaderWebhookID, id)
+	h.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(at.Unix(), 10))
+	h.Set(standardwebhooks.HeaderWebhookSignature, refSig)
+	if err := VerifyCallback(h, body, keys, 0, at); err != nil {
+		t.Fatalf("the reference library's signature: %v", err)
+	}
+
+	now := time.Now()
+	ours := http.Header{}
+	SetCallbackHeaders(ours, keys, "callback-t1", now, body)
+	if err := wh.Verify(body, ours); err != nil {
+		t.Fatalf("the reference library refuses our signature: %v", err)
+	}
+	if err := wh.Verify(append([]byte{'x'}, body...), ours); err == nil {
+		t.Fatal("the reference library accepts a changed body")
+	}
+}
+
+func mustKeys(t *testing.T, secrets string) [][]byte {
+	t.Helper()
+	keys, err := ParseCallbackSecrets(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }

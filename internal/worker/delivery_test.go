@@ -17,13 +17,15 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/api"
+	"github.com/pdfexport/pdfexport/internal/api/apitest"
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/storage"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
-const callbackSecret = "worker-test-callback-secret"
+// callbackSecret is CALLBACK_SECRET: whsec_ and the base64 of a 24-byte key.
+const callbackSecret = "whsec_d29ya2VyLXRlc3QtY2FsbGJhY2sta2V5"
 
 // hookReceiver is an API server's callback endpoint: it verifies each
 // delivery and records it; it refuses the first attempt of every delivery
@@ -47,8 +49,8 @@ func newHookReceiver(t *testing.T, failFirst func(exportclient.Final) bool) *hoo
 	h := &hookReceiver{attempts: map[string]int{}, failFirst: failFirst}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		d := delivery{id: r.Header.Get(exportclient.DeliveryHeader), body: string(body),
-			err: exportclient.VerifyCallback([]byte(callbackSecret), r.Header.Get(exportclient.SignatureHeader), body, time.Minute)}
+		d := delivery{id: r.Header.Get(exportclient.HeaderWebhookID), body: string(body),
+			err: exportclient.VerifyCallback(r.Header, body, callbackSecret)}
 		_ = json.Unmarshal(body, &d.final)
 		h.mu.Lock()
 		h.got = append(h.got, d)
@@ -336,7 +338,7 @@ func TestAPI_DeliversThePDF(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(api.New(api.Config{Client: c, Store: store, Token: "tok", Logger: slog.New(slog.DiscardHandler)}))
+			srv := httptest.NewServer(apitest.Contract(t, api.New(api.Config{Client: c, Store: store, Token: "tok", Logger: slog.New(slog.DiscardHandler)})))
 			t.Cleanup(srv.Close)
 			call := func(method, path string, header ...string) *http.Response {
 				t.Helper()

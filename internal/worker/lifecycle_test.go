@@ -17,6 +17,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/api"
+	"github.com/pdfexport/pdfexport/internal/api/apitest"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -130,7 +131,7 @@ func TestWorker_ForgedReferencesAreRefusedAndTheOwnerCompletes(t *testing.T) {
 	forgedDoc := `{"v":1,"manual_id":"stolen","version":"2","source":{"html_ref":` + string(docJSON) + `}}`
 
 	// Through the HTTP API and the Go client: refused, naming the field.
-	srv := httptest.NewServer(api.New(api.Config{Client: c, Logger: slog.New(slog.DiscardHandler)}))
+	srv := httptest.NewServer(apitest.Contract(t, api.New(api.Config{Client: c, Logger: slog.New(slog.DiscardHandler)})))
 	t.Cleanup(srv.Close)
 	for body, field := range map[string]string{forgedCreds: "source.credentials_ref", forgedDoc: "source.html_ref"} {
 		resp, err := http.Post(srv.URL+"/v1/exports", "application/json", strings.NewReader(body))
@@ -288,7 +289,7 @@ func TestWorker_FinishesWhatTheDashboardArchives(t *testing.T) {
 	redis := testsupport.StartRedis(t)
 	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+t.TempDir(), "ADMIN_ADDR=",
 		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "ALLOWED_HOSTS="+site.host(), "QUEUES=default=1,parked=1",
-		"CALLBACK_ALLOWED_HOSTS="+site.host(), "CALLBACK_SECRET=test-secret-0123456789abcdef")
+		"CALLBACK_ALLOWED_HOSTS="+site.host(), "CALLBACK_SECRET="+callbackSecret)
 	startWorker(t, cfg, Options{FinishSweepInterval: 100 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

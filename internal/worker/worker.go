@@ -290,7 +290,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	callbacks := callback.New(callback.Config{Secret: []byte(cfg.CallbackSecret), Allowed: cfg.CallbackAllowed,
+	callbackKeys, _ := spec.ParseCallbackSecrets(cfg.CallbackSecret) // checked by config.CheckWorker; none refuses deliveries
+	callbacks := callback.New(callback.Config{Keys: callbackKeys, Allowed: cfg.CallbackAllowed,
 		Timeout: cfg.CallbackTimeout, Logger: log, Observer: w.metrics})
 	w.undo = append(w.undo, callbacks.Close)
 
