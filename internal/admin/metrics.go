@@ -34,6 +34,8 @@ type Metrics struct {
 	warnings        *prometheus.CounterVec
 	ready           prometheus.Gauge
 	readyChecks     *prometheus.GaugeVec
+	renderWait      *prometheus.HistogramVec
+	rendersInFlight *prometheus.GaugeVec
 }
 
 // Label values the code paths observe. NewMetrics creates every series with
@@ -81,9 +83,13 @@ func NewMetrics() *Metrics {
 			Help: "1 when every readiness check (/readyz) passed at the last evaluation (each /readyz and each /metrics scrape), else 0."}),
 		readyChecks: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pdfexport_ready_check",
 			Help: "1 when the readiness check (redis, locks, storage, chromium) passed at the last evaluation, else 0."}, []string{"check"}),
+		renderWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "pdfexport_render_slot_wait_seconds",
+			Help: "Time a render waited for a free tab of its lane (RENDER_CONCURRENCY), by the queue of its task.", Buckets: prometheus.ExponentialBuckets(0.001, 3, 12)}, []string{"queue"}),
+		rendersInFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pdfexport_renders_in_flight",
+			Help: "Renders in progress (waiting for a tab or rendering), by the queue of their task."}, []string{"queue"}),
 	}
 	r.MustRegister(m.exports, m.exportSeconds, m.renders, m.renderSeconds, m.lockAcquire, m.lockWait, m.lockLost,
-		m.storageBytes, m.browserRestarts, m.callbacks, m.warnings, m.ready, m.readyChecks,
+		m.storageBytes, m.browserRestarts, m.callbacks, m.warnings, m.ready, m.readyChecks, m.renderWait, m.rendersInFlight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, o := range exportOutcomes {
 		m.exports.WithLabelValues(o)
@@ -135,6 +141,26 @@ func (m *Metrics) CallbackDone(outcome string) { m.callbacks.WithLabelValues(out
 func (m *Metrics) ExportDone(outcome string, d time.Duration) {
 	m.exports.WithLabelValues(outcome).Inc()
 	m.exportSeconds.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// WithQueues creates the per-queue series at 0, so that dashboards and
+// alerts see every queue of QUEUES from a worker's first scrape.
+func (m *Metrics) WithQueues(queues []string) *Metrics {
+	for _, q := range queues {
+		m.renderWait.WithLabelValues(q)
+		m.rendersInFlight.WithLabelValues(q)
+	}
+	return m
+}
+
+// RenderWait implements export.Observer.
+func (m *Metrics) RenderWait(queue string, d time.Duration) {
+	m.renderWait.WithLabelValues(queue).Observe(d.Seconds())
+}
+
+// RenderInFlight implements export.Observer.
+func (m *Metrics) RenderInFlight(queue string, delta int) {
+	m.rendersInFlight.WithLabelValues(queue).Add(float64(delta))
 }
 
 // StorageBytes implements export.Observer.

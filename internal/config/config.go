@@ -60,6 +60,9 @@ type Config struct {
 
 	WorkerConcurrency int           `env:"WORKER_CONCURRENCY" envDefault:"8" help:"asynq handler slots per worker process (waiting tasks hold a slot but no tab)."`
 	Queues            string        `env:"QUEUES" envDefault:"critical=6,default=3,batch=1" help:"Queues and their priority weights, e.g. critical=6,default=3,batch=1."`
+	BatchQueues       string        `env:"BATCH_QUEUES" envDefault:"batch" help:"Queues of QUEUES served by the worker's batch lane: their own handler slots (BATCH_CONCURRENCY), their own Chromium (RENDER_CONCURRENCY tabs) at a lower CPU priority (BATCH_NICE), so a catalogue re-render never takes the handler slots, tabs or CPU of interactive exports. Empty: one lane for every queue."`
+	BatchConcurrency  int           `env:"BATCH_CONCURRENCY" envDefault:"3" help:"Handler slots of the batch lane (batch tasks in progress at once per worker process, waiting for another worker's render included)."`
+	BatchNice         int           `env:"BATCH_NICE" envDefault:"10" help:"Nice value (0-19) of the batch lane's Chromium: under contention interactive renders get the CPU first, while batch keeps a share (at nice 10 about a tenth of a fully loaded CPU, all of an idle one)."`
 	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"10ms" help:"How often an idle worker polls its queues (asynq TaskCheckInterval, jittered 0.5–1.5×): pick-up latency against idle load. Each poll is one Lua call per queue, so a shorter interval costs an idle worker and Redis more CPU (a large fleet picks up fast with a longer one; asynq's default is 1s)."`
 	MaxRetry          int           `env:"MAX_RETRY" envDefault:"5" help:"Retries of a failed export before it is archived."`
 	TaskTimeout       time.Duration `env:"TASK_TIMEOUT" envDefault:"10m" help:"Overall deadline of one export task, waiting for another worker's render included."`
@@ -94,6 +97,9 @@ type Config struct {
 	Allowed         egress.List    `env:"-"`
 	CallbackAllowed egress.List    `env:"-"`
 	QueueWeights    map[string]int `env:"-"`
+	// BatchQueueSet are the queues of BATCH_QUEUES (all on QUEUES).
+	BatchQueueSet  []string `env:"-"`
+	batchQueuesSet bool     // BATCH_QUEUES was given, not defaulted
 }
 
 // VarError is one bad variable and why.
@@ -161,6 +167,14 @@ func Load(environ []string) (Config, error) {
 	if err := env.ParseWithOptions(&c, opts); err != nil {
 		vars.Vars = append(vars.Vars, parseErrors(err)...)
 	}
+	// A variable set to the empty string takes its default, except those
+	// whose empty value means "off", as their help says.
+	for name, field := range map[string]*string{"ADMIN_ADDR": &c.AdminAddr, "BATCH_QUEUES": &c.BatchQueues} {
+		if v, set := opts.Environment[name]; set && v == "" {
+			*field = ""
+		}
+	}
+	_, c.batchQueuesSet = opts.Environment["BATCH_QUEUES"]
 	unparsable := map[string]bool{}
 	for _, v := range vars.Vars {
 		unparsable[v.Var] = true
@@ -287,6 +301,21 @@ func (c *Config) validate() []VarError {
 		bad("QUEUES", "%v", err)
 	}
 	c.QueueWeights = weights
+	for _, q := range strings.Split(c.BatchQueues, ",") {
+		if q = strings.TrimSpace(q); q == "" {
+			continue
+		}
+		if _, ok := weights[q]; !ok {
+			if err == nil && c.batchQueuesSet { // the default names a queue QUEUES may not have
+				bad("BATCH_QUEUES", "%q is not one of QUEUES (%s)", q, c.Queues)
+			}
+			continue
+		}
+		c.BatchQueueSet = append(c.BatchQueueSet, q)
+	}
+	if c.BatchNice < 0 || c.BatchNice > 19 {
+		bad("BATCH_NICE", "must be between 0 and 19")
+	}
 	positive := []struct {
 		name string
 		v    int
@@ -296,6 +325,7 @@ func (c *Config) validate() []VarError {
 		{"RENDER_MAX_PER_BROWSER", c.RenderMaxPerBrowser, 1_000_000},
 		{"RENDER_MAX_PAGES", c.RenderMaxPages, 1_000_000},
 		{"WORKER_CONCURRENCY", c.WorkerConcurrency, 10_000},
+		{"BATCH_CONCURRENCY", c.BatchConcurrency, 10_000},
 	}
 	for _, p := range positive {
 		if p.v < 1 || p.v > p.max {

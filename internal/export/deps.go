@@ -71,6 +71,10 @@ var ErrCanceled = errors.New(spec.CanceledError)
 type Observer interface {
 	ExportDone(outcome string, d time.Duration) // rendered | reused | failed
 	StorageBytes(op string, n int64)
+	// RenderWait is how long a render of a task of queue waited for a tab;
+	// RenderInFlight counts renders in progress by queue (+1, -1).
+	RenderWait(queue string, d time.Duration)
+	RenderInFlight(queue string, delta int)
 }
 
 // Config wires a Handler.
@@ -137,3 +141,5 @@ type nopObserver struct{}
 
 func (nopObserver) ExportDone(string, time.Duration) {}
 func (nopObserver) StorageBytes(string, int64)       {}
+func (nopObserver) RenderWait(string, time.Duration) {}
+func (nopObserver) RenderInFlight(string, int)       {}

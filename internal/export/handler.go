@@ -242,6 +242,9 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 	settings := p.Options.Settings()
 	src := render.Source{URL: p.Source.URL, HTML: p.Source.HTML, Auth: p.auth}
 	taskID, _ := asynq.GetTaskID(ctx) // the sink's context is the renderer's, not the task's
+	queue, _ := asynq.GetQueueName(ctx)
+	h.cfg.Observer.RenderInFlight(queue, 1)
+	defer h.cfg.Observer.RenderInFlight(queue, -1)
 	stats, err := h.cfg.Renderer.Render(ctx, src, settings, func(ctx context.Context, pdf io.Reader) error {
 		opts := storage.PutOptions{
 			FileName: p.ManualID + "-" + p.Version + ".pdf",
@@ -276,6 +279,7 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 		return storeErr
 	})
 	renderMS := time.Since(started).Milliseconds()
+	h.cfg.Observer.RenderWait(queue, stats.QueueWait)
 	if err != nil {
 		// The sink (storage) failed on its own: retry. A stream that failed
 		// under the sink (a PDF over a limit, a crashed browser) fails the

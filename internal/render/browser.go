@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -132,6 +133,12 @@ func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 			// Own process group so Close can kill every leftover child;
 			// Pdeathsig as chromedp's default does, should we die first.
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+			if r.nicePath != "" {
+				// nice(1) execs Chromium in its own process: the same pid,
+				// and every child forked from then on inherits the value.
+				cmd.Args = append([]string{r.nicePath, "-n", strconv.Itoa(r.cfg.Nice), cmd.Path}, cmd.Args[1:]...)
+				cmd.Path = r.nicePath
+			}
 			b.cmdMu.Lock()
 			b.cmd = cmd
 			b.cmdMu.Unlock()

@@ -99,7 +99,9 @@ type Worker struct {
 	chromium  *render.Renderer // nil when Options.Renderer replaces it
 	store     storage.Backend
 	lockRDB   redis.UniversalClient
-	srv       *asynq.Server
+	srv       *asynq.Server    // the interactive lane (every queue without a batch lane)
+	batchSrv  *asynq.Server    // the batch lane; nil without one
+	batch     *render.Renderer // the batch lane's Chromium; nil without one, or when Options.Renderer replaced it
 	inspector *asynq.Inspector
 
 	// base is the parent of every task's context; Shutdown cancels it with
@@ -278,15 +280,18 @@ func (w *Worker) Start(ctx context.Context) error {
 	outcomes := asynq.NewClientFromRedisClient(queueRDB) // closed with queueRDB
 	finisher := &outcome.Finisher{RDB: queueRDB, Client: outcomes, CallbackMaxRetry: cfg.CallbackMaxRetry,
 		Retention: cfg.ResultRetention}
-	handler, err := export.NewHandler(export.Config{Store: store, Renderer: renderer, Gate: gate,
-		Hosts:     spec.Hosts{Sources: cfg.Allowed, Callbacks: cfg.CallbackAllowed},
-		Namespace: cfg.StorageURL, Logger: log, Observer: w.metrics, Hostname: w.opts.Hostname,
-		Sources:       htmlstore.Store{RDB: queueRDB},  // documents sent by reference live beside the tasks
-		Credentials:   &credstore.Store{RDB: queueRDB}, // and so do per-export credentials
-		Finisher:      finisher,
-		Cancellations: outcome.Cancels{RDB: queueRDB},
-		PublicURL:     cfg.APIPublicURL,
-	})
+	newHandler := func(renderer export.Renderer) (*export.Handler, error) {
+		return export.NewHandler(export.Config{Store: store, Renderer: renderer, Gate: gate,
+			Hosts:     spec.Hosts{Sources: cfg.Allowed, Callbacks: cfg.CallbackAllowed},
+			Namespace: cfg.StorageURL, Logger: log, Observer: w.metrics, Hostname: w.opts.Hostname,
+			Sources:       htmlstore.Store{RDB: queueRDB},  // documents sent by reference live beside the tasks
+			Credentials:   &credstore.Store{RDB: queueRDB}, // and so do per-export credentials
+			Finisher:      finisher,
+			Cancellations: outcome.Cancels{RDB: queueRDB},
+			PublicURL:     cfg.APIPublicURL,
+		})
+	}
+	handler, err := newHandler(renderer)
 	if err != nil {
 		return err
 	}
@@ -297,27 +302,51 @@ func (w *Worker) Start(ctx context.Context) error {
 
 	w.base, w.stopTask = context.WithCancelCause(w.opts.BaseContext)
 	base := w.base
-	w.srv = asynq.NewServer(queueOpt, asynq.Config{
-		Concurrency:       cfg.WorkerConcurrency,
-		Queues:            cfg.QueueWeights,
-		TaskCheckInterval: cfg.TaskCheckInterval,
-		ShutdownTimeout:   cfg.ShutdownTimeout,
-		RetryDelayFunc:    retryDelay,
-		Logger:            logging.Asynq{L: log},
-		LogLevel:          asynqLevel(cfg.LogLevel),
-		BaseContext:       func() context.Context { return base },
-	})
-	mux := asynq.NewServeMux()
-	mux.Use(w.track)
-	mux.Use(w.opts.Middleware...)
-	mux.Use(taskDeadline(cfg.TaskTimeout))
-	mux.Handle(spec.TaskType, handler)
-	mux.Handle(spec.CallbackTaskType, callbacks)
+	newServer := func(queues map[string]int, concurrency int) *asynq.Server {
+		return asynq.NewServer(queueOpt, asynq.Config{
+			Concurrency:       concurrency,
+			Queues:            queues,
+			TaskCheckInterval: cfg.TaskCheckInterval,
+			ShutdownTimeout:   cfg.ShutdownTimeout,
+			RetryDelayFunc:    retryDelay,
+			Logger:            logging.Asynq{L: log},
+			LogLevel:          asynqLevel(cfg.LogLevel),
+			BaseContext:       func() context.Context { return base },
+		})
+	}
+	newMux := func(h asynq.Handler) *asynq.ServeMux {
+		mux := asynq.NewServeMux()
+		mux.Use(w.track)
+		mux.Use(w.opts.Middleware...)
+		mux.Use(taskDeadline(cfg.TaskTimeout))
+		mux.Handle(spec.TaskType, h)
+		mux.Handle(spec.CallbackTaskType, callbacks)
+		return mux
+	}
+	interactive, batch := lanes(cfg.QueueWeights, cfg.BatchQueueSet)
+	w.srv = newServer(interactive, cfg.WorkerConcurrency)
+	mux := newMux(handler)
+	var batchMux *asynq.ServeMux
+	if len(batch) > 0 {
+		// The batch lane: its own handler slots, and its own Chromium at a
+		// lower CPU priority, so a catalogue re-render takes neither the
+		// handler slots, the tabs nor the CPU of interactive exports.
+		batchRenderer, err := w.batchRenderer(renderer)
+		if err != nil {
+			return err
+		}
+		batchHandler, err := newHandler(batchRenderer)
+		if err != nil {
+			return err
+		}
+		w.batchSrv = newServer(batch, cfg.BatchConcurrency)
+		batchMux = newMux(batchHandler)
+	}
 
 	w.inspector = asynq.NewInspector(queueOpt)
 	inspector := w.inspector
 	w.undo = append(w.undo, func() { _ = inspector.Close() })
-	w.metrics.WithQueueMetrics(inspector)
+	w.metrics.WithQueueMetrics(inspector).WithQueues(slices.Sorted(maps.Keys(cfg.QueueWeights)))
 	checks := map[string]admin.Check{
 		"redis":    func(ctx context.Context) error { return w.srv.Ping() },
 		"locks":    func(ctx context.Context) error { return lockRDB.Ping(ctx).Err() },
@@ -334,15 +363,23 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err := w.srv.Start(mux); err != nil {
 		return fmt.Errorf("%w: starting the queue server: %w", ErrUnavailable, err)
 	}
-	srv := w.srv
+	servers := []*asynq.Server{w.srv}
+	if w.batchSrv != nil {
+		if err := w.batchSrv.Start(batchMux); err != nil {
+			w.srv.Shutdown()
+			return fmt.Errorf("%w: starting the batch lane's queue server: %w", ErrUnavailable, err)
+		}
+		servers = append(servers, w.batchSrv)
+	}
 	// Shutdown waits up to SHUTDOWN_TIMEOUT for tasks in flight and puts the
 	// unfinished ones back in the queue, but leaves their handlers running.
 	// Those are canceled then, and waited for: each releases its lease (as
 	// failed) while the lock Redis is still open, so another worker takes
-	// over at once rather than after LOCK_TTL.
-	w.undo = append(w.undo, w.stopTasks, srv.Shutdown)
+	// over at once rather than after LOCK_TTL. Both lanes shut down at once.
+	w.undo = append(w.undo, w.stopTasks, func() { shutdownAll(servers) })
 	w.sweepArchived(&outcome.Sweeper{Finisher: finisher, Queues: slices.Sorted(maps.Keys(cfg.QueueWeights)), Logger: log})
 	log.Info("worker started", "version", buildinfo.String(), "queues", cfg.Queues, "concurrency", cfg.WorkerConcurrency,
+		"batch_queues", slices.Sorted(maps.Keys(batch)), "batch_concurrency", cfg.BatchConcurrency,
 		"render_concurrency", cfg.RenderConcurrency, "storage", store.Describe(), "admin", cfg.AdminAddr,
 		"allowed_hosts", cfg.Allowed.String())
 	return nil
@@ -379,6 +416,62 @@ func (w *Worker) stopTasks() {
 	case <-time.After(handlerGrace):
 		w.log.Warn("tasks still running after shutdown; their leases expire after LOCK_TTL", "waited", handlerGrace)
 	}
+}
+
+// lanes splits the queues into the interactive lane's and the batch lane's
+// (those of batchQueues). Without batch queues, or without any other, every
+// queue is in one lane (returned as interactive).
+func lanes(weights map[string]int, batchQueues []string) (interactive, batch map[string]int) {
+	interactive, batch = map[string]int{}, map[string]int{}
+	for q, wt := range weights {
+		if slices.Contains(batchQueues, q) {
+			batch[q] = wt
+		} else {
+			interactive[q] = wt
+		}
+	}
+	if len(batch) == 0 || len(interactive) == 0 {
+		return weights, nil
+	}
+	return interactive, batch
+}
+
+// batchRenderer is the batch lane's renderer: its own Chromium, started
+// through nice(1) at BATCH_NICE on the first batch render, or the renderer
+// that replaced Chromium (Options.Renderer).
+func (w *Worker) batchRenderer(interactive export.Renderer) (export.Renderer, error) {
+	if w.opts.Renderer != nil {
+		return interactive, nil
+	}
+	cfg := w.cfg
+	rcfg := w.chromium.Config()
+	rcfg.Nice = cfg.BatchNice
+	rcfg.Logger = w.log.With("lane", "batch")
+	r, err := render.New(rcfg)
+	if err != nil {
+		return nil, fmt.Errorf("configuring the batch lane's renderer: %w", err)
+	}
+	w.batch = r
+	w.undo = append(w.undo, func() {
+		if err := r.Close(); err != nil {
+			w.log.Warn("closing the batch lane's Chromium", "err", err)
+		}
+	})
+	var out export.Renderer = r
+	if w.opts.WrapRenderer != nil {
+		out = w.opts.WrapRenderer(out)
+	}
+	return out, nil
+}
+
+// shutdownAll shuts the queue servers down at once: each waits up to
+// SHUTDOWN_TIMEOUT for its tasks.
+func shutdownAll(servers []*asynq.Server) {
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(s.Shutdown)
+	}
+	wg.Wait()
 }
 
 // sweepArchived finishes, in the background, exports archived without a

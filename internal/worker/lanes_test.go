@@ -1,0 +1,172 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
+)
+
+// niceOf is the nice value of a process (field 19 of /proc/PID/stat).
+func niceOf(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 17 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(fields[16])
+	return n, err == nil
+}
+
+// TestWorker_InteractiveExportsPassTheBatch: with every handler slot and
+// every tab of the batch lane busy on renders that do not end, and more
+// batch work queued behind them, an interactive export is the next to
+// render and completes at once; the batch lane's Chromium runs at
+// BATCH_NICE. The same worker without a batch lane (BATCH_QUEUES empty)
+// makes it wait behind the batch: the test would prove nothing otherwise.
+func TestWorker_InteractiveExportsPassTheBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		batchQueues string
+		passes      bool
+	}{
+		{"batch lane", "batch", true},
+		{"one lane", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			redis := testsupport.StartRedis(t)
+			cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+t.TempDir(), "ADMIN_ADDR=",
+				"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "RENDER_CONCURRENCY=1", "WORKER_CONCURRENCY=2",
+				"BATCH_CONCURRENCY=2", "BATCH_QUEUES="+tc.batchQueues, "RENDER_TIMEOUT=60s", "QUEUES=default=3,batch=1", "SHUTDOWN_TIMEOUT=1s")
+			startWorker(t, cfg, Options{})
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, Queues: []string{"default", "batch"}})
+			insp := asynq.NewInspectorFromRedisClient(redis.Client())
+			var batch []exportclient.Enqueued
+			for i := range 6 { // more than the lane holds: some stay pending
+				job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "catalogue", Version: fmt.Sprint(i),
+					HTML: "<p>batch " + fmt.Sprint(i), Options: exportclient.Options{WaitFor: "window.__never === true"}}, exportclient.Queue("batch"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				batch = append(batch, job)
+			}
+			testsupport.Eventually(t, 30*time.Second, func() bool { // the batch holds its slots
+				n := 0
+				for _, job := range batch {
+					if info, err := insp.GetTaskInfo("batch", job.TaskID); err == nil && info.State == asynq.TaskStateActive {
+						n++
+					}
+				}
+				return n == 2
+			})
+			time.Sleep(300 * time.Millisecond) // and its tab
+			job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "reader", Version: "1", HTML: "<h1>Export PDF</h1>"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+			st, err := c.Wait(wctx, job.TaskID, 0)
+			wcancel()
+			if tc.passes && (err != nil || st.State != exportclient.StateCompleted) {
+				t.Fatalf("the interactive export behind a busy batch: %+v, %v; want completed at once", st, err)
+			}
+			if !tc.passes && st.State == exportclient.StateCompleted {
+				t.Fatalf("without a batch lane the interactive export did not wait: the test proves nothing")
+			}
+			if !tc.passes {
+				return
+			}
+			niced, plain := 0, 0
+			for _, pid := range proctree.Descendants(os.Getpid()) {
+				if !strings.Contains(strings.Join(proctree.Cmdline(pid), " "), "chrom") {
+					continue
+				}
+				switch n, _ := niceOf(pid); n {
+				case cfg.BatchNice:
+					niced++
+				case 0:
+					plain++
+				}
+			}
+			if niced == 0 || plain == 0 {
+				t.Errorf("Chromium processes at nice %d: %d, at 0: %d; want the batch lane's niced and the interactive one not", cfg.BatchNice, niced, plain)
+			}
+			// Cancel frees the batch lane's slot and tab: the next batch
+			// task takes them.
+			if _, err := c.Cancel(ctx, batch[0].TaskID); err != nil {
+				t.Fatal(err)
+			}
+			testsupport.Eventually(t, 30*time.Second, func() bool {
+				for _, job := range batch[2:] {
+					if info, err := insp.GetTaskInfo("batch", job.TaskID); err == nil && info.State == asynq.TaskStateActive {
+						return true
+					}
+				}
+				return false
+			})
+		})
+	}
+}
+
+// TestWorker_BatchProgressesUnderEndlessInteractiveLoad: interactive exports
+// that never stop coming do not starve the batch lane: a batch export
+// completes while they run.
+func TestWorker_BatchProgressesUnderEndlessInteractiveLoad(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+t.TempDir(), "ADMIN_ADDR=",
+		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "QUEUES=default=3,batch=1")
+	startWorker(t, cfg, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, Queues: []string{"default", "batch"}})
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() { // an interactive load that never stops: always more pending than the lane serves
+		n := 0
+		defer func() { done <- n }()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := c.Enqueue(ctx, exportclient.Request{ManualID: "reader", Version: fmt.Sprint(i),
+				HTML: "<h1>interactive " + fmt.Sprint(i) + "</h1>" + strings.Repeat("<p>text</p>", 200)}); err == nil {
+				n++
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	time.Sleep(time.Second) // the interactive lane is saturated
+	job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "catalogue", Version: "1", HTML: "<h1>batch</h1>"}, exportclient.Queue("batch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	st, err := c.Wait(wctx, job.TaskID, 0)
+	wcancel()
+	close(stop)
+	n := <-done
+	if err != nil || st.State != exportclient.StateCompleted {
+		t.Fatalf("the batch export under endless interactive load (%d enqueued): %+v, %v", n, st, err)
+	}
+	pending, _ := asynq.NewInspectorFromRedisClient(redis.Client()).GetQueueInfo("default")
+	if pending == nil || pending.Pending == 0 {
+		t.Errorf("the interactive load was not endless (pending %+v): the test proves nothing", pending)
+	}
+}
