@@ -313,8 +313,9 @@ func (f *fleet) startInProcWorkers(ctx context.Context, env []string, name strin
 	return nil
 }
 
-// startBinaryFleet starts n bin/worker processes with production defaults.
-func startBinaryFleet(ctx context.Context, e *benchEnv, name string, n int) (f *fleet, err error) {
+// startBinaryFleet starts n bin/worker processes with production defaults,
+// changed by extra (VAR=value).
+func startBinaryFleet(ctx context.Context, e *benchEnv, name string, n int, extra ...string) (f *fleet, err error) {
 	bin, err := filepath.Abs(filepath.Join(e.o.bin, "worker"))
 	if err != nil {
 		return nil, err
@@ -338,7 +339,7 @@ func startBinaryFleet(ctx context.Context, e *benchEnv, name string, n int) (f *
 		}
 		admin := "127.0.0.1:" + strconv.Itoa(port)
 		p, err := harness.Start(fmt.Sprintf("worker-%d", i+1), filepath.Join(f.dir, fmt.Sprintf("worker-%d.log", i+1)), bin,
-			append(append(os.Environ(), env...), "ADMIN_ADDR="+admin))
+			append(append(append(os.Environ(), env...), extra...), "ADMIN_ADDR="+admin))
 		if err != nil {
 			return f, err
 		}
