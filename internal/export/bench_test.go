@@ -1,4 +1,4 @@
-package export_test
+package export
 
 import (
 	"bytes"
@@ -11,17 +11,17 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
 
-// memStore keeps what is stored in memory (sizes only, no data).
+// memStore keeps what is stored in memory.
 type memStore struct {
 	mu   sync.Mutex
 	objs map[string]storage.Object
+	data map[string][]byte
 }
 
 func (m *memStore) Stat(_ context.Context, key string) (storage.Object, error) {
@@ -34,7 +34,7 @@ func (m *memStore) Stat(_ context.Context, key string) (storage.Object, error) {
 }
 
 func (m *memStore) Create(_ context.Context, key string, r io.Reader, _ storage.PutOptions) (storage.Object, error) {
-	n, err := io.Copy(io.Discard, r)
+	b, err := io.ReadAll(r)
 	if err != nil {
 		return storage.Object{}, err
 	}
@@ -43,8 +43,12 @@ func (m *memStore) Create(_ context.Context, key string, r io.Reader, _ storage.
 	if _, ok := m.objs[key]; ok {
 		return storage.Object{}, storage.ErrExists
 	}
-	o := storage.Object{Key: key, Size: n, ETag: strconv.Itoa(len(m.objs) + 1)}
+	o := storage.Object{Key: key, Size: int64(len(b)), ETag: strconv.Itoa(len(m.objs) + 1)}
 	m.objs[key] = o
+	if m.data == nil {
+		m.data = map[string][]byte{}
+	}
+	m.data[key] = b
 	return o, nil
 }
 
@@ -55,8 +59,14 @@ func (m *memStore) Replace(ctx context.Context, key, _ string, r io.Reader, o st
 	return m.Create(ctx, key, r, o)
 }
 
-func (m *memStore) Open(context.Context, string) (io.ReadCloser, error) {
-	return nil, storage.ErrNotFound
+func (m *memStore) Open(_ context.Context, key string) (io.ReadCloser, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.data[key]
+	if !ok {
+		return nil, storage.ErrNotFound
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
 }
 
 // pdfRenderer streams a fixed PDF into the sink, as a render that took no
@@ -81,7 +91,7 @@ func (openGate) ForgetStored(context.Context, string, string) (bool, error) { re
 // so that what is left is the handler's own work: the part tracing adds to.
 // Each iteration exports a new version (a render, not a reuse).
 func benchmarkProcessTask(b *testing.B) {
-	h, err := export.NewHandler(export.Config{Store: &memStore{objs: map[string]storage.Object{}}, Renderer: pdfRenderer{pdf: bytes.Repeat([]byte("%PDF-1.7 "), 1000)},
+	h, err := NewHandler(Config{Store: &memStore{objs: map[string]storage.Object{}}, Renderer: pdfRenderer{pdf: bytes.Repeat([]byte("%PDF-1.7 "), 1000)},
 		Gate: openGate{}, Logger: slog.New(slog.DiscardHandler), Hostname: "bench"})
 	if err != nil {
 		b.Fatal(err)
