@@ -453,7 +453,7 @@ subscription, `+"`Cancel`"+`), so the figures include what an API server's clien
 (with the queue paused for the queued cancel, as in that scenario) times the scenario's wall time is
 subtracted, and the rest divided by the units. Redis counts every command a Lua script calls as well as
 the script, so "commands" is Redis's work, not round trips; "Lua scripts" are the EVAL/EVALSHA among them.
-Scenarios, N each, one at a time: a cache hit (the manual, artifact stored); a first render with one waiter
+Scenarios, N = 20 each (6 with -quick), one at a time: a cache hit (the manual, artifact stored); a first render with one waiter
 (two requests for a fresh artifact at once, one renders, one waits at the gate and reuses it; per pair); a
 cancel of a running export (`+"`Cancel`"+` once the render began, until the task is final); a cancel of a queued
 export (queue paused). Bytes: 2N exports of distinct copies of a document enqueued on the paused queue,
