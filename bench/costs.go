@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/metrics"
 	"sort"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/proctree"
 )
 
@@ -31,13 +33,6 @@ type redisStats struct {
 	calls   map[string]int64 // cmdstat_<name>:calls=…, without the measurement's own INFO and CONFIG
 	cpu     time.Duration    // used_cpu_sys + used_cpu_user (not reset by RESETSTAT)
 	usedMem int64            // used_memory
-}
-
-func (w window) total() (n int64) {
-	for _, c := range w.calls {
-		n += c
-	}
-	return n
 }
 
 // readRedisStats reads INFO commandstats, cpu and memory in one call.
@@ -77,84 +72,125 @@ func readRedisStats(ctx context.Context, rdb redis.UniversalClient) (redisStats,
 	return s, nil
 }
 
-// window is what Redis ran over one measured stretch: commands by name
-// (counted from a CONFIG RESETSTAT), its CPU, and the wall time.
-type window struct {
+// serverWindow is what one Redis ran over a measured stretch: commands by
+// name (counted from a CONFIG RESETSTAT) and its CPU.
+type serverWindow struct {
 	calls map[string]int64
 	cpu   time.Duration
-	wall  time.Duration
 }
 
-// measure resets Redis's command statistics, runs f and returns what Redis
-// ran meanwhile.
-func measure(ctx context.Context, rdb redis.UniversalClient, f func() error) (window, error) {
-	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-		return window{}, err
+// The two Redis servers of section 10: the queues' (REDIS_URL) and the
+// render locks' (LOCK_REDIS_URL).
+const (
+	queueRedis = iota
+	lockRedis
+)
+
+// window is what both Redis servers ran over one measured stretch, and its
+// wall time.
+type window struct {
+	srv  [2]serverWindow
+	wall time.Duration
+}
+
+func (w window) total(i int) (n int64) {
+	for _, c := range w.srv[i].calls {
+		n += c
 	}
-	before, err := readRedisStats(ctx, rdb)
-	if err != nil {
-		return window{}, err
+	return n
+}
+
+// measure resets both servers' command statistics, runs f and returns what
+// they ran meanwhile.
+func measure(ctx context.Context, rdbs [2]redis.UniversalClient, f func() error) (window, error) {
+	var before [2]redisStats
+	for i, rdb := range rdbs {
+		if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+			return window{}, err
+		}
+		var err error
+		if before[i], err = readRedisStats(ctx, rdb); err != nil {
+			return window{}, err
+		}
 	}
 	t0 := time.Now()
 	if err := f(); err != nil {
 		return window{}, err
 	}
-	wall := time.Since(t0)
-	after, err := readRedisStats(ctx, rdb)
-	if err != nil {
-		return window{}, err
+	w := window{wall: time.Since(t0)}
+	for i, rdb := range rdbs {
+		after, err := readRedisStats(ctx, rdb)
+		if err != nil {
+			return window{}, err
+		}
+		w.srv[i] = serverWindow{calls: after.calls, cpu: after.cpu - before[i].cpu}
 	}
-	return window{calls: after.calls, cpu: after.cpu - before.cpu, wall: wall}, nil
+	return w, nil
 }
 
 // costFigures are the Redis costs of one unit of work (an export, a pair, a
 // cancel), net of the idle workers' own commands over the same wall time.
 type costFigures struct {
-	label   string
-	units   int
-	unit    string             // what one unit is
+	label string
+	units int
+	unit  string // what one unit is
+	srv   [2]serverCost
+	idle  float64 // of the window's commands, the share the idle rate explains
+}
+
+// serverCost is one Redis server's share of a unit.
+type serverCost struct {
 	calls   map[string]float64 // per unit, by command
 	scripts float64            // eval + evalsha per unit
 	total   float64            // every command per unit (Redis counts the commands a Lua script calls too)
 	cpuUS   float64            // Redis CPU per unit, µs
-	idle    float64            // of the window's commands, the share the idle rate explains
+}
+
+func (c costFigures) total() float64 { return c.srv[queueRedis].total + c.srv[lockRedis].total }
+func (c costFigures) cpuUS() float64 { return c.srv[queueRedis].cpuUS + c.srv[lockRedis].cpuUS }
+func (c costFigures) scripts() float64 {
+	return c.srv[queueRedis].scripts + c.srv[lockRedis].scripts
 }
 
 // net subtracts the idle rate over w's wall time and divides by units.
 func net(label, unit string, units int, w, idle window) costFigures {
-	c := costFigures{label: label, units: units, unit: unit, calls: map[string]float64{}}
+	c := costFigures{label: label, units: units, unit: unit}
 	scale := w.wall.Seconds() / idle.wall.Seconds()
 	var all, idleAll float64
-	names := map[string]bool{}
-	for n := range w.calls {
-		names[n] = true
-	}
-	for n := range idle.calls {
-		names[n] = true
-	}
-	for n := range names {
-		v := float64(w.calls[n]) - scale*float64(idle.calls[n])
-		all += float64(w.calls[n])
-		idleAll += scale * float64(idle.calls[n])
-		v /= float64(units)
-		if v > -0.05 && v < 0.05 {
-			continue
+	for i := range w.srv {
+		sc := serverCost{calls: map[string]float64{}}
+		names := map[string]bool{}
+		for n := range w.srv[i].calls {
+			names[n] = true
 		}
-		c.calls[n] = v
-		c.total += v
-		if n == "eval" || n == "evalsha" || n == "evalsha_ro" || n == "eval_ro" {
-			c.scripts += v
+		for n := range idle.srv[i].calls {
+			names[n] = true
 		}
+		for n := range names {
+			v := float64(w.srv[i].calls[n]) - scale*float64(idle.srv[i].calls[n])
+			all += float64(w.srv[i].calls[n])
+			idleAll += scale * float64(idle.srv[i].calls[n])
+			v /= float64(units)
+			if v > -0.05 && v < 0.05 {
+				continue
+			}
+			sc.calls[n] = v
+			sc.total += v
+			if n == "eval" || n == "evalsha" || n == "evalsha_ro" || n == "eval_ro" {
+				sc.scripts += v
+			}
+		}
+		sc.cpuUS = (float64(w.srv[i].cpu.Microseconds()) - scale*float64(idle.srv[i].cpu.Microseconds())) / float64(units)
+		c.srv[i] = sc
 	}
 	if all > 0 {
 		c.idle = idleAll / all
 	}
-	c.cpuUS = (float64(w.cpu.Microseconds()) - scale*float64(idle.cpu.Microseconds())) / float64(units)
 	return c
 }
 
 // top lists the commands of a unit, most first: "evalsha 6.0 · hget 3.0 …".
-func (c costFigures) top(n int) string {
+func (c serverCost) top(n int) string {
 	type kv struct {
 		k string
 		v float64
@@ -202,11 +238,15 @@ type chromiumMem struct {
 type costsResult struct {
 	interval time.Duration
 	idle     window
-	idleRate float64 // commands per second of one idle worker (and its share of Redis)
-	idleCPU  float64 // Redis CPU share of one idle worker, µs per second
-	scen     []costFigures
-	mem      []memFigures
-	chromium *chromiumMem
+	idleRate [2]float64 // commands per second of one idle worker, per server
+	idleCPU  [2]float64 // Redis CPU of one idle worker (and Redis's own cron), µs per second, per server
+	// The same at the default TASK_CHECK_INTERVAL (a worker with a stub
+	// renderer, after the others stopped).
+	idleDefault                     time.Duration
+	idleDefaultRate, idleDefaultCPU [2]float64
+	scen                            []costFigures
+	mem                             []memFigures
+	chromium                        *chromiumMem
 }
 
 // scenarioCosts (10): the Redis commands and CPU of an export — a cache hit,
@@ -219,9 +259,12 @@ type costsResult struct {
 // Wait, Cancel) as an API server uses it: the figures include the client's
 // commands.
 func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
-	n := 20
+	// Units per scenario, run in concurrent batches (as a loaded worker takes
+	// them: one poll finds the next task at once), which keeps the idle
+	// polls' share of the window small.
+	nHits, nPairs, nCancels, nMem := 48, 24, 20, 40
 	if e.o.quick {
-		n = 6
+		nHits, nPairs, nCancels, nMem = 8, 4, 4, 8
 	}
 	res := &costsResult{interval: costsCheckInterval}
 	rep.costs = res
@@ -230,10 +273,20 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 		return err
 	}
 	defer f.stop()
+	// The render locks on a Redis of their own (LOCK_REDIS_URL), so that
+	// each server's INFO says which side a command is on.
+	locks, err := harness.StartRedis(ctx, filepath.Join(e.work, "redis-locks"), 0)
+	if err != nil {
+		return err
+	}
+	defer locks.Stop()
+	env = append(env, "LOCK_REDIS_URL="+locks.URL(0))
+	lockRDB := redis.NewClient(&redis.Options{Addr: locks.Addr()})
+	defer lockRDB.Close()
 	if err := f.startInProcWorkers(ctx, env, "costs", 1, workerSpec{checkInterval: costsCheckInterval}); err != nil {
 		return err
 	}
-	rdb := f.rdb
+	rdb := [2]redis.UniversalClient{f.rdb, lockRDB}
 	wait := func(id string) (exportclient.Status, error) {
 		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
@@ -272,13 +325,16 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 	if err != nil {
 		return err
 	}
-	res.idleRate = float64(res.idle.total()) / res.idle.wall.Seconds()
-	res.idleCPU = float64(res.idle.cpu.Microseconds()) / res.idle.wall.Seconds()
-	logf("   idle worker (TASK_CHECK_INTERVAL=%s): %.1f Redis commands/s, Redis CPU %.0f µs/s", costsCheckInterval, res.idleRate, res.idleCPU)
+	for i := range rdb {
+		res.idleRate[i] = float64(res.idle.total(i)) / res.idle.wall.Seconds()
+		res.idleCPU[i] = float64(res.idle.srv[i].cpu.Microseconds()) / res.idle.wall.Seconds()
+	}
+	logf("   idle worker (TASK_CHECK_INTERVAL=%s): %.1f + %.1f commands/s, Redis CPU %.0f + %.0f µs/s (queue + lock Redis)",
+		costsCheckInterval, res.idleRate[0], res.idleRate[1], res.idleCPU[0], res.idleCPU[1])
 
 	// A cache hit: the artifact is stored.
 	w, err := measure(ctx, rdb, func() error {
-		for range n {
+		return inBatches(nHits, 8, func() error {
 			st, err := exportOne(hitReq)
 			if err != nil {
 				return err
@@ -286,18 +342,18 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 			if st.Result == nil || st.Result.Rendered {
 				return fmt.Errorf("%w: a cache hit rendered", errScenario)
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("cache hits: %w", err)
 	}
-	res.add(net("cache hit (artifact stored)", "export", n, w, res.idle))
+	res.add(net("cache hit (artifact stored), 8 at a time", "export", nHits, w, res.idle))
 
 	// A first render with one waiter: two requests for a fresh artifact at
 	// once; one renders, the other waits at the render gate and reuses it.
 	w, err = measure(ctx, rdb, func() error {
-		for range n {
+		return inBatches(nPairs, 4, func() error {
 			req := e.manualRequest(freshVersion("costs-pair"))
 			var sts [2]exportclient.Status
 			var errs [2]error
@@ -312,17 +368,17 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 			if sts[0].Result.Rendered == sts[1].Result.Rendered {
 				return fmt.Errorf("%w: a pair rendered %v and %v, want one render", errScenario, sts[0].Result.Rendered, sts[1].Result.Rendered)
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("first renders: %w", err)
 	}
-	res.add(net("first render with one waiter (2 requests, 1 render)", "pair", n, w, res.idle))
+	res.add(net("first render with one waiter (2 requests, 1 render), 4 pairs at a time", "pair", nPairs, w, res.idle))
 
 	// A cancel of a running export: canceled once its render began.
 	w, err = measure(ctx, rdb, func() error {
-		for range n {
+		return inBatches(nCancels, 2, func() error {
 			job, err := f.client.Enqueue(ctx, e.manualRequest(freshVersion("costs-cancel-run")))
 			if err != nil {
 				return err
@@ -339,7 +395,7 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 			}
 			st, err := f.client.Cancel(ctx, job.TaskID)
 			if errors.Is(err, exportclient.ErrFinal) {
-				continue // it finished first: counted all the same
+				return nil // it finished first: counted all the same
 			}
 			if err != nil {
 				return err
@@ -347,13 +403,13 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 			if st.State != exportclient.StateCanceled {
 				return fmt.Errorf("%w: canceled %s is %s", errScenario, job.TaskID, st.State)
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("cancels of running exports: %w", err)
 	}
-	res.add(net("cancel of a running export (enqueue, render begun, Cancel)", "export", n, w, res.idle))
+	res.add(net("cancel of a running export (enqueue, render begun, Cancel), 2 at a time", "export", nCancels, w, res.idle))
 
 	// A cancel of a queued export: the queue is paused, so the worker polls
 	// it without taking tasks; the idle rate is measured paused too.
@@ -365,7 +421,7 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 		return err
 	}
 	w, err = measure(ctx, rdb, func() error {
-		for range n {
+		for range nCancels {
 			job, err := f.client.Enqueue(ctx, e.manualRequest(freshVersion("costs-cancel-queued")))
 			if err != nil {
 				return err
@@ -383,7 +439,7 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 	if err != nil {
 		return fmt.Errorf("cancels of queued exports: %w", err)
 	}
-	res.add(net("cancel of a queued export (enqueue, Cancel)", "export", n, w, pausedIdle))
+	res.add(net("cancel of a queued export (enqueue, Cancel), one at a time", "export", nCancels, w, pausedIdle))
 
 	// Redis bytes of a pending and a completed export: the sample manual
 	// (100 KiB, stored beside the task) and a 1 KiB page (inside it).
@@ -395,7 +451,7 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 		{"sample manual (" + strconv.Itoa(len(e.manual)>>10) + " KiB HTML, beside the task)", e.manual, "window.__PDF_READY__===true"},
 		{"small page (" + strconv.Itoa(len(small)>>10) + " KiB HTML, inside the task)", small, ""},
 	} {
-		m, err := costsMemory(ctx, f, n*2, d.label, d.html, d.wait, wait)
+		m, err := costsMemory(ctx, f, lockRDB, nMem, d.label, d.html, d.wait, wait)
 		if err != nil {
 			return fmt.Errorf("memory, %s: %w", d.label, err)
 		}
@@ -456,28 +512,72 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 	cm.goBytes = sample[0].Value.Uint64()
 	logf("   Chromium while rendering 2 Go specifications at once: Pss peak %d MiB (idle %d MiB), Rss sum peak %d MiB; Go runtime of the bench process %d MiB",
 		cm.peakPss>>20, cm.idlePss>>20, cm.peakRss>>20, cm.goBytes>>20)
+
+	// An idle worker at the default TASK_CHECK_INTERVAL: the polls a fleet
+	// sends whatever its load.
+	for _, w := range f.workers {
+		w.Shutdown()
+	}
+	f.workers = nil
+	if err := f.startInProcWorkers(ctx, env, "costs-idle", 1, workerSpec{stub: &stubRenderer{}}); err != nil {
+		return err
+	}
+	res.idleDefault = defaultCheckInterval
+	idleDefault, err := idle()
+	if err != nil {
+		return err
+	}
+	for i := range rdb {
+		res.idleDefaultRate[i] = float64(idleDefault.total(i)) / idleDefault.wall.Seconds()
+		res.idleDefaultCPU[i] = float64(idleDefault.srv[i].cpu.Microseconds()) / idleDefault.wall.Seconds()
+	}
+	logf("   idle worker (TASK_CHECK_INTERVAL=%s): %.0f + %.1f commands/s, Redis CPU %.0f + %.0f µs/s (queue + lock Redis)",
+		defaultCheckInterval, res.idleDefaultRate[0], res.idleDefaultRate[1], res.idleDefaultCPU[0], res.idleDefaultCPU[1])
+	return nil
+}
+
+// inBatches runs f n times, k at a time (the last batch may be smaller).
+func inBatches(n, k int, f func() error) error {
+	for done := 0; done < n; done += k {
+		errs := make([]error, min(k, n-done))
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Go(func() { errs[i] = f() })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 func (r *costsResult) add(c costFigures) {
 	r.scen = append(r.scen, c)
-	logf("   %s: %s commands per %s (%s scripts; idle share of the window %.0f %%), Redis CPU %s µs per %s; %s",
-		c.label, num(c.total), c.unit, num(c.scripts), 100*c.idle, num(c.cpuUS), c.unit, c.top(8))
+	logf("   %s: %s commands per %s (queue Redis %s, lock Redis %s; %s scripts; idle share of the window %.0f %%), Redis CPU %s µs per %s (queue %s, lock %s); queue: %s; lock: %s",
+		c.label, num(c.total()), c.unit, num(c.srv[queueRedis].total), num(c.srv[lockRedis].total), num(c.scripts()), 100*c.idle,
+		num(c.cpuUS()), c.unit, num(c.srv[queueRedis].cpuUS), num(c.srv[lockRedis].cpuUS), c.srv[queueRedis].top(8), c.srv[lockRedis].top(6))
 }
 
 // costsMemory enqueues n exports of html on the paused queue "default",
 // then resumes it and waits for them: bytes per export pending and
 // completed. The workers' own keys (server and worker heartbeats) are not
 // counted; the render gate's outcome records (LOCK_GRACE) are.
-func costsMemory(ctx context.Context, f *fleet, n int, label, html, waitFor string, wait func(string) (exportclient.Status, error)) (memFigures, error) {
+func costsMemory(ctx context.Context, f *fleet, lockRDB redis.UniversalClient, n int, label, html, waitFor string, wait func(string) (exportclient.Status, error)) (memFigures, error) {
 	m := memFigures{label: label, htmlBytes: len(html), n: n}
-	mem := func() (keys, used int64, err error) {
-		keys, err = exportKeysMemory(ctx, f.rdb)
-		if err != nil {
-			return 0, 0, err
+	mem := func() (keys, used int64, err error) { // both servers
+		for _, rdb := range []redis.UniversalClient{f.rdb, lockRDB} {
+			k, err := exportKeysMemory(ctx, rdb)
+			if err != nil {
+				return 0, 0, err
+			}
+			s, err := readRedisStats(ctx, rdb)
+			if err != nil {
+				return 0, 0, err
+			}
+			keys, used = keys+k, used+s.usedMem
 		}
-		s, err := readRedisStats(ctx, f.rdb)
-		return keys, s.usedMem, err
+		return keys, used, nil
 	}
 	k0, u0, err := mem()
 	if err != nil {
@@ -569,12 +669,21 @@ func chromiumMemory() (pss, rss int64) {
 // rows are the summary lines of section 10.
 func (r *costsResult) rows() []row {
 	var rows []row
-	rows = append(rows, row{"10", fmt.Sprintf("idle worker, TASK_CHECK_INTERVAL=%s (subtracted below)", r.interval),
-		fmt.Sprintf("%s Redis commands/s, Redis CPU %s µs/s", num(r.idleRate), num(r.idleCPU)), "—", "—", "figures"})
+	idle := func(d time.Duration, rate, cpu [2]float64, what string) row {
+		return row{"10", fmt.Sprintf("idle worker, TASK_CHECK_INTERVAL=%s (%s)", d, what),
+			fmt.Sprintf("%s commands/s, Redis CPU %s µs/s", num(rate[0]+rate[1]), num(cpu[0]+cpu[1])),
+			fmt.Sprintf("queue Redis %s/s, lock Redis %s/s", num(rate[0]), num(rate[1])), "—", "figures"}
+	}
+	rows = append(rows, idle(r.interval, r.idleRate, r.idleCPU, "subtracted below"))
+	if r.idleDefault > 0 {
+		rows = append(rows, idle(r.idleDefault, r.idleDefaultRate, r.idleDefaultCPU, "the worker default"))
+	}
 	for _, c := range r.scen {
 		rows = append(rows, row{"10", "Redis per " + c.unit + ": " + c.label,
-			fmt.Sprintf("%s commands (%s Lua scripts), Redis CPU %s µs", num(c.total), num(c.scripts), num(c.cpuUS)),
-			c.top(6), fmt.Sprintf("idle share %.0f %%", 100*c.idle), "figures"})
+			fmt.Sprintf("%s commands (%s Lua scripts), Redis CPU %s µs", num(c.total()), num(c.scripts()), num(c.cpuUS())),
+			fmt.Sprintf("queue Redis %s commands, %s µs · lock Redis %s commands, %s µs", num(c.srv[queueRedis].total), num(c.srv[queueRedis].cpuUS),
+				num(c.srv[lockRedis].total), num(c.srv[lockRedis].cpuUS)),
+			fmt.Sprintf("idle share %.0f %%", 100*c.idle), "figures"})
 	}
 	for _, m := range r.mem {
 		rows = append(rows, row{"10", "Redis bytes per export, " + m.label,
@@ -595,13 +704,23 @@ func (r *costsResult) markdown() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("\n## 10. Per-export Redis costs\n\n")
-	w("One in-process worker (real Chromium, `TASK_CHECK_INTERVAL=%s`) and the public `exportclient` (Enqueue, Wait, Cancel): ", r.interval)
-	w("commands counted by `INFO commandstats` from a `CONFIG RESETSTAT` before each scenario, Redis CPU from `INFO cpu`, ")
-	w("both net of the idle worker's rate (%s commands/s, %s µs/s of Redis CPU) over the same wall time. ", num(r.idleRate), num(r.idleCPU))
-	w("Redis counts the commands a Lua script calls as well as the script itself.\n\n")
-	w("| scenario | per | commands | Lua scripts | Redis CPU µs | by command |\n|---|---|---|---|---|---|\n")
+	w("One in-process worker (real Chromium, `TASK_CHECK_INTERVAL=%s`, the render locks on a Redis of their own: `LOCK_REDIS_URL`) ", r.interval)
+	w("and the public `exportclient` (Enqueue, Wait, Cancel): commands counted by `INFO commandstats` of each server from a `CONFIG RESETSTAT` ")
+	w("before each scenario, Redis CPU from `INFO cpu`, both net of the idle worker's rate over the same wall time ")
+	w("(%s + %s commands/s, %s + %s µs/s of Redis CPU, queue + lock Redis; most of that CPU is Redis's own cron). ",
+		num(r.idleRate[0]), num(r.idleRate[1]), num(r.idleCPU[0]), num(r.idleCPU[1]))
+	w("Redis counts the commands a Lua script calls as well as the script itself. With one Redis for both, add the two columns.\n\n")
+	w("| scenario | per | commands: queue Redis | lock Redis | Lua scripts | Redis CPU µs: queue | lock | by command, queue Redis | by command, lock Redis |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.scen {
-		w("| %s | %s | %s | %s | %s | %s |\n", mdCell(c.label), c.unit, num(c.total), num(c.scripts), num(c.cpuUS), mdCell(c.top(-1)))
+		q, l := c.srv[queueRedis], c.srv[lockRedis]
+		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(c.label), c.unit, num(q.total), num(l.total), num(c.scripts()),
+			num(q.cpuUS), num(l.cpuUS), mdCell(q.top(-1)), mdCell(l.top(-1)))
+	}
+	if r.idleDefault > 0 {
+		w("\nAn idle worker at the default `TASK_CHECK_INTERVAL=%s` (after the others stopped; a stub renderer): %s commands/s on the queue Redis ",
+			r.idleDefault, num(r.idleDefaultRate[0]))
+		w("and %s on the lock Redis, %s + %s µs/s of Redis CPU: a fleet sends this per idle worker whatever its load.\n",
+			num(r.idleDefaultRate[1]), num(r.idleDefaultCPU[0]), num(r.idleDefaultCPU[1]))
 	}
 	if len(r.mem) > 0 {
 		w("\n| document | exports | pending, MEMORY USAGE | completed, MEMORY USAGE | pending, used_memory | completed, used_memory |\n|---|---|---|---|---|---|\n")
