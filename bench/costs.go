@@ -501,7 +501,7 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 		if err := errors.Join(errs[:]...); err != nil {
 			close(stopSampling)
 			sampled.Wait()
-			return fmt.Errorf("Go specification renders: %w", err)
+			return fmt.Errorf("renders of the Go specification: %w", err)
 		}
 		cm.renders += 2
 	}
