@@ -8,6 +8,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -290,4 +293,65 @@ func evalFormula(f string, vars map[string]float64) (float64, error) {
 		err = fmt.Errorf("formula %q: trailing %q", f, peek())
 	}
 	return v, err
+}
+
+// TestAdapterRule_Promtool evaluates the prometheus-adapter rule's
+// metricsQuery with promtool's rule unit tests, on the series two workers
+// export for the same queues: each queue counts once (not once per worker),
+// batch a tenth, other states not at all — the value KEDA's formula gives
+// for the same lists.
+func TestAdapterRule_Promtool(t *testing.T) {
+	bin := promtool(t)
+	objs := loadObjects(t)
+	rule := loadAdapterRule(t, objs)
+	so := loadScaledObject(t, objs)
+	expr := strings.ReplaceAll(rule.MetricsQuery, "<<.LabelMatchers>>", `namespace="pdf"`)
+	pending := map[string]float64{"critical": 5, "default": 7, "batch": 30}
+	want, err := evalFormula(so.Spec.Advanced.ScalingModifiers.Formula, pending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var series strings.Builder
+	for _, worker := range []string{"worker-a", "worker-b"} {
+		for q, n := range pending {
+			for state, v := range map[string]float64{"pending": n, "active": 100, "retry": 50} {
+				fmt.Fprintf(&series, "      - series: 'asynq_tasks_enqueued_total{namespace=\"pdf\",instance=%q,queue=%q,state=%q}'\n        values: '%gx5'\n",
+					worker, q, state, v)
+			}
+		}
+	}
+	dir := t.TempDir()
+	rules := "groups:\n  - name: adapter\n    rules:\n      - record: " + rule.Name.As + "\n        expr: |\n" + indent(expr, "          ")
+	tests := fmt.Sprintf(`rule_files: [rules.yml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+%s    promql_expr_test:
+      - expr: %s
+        eval_time: 3m
+        exp_samples:
+          - labels: '%s{namespace="pdf"}'
+            value: %g
+`, series.String(), rule.Name.As, rule.Name.As, want)
+	for name, content := range map[string]string{"rules.yml": rules, "tests.yml": tests} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"check", "rules", "rules.yml"}, {"test", "rules", "tests.yml"}} {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s\nrules.yml:\n%s", strings.Join(args, " "), err, out, rules)
+		}
+	}
+}
+
+func indent(s, prefix string) string {
+	var b strings.Builder
+	for line := range strings.SplitSeq(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString(prefix + line + "\n")
+	}
+	return b.String()
 }
