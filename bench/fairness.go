@@ -11,7 +11,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/proctree"
 )
 
-// Fairness (issue: interactive exports stay fast while a catalogue
+// Fairness (section 11; interactive exports stay fast while a catalogue
 // re-renders): bin/worker with its defaults re-renders a batch of distinct
 // 50-page documents on the batch queue while interactive exports of a
 // 10-page document run one after another on default. Measured for the
@@ -221,7 +221,7 @@ func (r *fairnessResult) rows() []row {
 		}
 		p50, mx := lane.busy.median()/lane.idle.median(), lane.busy.max()/lane.idle.median()
 		thr := lane.batchBusy / lane.batchAlone
-		rows = append(rows, row{"9", fmt.Sprintf("interactive exports during a re-render of %d × %d pages, %d worker(s)", lane.batchN, fairnessBatchPages, workers),
+		rows = append(rows, row{"11", fmt.Sprintf("interactive exports during a re-render of %d × %d pages, %d worker(s)", lane.batchN, fairnessBatchPages, workers),
 			fmt.Sprintf("batch lane: %d-page export p50 %.2f s, max %.2f s (idle p50 %.2f s); batch %.2f PDF/s (alone %.2f)", fairnessInteractivePages,
 				lane.busy.median(), lane.busy.max(), lane.idle.median(), lane.batchBusy, lane.batchAlone),
 			fmt.Sprintf("one lane (before): p50 %.2f s, max %.2f s (idle %.2f s); batch %.2f PDF/s", before.busy.median(), before.busy.max(), before.idle.median(), before.batchBusy),
@@ -234,7 +234,7 @@ func (r *fairnessResult) rows() []row {
 func (r *fairnessResult) markdown() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("\n## 9. Fairness: interactive exports during a catalogue re-render\n\n")
+	w("\n## 11. Fairness: interactive exports during a catalogue re-render\n\n")
 	w("bin/worker with its defaults; a batch of distinct %d-page documents on the `batch` queue, and %d interactive\n", fairnessBatchPages, fairnessInteractiveN)
 	w("exports of a distinct %d-page document one after another on `default`, from 2 s into the batch. Latency is\n", fairnessInteractivePages)
 	w("enqueue → final through exportclient; throughput is batch PDFs over the batch's wall time. CPU is the worker\n")

@@ -56,6 +56,7 @@ type report struct {
 	capacity *capacityResult
 	delivery *deliveryResult
 	fairness *fairnessResult
+	costs    *costsResult
 }
 
 // row is one line of the summary table.
@@ -192,6 +193,9 @@ func (r *report) rows() []row {
 	if r.fairness != nil {
 		rows = append(rows, r.fairness.rows()...)
 	}
+	if r.costs != nil {
+		rows = append(rows, r.costs.rows()...)
+	}
 	return rows
 }
 
@@ -278,6 +282,9 @@ func (r *report) markdown() string {
 	}
 	if r.fairness != nil {
 		w("%s", r.fairness.markdown())
+	}
+	if r.costs != nil {
+		w("%s", r.costs.markdown())
 	}
 	if r.goBench != nil {
 		w("\n## 5. Lock, render and tracing Go benchmarks\n\n")
@@ -442,5 +449,27 @@ long-poll), or through `+"`exportclient.Wait`"+`.
 **6. A long document.** %[8]s wrapped in a `+"`<html>`"+` with a title, printed with
 `+"`outline: true`"+` (which implies a tagged PDF) by `+"`Renderer.Render`"+` on the warm renderer of 4,
 alternating with the same document without outline (untagged, the default) as its baseline.
+
+**10. Per-export Redis costs.** One in-process worker wired like `+"`cmd/worker`"+` with a real Chromium and its render
+locks on a second redis-server (LOCK_REDIS_URL: each server's INFO then tells the queue side from the lock side), its
+`+"`TASK_CHECK_INTERVAL`"+` at 1 s (an idle worker polls every queue with one Lua call per poll: at the 10 ms default
+those polls would outnumber an export's own commands many times over; at 1 s they are a small share, and
+the rate is measured), the client the public `+"`exportclient`"+` (`+"`Enqueue`"+`, `+"`Wait`"+` with its announcement
+subscription, `+"`Cancel`"+`), so the figures include what an API server's client sends. Before each scenario
+`+"`CONFIG RESETSTAT`"+`, after it `+"`INFO commandstats`"+` (the measurement's own INFO and CONFIG left out) and
+`+"`INFO cpu`"+` (used_cpu_sys + used_cpu_user); from both, the idle rate of the same worker measured over 10 s
+(with the queue paused for the queued cancel, as in that scenario) times the scenario's wall time is
+subtracted, and the rest divided by the units. Redis counts every command a Lua script calls as well as
+the script, so "commands" is Redis's work, not round trips; "Lua scripts" are the EVAL/EVALSHA among them.
+Scenarios, in concurrent batches (a loaded worker takes the next task at once, so the idle polls' share of the
+window stays small): 48 cache hits of the manual, 8 at a time; 24 first renders with one waiter, 4 pairs at a
+time (two requests for a fresh artifact at once, one renders, one waits at the gate and reuses it; per pair);
+20 cancels of a running export, 2 at a time (`+"`Cancel`"+` once the render began, until the task is final); 20
+cancels of a queued export (queue paused), one at a time; -quick runs fewer. Bytes: 40 exports of distinct copies of a document enqueued on the paused queue,
+then completed; the change of the sum of `+"`MEMORY USAGE`"+` over the database's keys (the workers' own
+heartbeat keys left out; the gate's outcome records, kept `+"`LOCK_GRACE`"+`, counted) and of `+"`used_memory`"+`, per
+export. Chromium memory: Pss and Rss summed over the worker's Chromium processes from
+`+"`/proc/PID/smaps_rollup`"+` every 100 ms while the Go specification renders two at a time. Last, the commands and CPU of an
+idle worker at the default interval (a stub renderer, the other worker stopped), over 10 s.
 `, o.manual, o.k, o.workers, o.pickN, o.pickSlowN, o.hitN, o.runs, "`"+specPath+"`")
 }

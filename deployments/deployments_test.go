@@ -8,7 +8,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -58,10 +57,7 @@ type manifest struct {
 }
 
 func TestKubernetesManifests(t *testing.T) {
-	files, _ := filepath.Glob("kubernetes/*.yaml")
-	if len(files) == 0 {
-		t.Fatal("no manifests found")
-	}
+	files := manifestFiles(t)
 	kinds := map[string]int{}
 	vars := known()
 	for _, f := range files {
