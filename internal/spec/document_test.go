@@ -141,17 +141,26 @@ func TestArtifactKey_DocumentOptions(t *testing.T) {
 	base := validPayload()
 	ref := func(ident string) *EncryptionRef { return &EncryptionRef{ID: "t", Identity: strings.Repeat(ident, 64)} }
 	mutations := map[string]func(*Envelope){
-		"title":         func(p *Envelope) { p.Options.Metadata = &Metadata{Title: "A"} },
-		"author":        func(p *Envelope) { p.Options.Metadata = &Metadata{Author: "A"} },
-		"keywords":      func(p *Envelope) { p.Options.Metadata = &Metadata{Keywords: []string{"a"}} },
-		"language":      func(p *Envelope) { p.Options.Metadata = &Metadata{Language: "de"} },
-		"watermark":     func(p *Envelope) { p.Options.Watermark = &Watermark{Text: "DRAFT"} },
-		"opacity":       func(p *Envelope) { p.Options.Watermark = &Watermark{Text: "DRAFT", Opacity: new(0.5)} },
-		"encryption":    func(p *Envelope) { p.Options.Encryption = &Encryption{}; p.EncryptionRef = ref("a") },
-		"passwords":     func(p *Envelope) { p.Options.Encryption = &Encryption{}; p.EncryptionRef = ref("b") },
-		"permissions":   func(p *Envelope) { p.Options.Encryption = &Encryption{Allow: []string{"print"}}; p.EncryptionRef = ref("a") },
-		"two perms":     func(p *Envelope) { p.Options.Encryption = &Encryption{Allow: []string{"print", "copy"}}; p.EncryptionRef = ref("a") },
-		"metadata+wm":   func(p *Envelope) { p.Options.Metadata = &Metadata{Title: "A"}; p.Options.Watermark = &Watermark{Text: "DRAFT"} },
+		"title":      func(p *Envelope) { p.Options.Metadata = &Metadata{Title: "A"} },
+		"author":     func(p *Envelope) { p.Options.Metadata = &Metadata{Author: "A"} },
+		"keywords":   func(p *Envelope) { p.Options.Metadata = &Metadata{Keywords: []string{"a"}} },
+		"language":   func(p *Envelope) { p.Options.Metadata = &Metadata{Language: "de"} },
+		"watermark":  func(p *Envelope) { p.Options.Watermark = &Watermark{Text: "DRAFT"} },
+		"opacity":    func(p *Envelope) { p.Options.Watermark = &Watermark{Text: "DRAFT", Opacity: new(0.5)} },
+		"encryption": func(p *Envelope) { p.Options.Encryption = &Encryption{}; p.EncryptionRef = ref("a") },
+		"passwords":  func(p *Envelope) { p.Options.Encryption = &Encryption{}; p.EncryptionRef = ref("b") },
+		"permissions": func(p *Envelope) {
+			p.Options.Encryption = &Encryption{Allow: []string{"print"}}
+			p.EncryptionRef = ref("a")
+		},
+		"two perms": func(p *Envelope) {
+			p.Options.Encryption = &Encryption{Allow: []string{"print", "copy"}}
+			p.EncryptionRef = ref("a")
+		},
+		"metadata+wm": func(p *Envelope) {
+			p.Options.Metadata = &Metadata{Title: "A"}
+			p.Options.Watermark = &Watermark{Text: "DRAFT"}
+		},
 		"empty options": func(p *Envelope) {},
 	}
 	seen := map[string]string{}
