@@ -29,10 +29,10 @@ import (
 //  2. the tab is released, and the file is post-processed file to file,
 //     one post-processing at a time per handler (postSlots), so the heap
 //     it costs is bounded by one document, not by RENDER_CONCURRENCY;
-//  3. the output is read back and checked: the page count Chromium printed,
-//     the tagging (StructTreeRoot, MarkInfo) and the outline are still
-//     there, or the export fails for good saying which was lost (never a
-//     PDF silently without them);
+//  3. before it is written, the processed document is checked: the page
+//     count Chromium printed, the tagging (StructTreeRoot, MarkInfo) and
+//     the outline are still there, or the export fails for good saying
+//     which was lost (never a PDF silently without them);
 //  4. the output file is streamed into storage like a render.
 //
 // Both files are removed when the attempt ends.
@@ -69,14 +69,18 @@ func pdfcpuConf() *model.Configuration {
 // spool copies a render's stream to a new temporary file, at most
 // MaxPostProcessBytes; the caller removes the file.
 func spool(pdf io.Reader) (path string, n int64, err error) {
+	return spoolLimited(pdf, MaxPostProcessBytes)
+}
+
+func spoolLimited(pdf io.Reader, limit int64) (path string, n int64, err error) {
 	f, err := os.CreateTemp("", "pdfexport-post-*.pdf")
 	if err != nil {
 		return "", 0, fmt.Errorf("spooling the PDF for its document options: %w", err)
 	}
 	path = f.Name()
-	n, err = io.Copy(f, io.LimitReader(pdf, MaxPostProcessBytes+1))
+	n, err = io.Copy(f, io.LimitReader(pdf, limit+1))
 	err = errors.Join(err, f.Close())
-	if err == nil && n > MaxPostProcessBytes {
+	if err == nil && n > limit {
 		err = errTooLargeToPostProcess
 	}
 	if err != nil {
@@ -110,7 +114,7 @@ type keep struct {
 
 // postProcess writes the document options d into the PDF at in and writes
 // the result to out; pw are the encryption's passwords (when d asks for
-// encryption). The output is read back and checked against k.
+// encryption). Before writing, the document is checked against k.
 func postProcess(ctx context.Context, in, out string, d *spec.DocumentSettings, pw spec.Passwords, k keep) (err error) {
 	defer func() {
 		// pdfcpu panics on some malformed input; a PDF Chromium printed
@@ -119,16 +123,10 @@ func postProcess(ctx context.Context, in, out string, d *spec.DocumentSettings, 
 			err = fmt.Errorf("%w: post-processing failed: %v", ErrPostProcess, r)
 		}
 	}()
-	if err := apply(ctx, in, out, d, pw); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return verify(out, pw, k)
+	return apply(ctx, in, out, d, pw, k)
 }
 
-func apply(ctx context.Context, in, out string, d *spec.DocumentSettings, pw spec.Passwords) error {
+func apply(ctx context.Context, in, out string, d *spec.DocumentSettings, pw spec.Passwords, k keep) error {
 	f, err := os.Open(in)
 	if err != nil {
 		return err
@@ -174,6 +172,12 @@ func apply(ctx context.Context, in, out string, d *spec.DocumentSettings, pw spe
 			root["Lang"] = types.StringLiteral(m.Language)
 		}
 	}
+	if err := check(pctx, k); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if e := d.Encryption; e != nil {
 		pctx.Cmd = model.ENCRYPT
 		pctx.UserPW, pctx.OwnerPW = pw.User, pw.Owner
@@ -194,26 +198,18 @@ func apply(ctx context.Context, in, out string, d *spec.DocumentSettings, pw spe
 	return o.Close()
 }
 
-// verify reads the output back and checks it kept what the export asked
-// for and Chromium printed.
-func verify(path string, pw spec.Passwords, k keep) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	conf := pdfcpuConf()
-	conf.OwnerPW, conf.UserPW = pw.Owner, pw.User
-	pctx, err := api.ReadContext(f, conf)
-	if err != nil {
-		return fmt.Errorf("%w: reading the post-processed PDF back: %w", ErrPostProcess, err)
-	}
+// check reports what of k the document lost in pdfcpu's hands. It runs
+// on the processed document before it is written; pdfcpu's writer writes
+// every catalog entry it checks (StructTreeRoot, MarkInfo, Outlines and
+// Lang are among the entries it knows), which the worker's test confirms
+// with qpdf on the written file.
+func check(pctx *model.Context, k keep) error {
 	if err := pctx.EnsurePageCount(); err != nil {
-		return fmt.Errorf("%w: counting the post-processed PDF's pages: %w", ErrPostProcess, err)
+		return fmt.Errorf("%w: counting the pages: %w", ErrPostProcess, err)
 	}
 	root, err := pctx.Catalog()
 	if err != nil {
-		return fmt.Errorf("%w: the post-processed PDF's catalog: %w", ErrPostProcess, err)
+		return fmt.Errorf("%w: the catalog: %w", ErrPostProcess, err)
 	}
 	var lost []string
 	if pctx.PageCount != k.pages {
