@@ -69,7 +69,7 @@ func main() {
 	flag.IntVar(&o.renderCount, "render-count", 1, "-count of the render benchmarks")
 	flag.DurationVar(&o.goBenchLimit, "gobench-timeout", 6*time.Minute, "bound on the go test subprocesses together")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (worker logs, PDFs) after the run")
-	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, capacity, delivery, distinct (pickup and capacity need single); the report is then partial and written to -out all the same")
+	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, capacity, delivery, distinct, docopts (pickup and capacity need single); the report is then partial and written to -out all the same")
 	flag.Parse()
 	o.command = strings.TrimSpace("go run ./bench " + strings.Join(os.Args[1:], " "))
 	if o.quick {
@@ -178,6 +178,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		{"capacity", "Redis capacity of inline HTML, enqueue latency of 2 MiB", scenarioCapacity},
 		{"delivery", "the way back to the client: CLI cache hits, long-poll, Wait", scenarioDelivery},
 		{"distinct", "distinct documents: bin/worker vs the bare tab of a peer and the old design", scenarioDistinct},
+		{"docopts", "document options: metadata, watermark, encryption vs the plain export", scenarioDocOptions},
 	} {
 		if o.only != "" && !slices.Contains(strings.Split(o.only, ","), s.key) {
 			continue

@@ -55,6 +55,7 @@ type report struct {
 	distinct *distinctResult
 	capacity *capacityResult
 	delivery *deliveryResult
+	docopts  *docoptsResult
 }
 
 // row is one line of the summary table.
@@ -188,6 +189,9 @@ func (r *report) rows() []row {
 	if r.delivery != nil {
 		rows = append(rows, r.delivery.rows()...)
 	}
+	if r.docopts != nil {
+		rows = append(rows, r.docopts.rows()...)
+	}
 	return rows
 }
 
@@ -271,6 +275,9 @@ func (r *report) markdown() string {
 	}
 	if r.distinct != nil {
 		w("%s", r.distinct.markdown())
+	}
+	if r.docopts != nil {
+		w("%s", r.docopts.markdown())
 	}
 	if r.goBench != nil {
 		w("\n## 5. Lock, render and tracing Go benchmarks\n\n")

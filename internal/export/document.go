@@ -24,8 +24,8 @@ import (
 // asking for none of them keeps the streaming path (Chromium → storage,
 // nothing held), and one asking for any of them goes:
 //
-//  1. Chromium's stream is spooled to a temporary file (no more in memory
-//     than a copy buffer), at most MaxPostProcessBytes;
+//  1. Chromium's stream is spooled to a temporary file (os.TempDir; no
+//     more in memory than a copy buffer), at most MaxPostProcessBytes;
 //  2. the tab is released, and the file is post-processed file to file,
 //     one post-processing at a time per handler (postSlots), so the heap
 //     it costs is bounded by one document, not by RENDER_CONCURRENCY;
@@ -38,11 +38,14 @@ import (
 // Both files are removed when the attempt ends.
 
 // MaxPostProcessBytes bounds the PDF a document option post-processes:
-// pdfcpu holds the whole document, about 3 times its size on the heap at
-// the peak (BENCHMARKS.md, the document options row), so one worker's
-// post-processing needs at most about 3 × 128 MiB. A larger PDF with
-// document options fails for good naming the limit.
-const MaxPostProcessBytes = 128 << 20
+// pdfcpu holds the whole document, and a tagged PDF of many small objects
+// costs about 25–35 times its size on the heap at the peak (make bench,
+// row D: +37 to +55 MiB for the 1.6 MiB print of the tagged Go
+// specification), image-heavy ones far less. One post-processing at a time
+// per handler, so a worker needs at most about 35 × 32 MiB ≈ 1.1 GiB more
+// for it. A
+// larger PDF with document options fails for good naming the limit.
+const MaxPostProcessBytes = 32 << 20
 
 // ErrPostProcess: the post-processing of the document options failed or
 // would have lost part of the PDF. Never retried.
