@@ -190,6 +190,10 @@ func apply(ctx context.Context, in, out string, d *spec.DocumentSettings, pw spe
 			pctx.Permissions |= permissionBits[name]
 		}
 	}
+	// No object streams: page dictionaries stay uncompressed, as Chromium
+	// writes them, so render.CountPages counts the pages of a stored
+	// artifact whose info object is missing.
+	pctx.WriteObjectStream, pctx.WriteXRefStream = false, false
 	o, err := os.Create(out)
 	if err != nil {
 		return err

@@ -63,6 +63,16 @@ func TestPostProcess_RefusesToLoseWhatWasPrinted(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				f, err := os.Open(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				// A reuser without the artifact's info object counts
+				// the pages itself.
+				if n, err := render.CountPages(f); err != nil || n != pages {
+					t.Fatalf("CountPages of the post-processed PDF = %d, %v; want %d", n, err, pages)
+				}
 				return
 			}
 			if !errors.Is(err, ErrPostProcess) || !strings.Contains(err.Error(), "would lose "+tc.lost) {

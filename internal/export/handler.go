@@ -302,9 +302,12 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 	}
 	stats, err := h.cfg.Renderer.Render(ctx, src, settings, sink)
 	if err == nil && spooled != "" {
-		err = h.uploadPostProcessed(ctx, spooled, settings, p.passwords, stats.Pages, upload)
-		if err != nil && storeErr == nil {
-			return spec.Result{}, fmt.Errorf("rendering %s: %w", key, err)
+		if perr := h.uploadPostProcessed(ctx, spooled, settings, p.passwords, stats.Pages, upload); perr != nil {
+			if storeErr != nil { // storage failed on its own: retry
+				return spec.Result{}, fmt.Errorf("storing %s: %w", key, storeErr)
+			}
+			// Final (SkipRetry) unless ctx ended.
+			return spec.Result{}, fmt.Errorf("rendering %s: %w", key, perr)
 		}
 	}
 	renderMS := time.Since(started).Milliseconds()
