@@ -135,6 +135,9 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if cfg.Hostname == "" {
 		cfg.Hostname, _ = os.Hostname()
 	}
+	if n := sweepStaleSpools(os.TempDir(), staleSpoolAge); n > 0 {
+		cfg.Logger.Info("removed post-processing files a stopped worker left behind", "files", n, "dir", os.TempDir())
+	}
 	return &Handler{cfg: cfg, postSlots: make(chan struct{}, 1)}, nil
 }
 

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/pdfcpu/pdfcpu/pkg/api"
@@ -76,7 +78,7 @@ func spool(pdf io.Reader) (path string, n int64, err error) {
 }
 
 func spoolLimited(pdf io.Reader, limit int64) (path string, n int64, err error) {
-	f, err := os.CreateTemp("", "pdfexport-post-*.pdf")
+	f, err := os.CreateTemp("", spoolPattern)
 	if err != nil {
 		return "", 0, fmt.Errorf("spooling the PDF for its document options: %w", err)
 	}
@@ -255,4 +257,28 @@ func (h *Handler) postProcessed(ctx context.Context, in string, s spec.PrintSett
 		return "", fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	return out, nil
+}
+
+// spoolPattern names the temporary files of post-processing (a spool and
+// its ".out"), which an attempt removes when it ends.
+const spoolPattern = "pdfexport-post-*.pdf"
+
+// staleSpoolAge is how old a leftover spool file must be before
+// sweepStaleSpools removes it: far beyond any render's deadline, so a
+// worker sharing the directory never loses one in use.
+const staleSpoolAge = 24 * time.Hour
+
+// sweepStaleSpools removes the post-processing files that a killed worker
+// left in dir (os.TempDir), older than age; it returns how many.
+func sweepStaleSpools(dir string, age time.Duration) int {
+	n := 0
+	for _, pattern := range []string{spoolPattern, spoolPattern + ".out"} {
+		paths, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, p := range paths {
+			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > age && os.Remove(p) == nil {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -98,3 +98,27 @@ func TestSpool_Limit(t *testing.T) {
 	}
 	_ = os.Remove(path)
 }
+
+// TestSweepStaleSpools: files a killed worker left are removed once stale;
+// fresh ones (another worker's render in flight) and others stay.
+func TestSweepStaleSpools(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-48 * time.Hour)
+	for name, stale := range map[string]bool{"pdfexport-post-1.pdf": true, "pdfexport-post-1.pdf.out": true, "pdfexport-post-2.pdf": false, "other.pdf": true} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if stale {
+			_ = os.Chtimes(p, old, old)
+		}
+	}
+	if n := sweepStaleSpools(dir, staleSpoolAge); n != 2 {
+		t.Fatalf("removed %d, want the 2 stale post-processing files", n)
+	}
+	for _, keep := range []string{"pdfexport-post-2.pdf", "other.pdf"} {
+		if _, err := os.Stat(filepath.Join(dir, keep)); err != nil {
+			t.Errorf("%s: %v", keep, err)
+		}
+	}
+}
