@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,5 +121,17 @@ func TestSweepStaleSpools(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, keep)); err != nil {
 			t.Errorf("%s: %v", keep, err)
 		}
+	}
+}
+
+// TestSpool_TempDirFailureIsAPathError: a TMPDIR that cannot take the
+// spool fails with a *fs.PathError, which the handler retries (the
+// document is not at fault).
+func TestSpool_TempDirFailureIsAPathError(t *testing.T) {
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	_, _, err := spool(bytes.NewReader([]byte("%PDF-")))
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		t.Fatalf("spool into a missing TMPDIR = %v, want a *fs.PathError", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -313,6 +314,11 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 	renderMS := time.Since(started).Milliseconds()
 	if errors.Is(spoolErr, errTooLargeToPostProcess) {
 		return spec.Result{}, fmt.Errorf("rendering %s: %w: %w", key, spoolErr, asynq.SkipRetry)
+	}
+	if pe := (*fs.PathError)(nil); errors.As(spoolErr, &pe) {
+		// The temporary file failed (a full or unwritable TMPDIR), not the
+		// document: retry, like a storage failure.
+		return spec.Result{}, fmt.Errorf("spooling %s for its document options: %w", key, spoolErr)
 	}
 	if err != nil {
 		// The sink (storage) failed on its own: retry. A stream that failed
