@@ -69,7 +69,7 @@ func main() {
 	flag.IntVar(&o.renderCount, "render-count", 1, "-count of the render benchmarks")
 	flag.DurationVar(&o.goBenchLimit, "gobench-timeout", 6*time.Minute, "bound on the go test subprocesses together")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (worker logs, PDFs) after the run")
-	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, capacity, delivery, distinct, fairness, costs (pickup and capacity need single); the report is then partial and written to -out all the same")
+	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, capacity, delivery, distinct, fairness, costs, docopts (pickup and capacity need single); the report is then partial and written to -out all the same")
 	flag.Parse()
 	o.command = strings.TrimSpace("go run ./bench " + strings.Join(os.Args[1:], " "))
 	if o.quick {
@@ -180,6 +180,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		{"distinct", "distinct documents: bin/worker vs the bare tab of a peer and the old design", scenarioDistinct},
 		{"fairness", "interactive exports during a catalogue re-render: batch lane vs one lane", scenarioFairness},
 		{"costs", "per-export Redis costs: commands, CPU and bytes of a hit, a render, a cancel", scenarioCosts},
+		{"docopts", "document options: metadata, watermark, encryption vs the plain export", scenarioDocOptions},
 	} {
 		if o.only != "" && !slices.Contains(strings.Split(o.only, ","), s.key) {
 			continue

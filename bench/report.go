@@ -57,6 +57,7 @@ type report struct {
 	delivery *deliveryResult
 	fairness *fairnessResult
 	costs    *costsResult
+	docopts  *docoptsResult
 }
 
 // row is one line of the summary table.
@@ -196,6 +197,9 @@ func (r *report) rows() []row {
 	if r.costs != nil {
 		rows = append(rows, r.costs.rows()...)
 	}
+	if r.docopts != nil {
+		rows = append(rows, r.docopts.rows()...)
+	}
 	return rows
 }
 
@@ -285,6 +289,9 @@ func (r *report) markdown() string {
 	}
 	if r.costs != nil {
 		w("%s", r.costs.markdown())
+	}
+	if r.docopts != nil {
+		w("%s", r.docopts.markdown())
 	}
 	if r.goBench != nil {
 		w("\n## 5. Lock, render and tracing Go benchmarks\n\n")

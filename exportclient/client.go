@@ -34,6 +34,15 @@ type (
 	Options = spec.Options
 	// Margins are page margins in millimetres.
 	Margins = spec.Margins
+	// Metadata is Options.Metadata: the PDF's title, author, subject,
+	// keywords, creator and language.
+	Metadata = spec.Metadata
+	// Watermark is Options.Watermark: text on every page.
+	Watermark = spec.Watermark
+	// Encryption is Options.Encryption: AES-256 with the passwords (secrets,
+	// stored beside the task until it is final, never in it) and the
+	// permissions of spec.PermissionNames.
+	Encryption = spec.Encryption
 	// Cookie is a cookie of Request.Cookies.
 	Cookie = spec.Cookie
 	// Result is what a finished export reports.
@@ -237,8 +246,9 @@ func (c *Client) Enqueue(ctx context.Context, r Request, opts ...EnqueueOption) 
 // EnqueuePayload is Enqueue for a raw request.
 //
 // It is the enqueuer: it picks the task's id, stores what must not sit in
-// the queue beside the task, owned by that id (per-export credentials; an
-// inline document of HTMLByReference bytes or more), and enqueues the
+// the queue beside the task, owned by that id (per-export credentials, an
+// encryption's passwords; an inline document of HTMLByReference bytes or
+// more), and enqueues the
 // envelope that names them. The enqueue is a producer span of the global
 // tracer provider; its trace context (or, without tracing, the one ctx
 // carries) travels in the envelope's traceparent, so the worker's spans
@@ -273,6 +283,14 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 		}
 		env.Source.Credentials = &ref
 		stored = append(stored, func(ctx context.Context) { _, _ = c.creds.Release(ctx, taskID, ref) })
+	}
+	if enc := p.Options.Encryption; enc != nil {
+		ref, err := c.creds.PutPasswords(ctx, taskID, enc.Passwords(), c.cfg.SourceTTL)
+		if err != nil {
+			return Enqueued{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		env.EncryptionRef = &ref
+		stored = append(stored, func(ctx context.Context) { _, _ = c.creds.ReleasePasswords(ctx, taskID, ref) })
 	}
 	key := env.ArtifactKey()
 	ctx, span := startEnqueue(ctx, &env, s.queue, key)

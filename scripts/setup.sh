@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what pdfexport needs to build, test and demo, only where missing:
 # redis-server, Chromium (the headless shell the worker prefers, and the full
-# browser the tests also cover), fonts, poppler-utils and promtool (Debian's
+# browser the tests also cover), fonts, poppler-utils, qpdf (the document
+# options' tests check every output with it) and promtool (Debian's
 # prometheus package: the tests check deployments/prometheus with it) and
 # Node.js (nodejs, npm) from apt, the pinned versitygw S3 server (built with
 # go install into ./bin) and the pinned Node tools of the HTTP contract
@@ -17,6 +18,7 @@ have_cmd redis-server || missing+=(redis-server)
 { [ -x /usr/lib/chromium/chromium-headless-shell ] || have_cmd chromium-headless-shell || have_cmd chrome-headless-shell; } || missing+=(chromium-headless-shell)
 { [ -x /usr/lib/chromium/chromium ] || have_cmd chromium || have_cmd chromium-browser || have_cmd google-chrome; } || missing+=(chromium)
 have_cmd pdfinfo || missing+=(poppler-utils)
+have_cmd qpdf || missing+=(qpdf)
 have_cmd promtool || missing+=(prometheus)
 have_cmd node || missing+=(nodejs)
 have_cmd npm || missing+=(npm)

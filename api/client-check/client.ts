@@ -27,7 +27,14 @@ export async function enqueue(): Promise<string> {
       headers: { Authorization: "Bearer docs-token" },
       cookies: [{ name: "sid", value: "abc" }],
     },
-    options: { paper: "A4", margin_mm: { top: 20 }, outline: true },
+    options: {
+      paper: "A4",
+      margin_mm: { top: 20 },
+      outline: true,
+      metadata: { title: "Ops guide", keywords: ["ops"], language: "en-GB" },
+      watermark: { text: "DRAFT" },
+      encryption: { owner_password: "owner-secret", allow: ["print"] },
+    },
     callback: { url: "https://api.example.com/hooks/pdf" },
   };
   const { data, error, response } = await api.POST("/v1/exports", {
@@ -99,4 +106,14 @@ export const refused: ExportRequest = {
     // @ts-expect-error source.credentials_ref is envelope-only
     credentials_ref: { id: "another-export", identity: "x", header_names: [], cookie_names: [] },
   },
+};
+
+// The passwords' reference is envelope-only too.
+export const refusedRef: ExportRequest = {
+  v: 1,
+  manual_id: "ops-guide",
+  version: "2026.11.3",
+  source: { url: "https://docs.example.com/print" },
+  // @ts-expect-error encryption_ref is envelope-only
+  encryption_ref: { id: "another-export", identity: "x" },
 };

@@ -81,6 +81,8 @@ func runExport(ctx context.Context, e env, args []string) int {
 	var srcHeaders, srcCookies stringList
 	fs.Var(&srcHeaders, "source-header", `"Name: value" sent with every request to --url's host and port (repeatable); value may be env:VAR or file:PATH, which keeps it out of the process list`)
 	fs.Var(&srcCookies, "source-cookie", `"name=value" or "name=value; path=/p" sent to --url's host and port (repeatable); value may be env:VAR or file:PATH`)
+	var doc docFlags
+	doc.register(fs)
 	fs.BoolVar(&req.Force, "force", false, "re-render even if this artifact is already stored")
 	fs.StringVar(&req.RequestID, "request-id", "", "correlation id logged by the worker")
 	fs.StringVar(&req.CallbackURL, "callback", "", "POST the outcome here once the export is final (host on CALLBACK_ALLOWED_HOSTS)")
@@ -102,6 +104,10 @@ func runExport(ctx context.Context, e env, args []string) int {
 	}
 	if err := fillCredentials(&req, srcHeaders, srcCookies); err != nil {
 		fmt.Fprintf(e.stderr, "enqueue export: %v\n", err)
+		return exitInvalid
+	}
+	if err := doc.fill(&req.Options); err != nil {
+		fmt.Fprintf(e.stderr, "enqueue export: invalid request: %v\n", err)
 		return exitInvalid
 	}
 	client, _, code := newClient(e)
@@ -273,6 +279,83 @@ func fillCredentials(req *exportclient.Request, headers, cookies stringList) err
 			ck.Path = path
 		}
 		req.Cookies = append(req.Cookies, ck)
+	}
+	return nil
+}
+
+// docFlags are the document options' flags.
+type docFlags struct {
+	title, author, subject, keywords, creator, language string
+	watermark, opacity, angle, fontSize                 string
+	userPassword, ownerPassword, allow                  string
+}
+
+func (d *docFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&d.title, "title", "", "PDF metadata: title (the document's <title> otherwise)")
+	fs.StringVar(&d.author, "author", "", "PDF metadata: author")
+	fs.StringVar(&d.subject, "subject", "", "PDF metadata: subject")
+	fs.StringVar(&d.keywords, "keywords", "", "PDF metadata: comma-separated keywords")
+	fs.StringVar(&d.creator, "creator", "", "PDF metadata: creator (the application that made the document)")
+	fs.StringVar(&d.language, "language", "", "PDF metadata: language, a BCP 47 tag such as en-GB (also the catalog's /Lang)")
+	fs.StringVar(&d.watermark, "watermark", "", "watermark text on every page (Latin-1, as real text)")
+	fs.StringVar(&d.opacity, "watermark-opacity", "", "watermark opacity 0–1 (default 0.15)")
+	fs.StringVar(&d.angle, "watermark-angle", "", "watermark angle in degrees (default 45)")
+	fs.StringVar(&d.fontSize, "watermark-font-size", "", "watermark font size in points (default 48)")
+	fs.StringVar(&d.userPassword, "user-password", "", "encrypt (AES-256): password needed to open the PDF; env:VAR or file:PATH keeps it out of the process list")
+	fs.StringVar(&d.ownerPassword, "owner-password", "", "encrypt (AES-256): owner password (required to encrypt; every permission); env:VAR or file:PATH")
+	fs.StringVar(&d.allow, "allow", "", "with encryption, what a reader may do: comma-separated "+strings.Join(spec.PermissionNames, ", ")+" (default: nothing but reading)")
+}
+
+// fill sets the document options the flags give; errors name the flag and
+// never show a password.
+func (d *docFlags) fill(o *exportclient.Options) error {
+	if d.title != "" || d.author != "" || d.subject != "" || d.keywords != "" || d.creator != "" || d.language != "" {
+		m := &exportclient.Metadata{Title: d.title, Author: d.author, Subject: d.subject, Creator: d.creator, Language: d.language}
+		for k := range strings.SplitSeq(d.keywords, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				m.Keywords = append(m.Keywords, k)
+			}
+		}
+		o.Metadata = m
+	}
+	if d.watermark != "" || d.opacity != "" || d.angle != "" || d.fontSize != "" {
+		w := &exportclient.Watermark{Text: d.watermark}
+		for _, f := range []struct {
+			name, v string
+			dst     **float64
+		}{{"watermark-opacity", d.opacity, &w.Opacity}, {"watermark-angle", d.angle, &w.Angle}, {"watermark-font-size", d.fontSize, &w.FontSizePt}} {
+			if f.v == "" {
+				continue
+			}
+			v, err := strconv.ParseFloat(f.v, 64)
+			if err != nil {
+				return fmt.Errorf("--%s: must be a number, got %q", f.name, f.v)
+			}
+			*f.dst = &v
+		}
+		o.Watermark = w
+	}
+	if d.userPassword != "" || d.ownerPassword != "" || d.allow != "" {
+		e := &exportclient.Encryption{}
+		for _, f := range []struct {
+			name, raw string
+			dst       *string
+		}{{"user-password", d.userPassword, &e.UserPassword}, {"owner-password", d.ownerPassword, &e.OwnerPassword}} {
+			if f.raw == "" {
+				continue
+			}
+			v, err := sourceauth.ResolveValue(f.raw)
+			if err != nil {
+				return fmt.Errorf("--%s: %w", f.name, err)
+			}
+			*f.dst = v
+		}
+		for a := range strings.SplitSeq(d.allow, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				e.Allow = append(e.Allow, a)
+			}
+		}
+		o.Encryption = e
 	}
 	return nil
 }

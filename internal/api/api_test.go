@@ -99,6 +99,33 @@ func TestAPI_CredentialsTravelBesideTheTask(t *testing.T) {
 	}
 }
 
+// TestAPI_EncryptionPasswordsTravelBesideTheTask: an encryption's
+// passwords sent to the API are stored beside the task; the queued payload
+// names them by reference, and neither it nor the status shows them.
+func TestAPI_EncryptionPasswordsTravelBesideTheTask(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	srv := newTestAPI(t, redis.Addr(), "s3cret")
+	req := `{"v":1,"manual_id":"a","version":"1","source":{"html":"<p>x"},"options":{"metadata":{"title":"T"},"watermark":{"text":"DRAFT"},"encryption":{"user_password":"SECRET-U","owner_password":"SECRET-O","allow":["print"]}}}`
+	code, body := do(t, "POST", srv.URL+"/v1/exports", "s3cret", req)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST: %d %v", code, body)
+	}
+	info, err := asynq.NewInspectorFromRedisClient(redis.Client()).GetTaskInfo("default", body["task_id"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if payload := string(info.Payload); strings.Contains(payload, "SECRET") || !strings.Contains(payload, `"encryption_ref":{"id":"`+body["task_id"].(string)+`"`) {
+		t.Errorf("queued payload: %s", payload)
+	}
+	if n := redis.Client().Exists(context.Background(), "pdfexport:passwords:{"+body["task_id"].(string)+"}").Val(); n != 1 {
+		t.Error("the passwords are not beside the task")
+	}
+	_, st := do(t, "GET", srv.URL+body["status_url"].(string), "s3cret", "")
+	if b, _ := json.Marshal(st); strings.Contains(string(b), "SECRET") {
+		t.Errorf("status shows a password: %s", b)
+	}
+}
+
 func TestAPI_Rejections(t *testing.T) {
 	redis := testsupport.StartRedis(t)
 	srv := newTestAPI(t, redis.Addr(), "s3cret")
@@ -121,6 +148,10 @@ func TestAPI_Rejections(t *testing.T) {
 		{"credentials without url", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"html":"x","headers":{"Authorization":"SECRET-1"}}}`, http.StatusBadRequest, "source.headers"},
 		{"forbidden header", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"url":"https://docs.example.com/p","headers":{"Host":"SECRET-1"}}}`, http.StatusBadRequest, "source.headers"},
 		{"bad cookie", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"url":"https://docs.example.com/p","cookies":[{"name":"sid","value":"SECRET 1"}]}}`, http.StatusBadRequest, "source.cookies[0]"},
+		{"encryption_ref in a request", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"encryption_ref":{"id":"other","identity":"x"}}`, http.StatusBadRequest, "encryption_ref"},
+		{"same passwords", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"options":{"encryption":{"user_password":"SECRET-9","owner_password":"SECRET-9"}}}`, http.StatusBadRequest, "options.encryption.user_password"},
+		{"unknown permission", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"options":{"encryption":{"owner_password":"SECRET-9","allow":["fly"]}}}`, http.StatusBadRequest, "options.encryption.allow[0]"},
+		{"watermark opacity", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"options":{"watermark":{"text":"D","opacity":3}}}`, http.StatusBadRequest, "options.watermark.opacity"},
 		{"wait not a duration", "GET", "/v1/exports/nope?wait=soon", "s3cret", "", http.StatusBadRequest, "wait"},
 		{"wait too long", "GET", "/v1/exports/nope?wait=5m", "s3cret", "", http.StatusBadRequest, "wait"},
 		{"long-poll unknown task", "GET", "/v1/exports/nope?wait=1s", "s3cret", "", http.StatusNotFound, ""},

@@ -116,6 +116,45 @@ func TestOpenAPI_SchemasMatchContract(t *testing.T) {
 	if want := jsonFields(reflect.TypeOf(spec.RequestSource{})); !reflect.DeepEqual(source, want) {
 		t.Errorf("Payload.source documents %v, spec.RequestSource has %v", source, want)
 	}
+	// The options, and the document options' objects in them.
+	opts, _ := doc.payload().Properties["options"].(map[string]any)
+	for path, typ := range map[string]reflect.Type{
+		"options":            reflect.TypeOf(spec.Options{}),
+		"options.metadata":   reflect.TypeOf(spec.Metadata{}),
+		"options.watermark":  reflect.TypeOf(spec.Watermark{}),
+		"options.encryption": reflect.TypeOf(spec.Encryption{}),
+	} {
+		obj := opts
+		if _, sub, ok := strings.Cut(path, "."); ok {
+			props, _ := opts["properties"].(map[string]any)
+			obj, _ = props[sub].(map[string]any)
+		}
+		props, _ := obj["properties"].(map[string]any)
+		var documented []string
+		for name := range props {
+			documented = append(documented, name)
+		}
+		sort.Strings(documented)
+		if want := jsonFields(typ); !reflect.DeepEqual(documented, want) {
+			t.Errorf("Payload.%s documents %v, %s has %v", path, documented, typ, want)
+		}
+	}
+	child := func(m map[string]any, keys ...string) map[string]any {
+		for _, k := range keys {
+			m, _ = m[k].(map[string]any)
+		}
+		return m
+	}
+	items := child(opts, "properties", "encryption", "properties", "allow", "items")
+	var names []string
+	enum, _ := items["enum"].([]any)
+	for _, n := range enum {
+		name, _ := n.(string)
+		names = append(names, name)
+	}
+	if !reflect.DeepEqual(names, spec.PermissionNames) {
+		t.Errorf("options.encryption.allow's enum is %v, spec.PermissionNames %v", names, spec.PermissionNames)
+	}
 }
 
 // jsonFields are the JSON names of typ's fields, embedded structs' fields

@@ -23,6 +23,8 @@
 // them. Put reads the key from Redis each time;
 // Get keeps it and reads it again once when an identity does not match, so a
 // flushed Redis (a new key) costs renders, never failed exports.
+//
+// The passwords of options.encryption are kept the same way (passwords.go).
 package credstore
 
 import (

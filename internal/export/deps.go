@@ -43,11 +43,13 @@ type Sources interface {
 	Get(ctx context.Context, owner string, ref spec.HTMLRef) (string, error)
 }
 
-// Credentials holds the per-export source credentials that envelopes name by
-// reference (credstore.Store). Get answers only for the task that stored
+// Credentials holds the per-export secrets that envelopes name by
+// reference (credstore.Store): source credentials and an encryption's
+// passwords. Get and GetPasswords answer only for the task that stored
 // them (credstore.ErrNotOwner otherwise).
 type Credentials interface {
 	Get(ctx context.Context, owner string, ref spec.CredentialsRef) (spec.Credentials, error)
+	GetPasswords(ctx context.Context, owner string, ref spec.EncryptionRef) (spec.Passwords, error)
 }
 
 // Finisher ends exports (outcome.Finisher): Finish records the final state
@@ -91,8 +93,8 @@ type Config struct {
 	Observer  Observer
 	// Sources resolves source.html_ref; nil refuses such envelopes.
 	Sources Sources
-	// Credentials resolves source.credentials_ref; nil refuses such
-	// envelopes.
+	// Credentials resolves source.credentials_ref and encryption_ref; nil
+	// refuses such envelopes.
 	Credentials Credentials
 	// Hostname goes into the artifact's metadata; default os.Hostname.
 	Hostname string
@@ -111,6 +113,9 @@ type Config struct {
 type Handler struct {
 	cfg   Config
 	hooks hooks
+	// postSlots admits one post-processing of document options at a time
+	// (document.go): its heap is one document's, whatever the concurrency.
+	postSlots chan struct{}
 }
 
 // hooks are test seams; all nil in production.
@@ -134,7 +139,10 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if cfg.Hostname == "" {
 		cfg.Hostname, _ = os.Hostname()
 	}
-	return &Handler{cfg: cfg}, nil
+	if n := sweepStaleSpools(os.TempDir(), staleSpoolAge); n > 0 {
+		cfg.Logger.Info("removed post-processing files a stopped worker left behind", "files", n, "dir", os.TempDir())
+	}
+	return &Handler{cfg: cfg, postSlots: make(chan struct{}, 1)}, nil
 }
 
 type nopObserver struct{}

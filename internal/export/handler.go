@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -33,10 +35,11 @@ var ErrStoredButMissing = errors.New("tasks: artifact announced as stored is mis
 // holder failed or vanished, so a poisoned key cannot spin a worker forever.
 const maxGatePasses = 5
 
-// job is an envelope and the credentials its reference resolved to.
+// job is an envelope and the secrets its references resolved to.
 type job struct {
 	spec.Envelope
-	auth spec.Credentials
+	auth      spec.Credentials
+	passwords spec.Passwords // options.encryption's, from encryption_ref
 }
 
 // ProcessTask implements asynq.Handler.
@@ -140,6 +143,13 @@ func (h *Handler) resolve(ctx context.Context, taskID string, env spec.Envelope)
 		}
 		j.auth = c
 	}
+	if ref := env.EncryptionRef; ref != nil {
+		pw, err := h.passwords(ctx, taskID, *ref)
+		if err != nil {
+			return job{}, err
+		}
+		j.passwords = pw
+	}
 	return j, nil
 }
 
@@ -242,10 +252,9 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 	settings := p.Options.Settings()
 	src := render.Source{URL: p.Source.URL, HTML: p.Source.HTML, Auth: p.auth}
 	taskID, _ := asynq.GetTaskID(ctx) // the sink's context is the renderer's, not the task's
-	queue, _ := asynq.GetQueueName(ctx)
-	h.cfg.Observer.RenderInFlight(queue, 1)
-	defer h.cfg.Observer.RenderInFlight(queue, -1)
-	stats, err := h.cfg.Renderer.Render(ctx, src, settings, func(ctx context.Context, pdf io.Reader) error {
+	// upload streams a PDF into storage: Chromium's stream itself, or the
+	// post-processed file of an export with document options.
+	upload := func(ctx context.Context, pdf io.Reader) error {
 		opts := storage.PutOptions{
 			FileName: p.ManualID + "-" + p.Version + ".pdf",
 			Metadata: map[string]string{
@@ -277,9 +286,44 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 			return nil
 		}
 		return storeErr
-	})
-	renderMS := time.Since(started).Milliseconds()
+	}
+	sink := upload
+	var spooled string // the render's PDF, when document options post-process it
+	var spoolErr error
+	if settings.Document != nil {
+		sink = func(_ context.Context, pdf io.Reader) error {
+			spooled, _, spoolErr = spool(pdf)
+			return spoolErr
+		}
+		defer func() {
+			if spooled != "" {
+				_ = os.Remove(spooled)
+			}
+		}()
+	}
+	queue, _ := asynq.GetQueueName(ctx)
+	h.cfg.Observer.RenderInFlight(queue, 1)
+	stats, err := h.cfg.Renderer.Render(ctx, src, settings, sink)
+	h.cfg.Observer.RenderInFlight(queue, -1)
 	h.cfg.Observer.RenderWait(queue, stats.QueueWait)
+	if err == nil && spooled != "" {
+		if perr := h.uploadPostProcessed(ctx, spooled, settings, p.passwords, stats.Pages, upload); perr != nil {
+			if storeErr != nil { // storage failed on its own: retry
+				return spec.Result{}, fmt.Errorf("storing %s: %w", key, storeErr)
+			}
+			// Final (SkipRetry) unless ctx ended.
+			return spec.Result{}, fmt.Errorf("rendering %s: %w", key, perr)
+		}
+	}
+	renderMS := time.Since(started).Milliseconds()
+	if errors.Is(spoolErr, errTooLargeToPostProcess) {
+		return spec.Result{}, fmt.Errorf("rendering %s: %w: %w", key, spoolErr, asynq.SkipRetry)
+	}
+	if pe := (*fs.PathError)(nil); errors.As(spoolErr, &pe) {
+		// The temporary file failed (a full or unwritable TMPDIR), not the
+		// document: retry, like a storage failure.
+		return spec.Result{}, fmt.Errorf("spooling %s for its document options: %w", key, spoolErr)
+	}
 	if err != nil {
 		// The sink (storage) failed on its own: retry. A stream that failed
 		// under the sink (a PDF over a limit, a crashed browser) fails the
@@ -355,6 +399,22 @@ func (h *Handler) credentials(ctx context.Context, taskID string, ref spec.Crede
 	return c, err
 }
 
+// passwords fetches an encryption's passwords named by reference, like
+// credentials: gone or not this task's is bad input, a Redis error is not.
+func (h *Handler) passwords(ctx context.Context, taskID string, ref spec.EncryptionRef) (spec.Passwords, error) {
+	if h.cfg.Credentials == nil {
+		return spec.Passwords{}, &spec.FieldError{Field: "encryption_ref", Rule: "this worker has no store of per-export secrets"}
+	}
+	pw, err := h.cfg.Credentials.GetPasswords(ctx, taskID, ref)
+	switch {
+	case errors.Is(err, credstore.ErrMissing):
+		return pw, &spec.FieldError{Field: "encryption_ref", Rule: "the export's passwords are gone: they expired (SOURCE_TTL) before the export ran, or the export was final already; enqueue it again"}
+	case errors.Is(err, credstore.ErrNotOwner):
+		return spec.Passwords{}, &spec.FieldError{Field: "encryption_ref", Rule: "the passwords were not stored for this export: a task reads only what its enqueuer stored for it"}
+	}
+	return pw, err
+}
+
 // taskIDMeta is the artifact metadata naming the task that stored it.
 const taskIDMeta = "task-id"
 
@@ -422,4 +482,21 @@ func (c *confirmAtEOF) Read(b []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// uploadPostProcessed post-processes the spooled render at in with the
+// document options of s and streams the output into storage with upload.
+// An error from upload itself is reported through upload's storeErr.
+func (h *Handler) uploadPostProcessed(ctx context.Context, in string, s spec.PrintSettings, pw spec.Passwords, pages int, upload func(context.Context, io.Reader) error) error {
+	out, err := h.postProcessed(ctx, in, s, pw, pages)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(out)
+	f, err := os.Open(out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return upload(ctx, f)
 }

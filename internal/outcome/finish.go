@@ -45,8 +45,8 @@ type Finished struct {
 
 // Finish makes an export final with f (f.TaskID and f.State required). The
 // first call for a task records f and then, for that task: releases what it
-// stored beside itself (env names it: the task's own credentials and its
-// ownership of a source document; Redis, not env, says what the task owns,
+// stored beside itself (env names it: the task's own credentials and
+// encryption passwords and its ownership of a source document; Redis, not env, says what the task owns,
 // so a forged reference releases nothing), announces f and, when env asks
 // for a callback, enqueues its delivery on queue. Every later call, however
 // it races with the first, changes nothing and reports the recorded state.
@@ -86,7 +86,7 @@ func (r *Finisher) Finish(ctx context.Context, queue string, env *spec.Envelope,
 	done := Finished{Final: f, Recorded: true}
 	var errs []error
 	if env != nil {
-		n, err := r.release(ctx, f.TaskID, env.Source)
+		n, err := r.release(ctx, f.TaskID, env)
 		done.Released = n
 		errs = append(errs, err)
 	}
@@ -101,9 +101,17 @@ func (r *Finisher) Finish(ctx context.Context, queue string, env *spec.Envelope,
 }
 
 // release gives up what the task stored beside itself.
-func (r *Finisher) release(ctx context.Context, taskID string, src spec.EnvelopeSource) (int, error) {
+func (r *Finisher) release(ctx context.Context, taskID string, env *spec.Envelope) (int, error) {
 	n := 0
 	var errs []error
+	src := env.Source
+	if ref := env.EncryptionRef; ref != nil {
+		ok, err := (&credstore.Store{RDB: r.RDB}).ReleasePasswords(ctx, taskID, *ref)
+		if ok {
+			n++
+		}
+		errs = append(errs, err)
+	}
 	if ref := src.Credentials; ref != nil {
 		ok, err := (&credstore.Store{RDB: r.RDB}).Release(ctx, taskID, *ref)
 		if ok {

@@ -239,3 +239,31 @@ func TestFinish_RefusesANonFinalState(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestFinish_ReleasesTheEncryptionPasswords: the passwords of
+// options.encryption go with the export's one Finish, and only with the
+// Finish of the task that stored them.
+func TestFinish_ReleasesTheEncryptionPasswords(t *testing.T) {
+	_, rdb, fin := setup(t)
+	ctx := context.Background()
+	store := &credstore.Store{RDB: rdb}
+	ref, err := store.PutPasswords(ctx, "owner-task", spec.Passwords{User: "u-secret", Owner: "o-secret"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &spec.Envelope{V: 1, ManualID: "m", Version: "1", Source: spec.EnvelopeSource{HTML: "<p>x"},
+		Options: spec.Options{Encryption: &spec.Encryption{Allow: []string{"print"}}}, EncryptionRef: &ref}
+	if done, err := fin.Finish(ctx, "default", env, spec.Final{TaskID: "forger", State: spec.StateFailed}); err != nil || done.Released != 0 {
+		t.Fatalf("forger's Finish = %+v, %v; want nothing released", done, err)
+	}
+	if _, err := store.GetPasswords(ctx, "owner-task", ref); err != nil {
+		t.Fatalf("the owner lost its passwords to another task's Finish: %v", err)
+	}
+	done, err := fin.Finish(ctx, "default", env, spec.Final{TaskID: "owner-task", State: spec.StateCompleted})
+	if err != nil || !done.Recorded || done.Released != 1 {
+		t.Fatalf("owner's Finish = %+v, %v; want the passwords released", done, err)
+	}
+	if rdb.Exists(ctx, "pdfexport:passwords:{owner-task}").Val() != 0 {
+		t.Fatal("the passwords outlived the export's Finish")
+	}
+}

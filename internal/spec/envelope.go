@@ -51,6 +51,10 @@ type Envelope struct {
 	// or traceparent header, never from a request body.
 	Traceparent string `json:"traceparent,omitempty"`
 	Tracestate  string `json:"tracestate,omitempty"`
+	// EncryptionRef names the passwords of options.encryption, stored
+	// beside the task (envelope-only; the options keep only the
+	// permissions).
+	EncryptionRef *EncryptionRef `json:"encryption_ref,omitempty"`
 }
 
 // Callback asks for the outcome to be POSTed to URL (a host on

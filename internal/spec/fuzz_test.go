@@ -58,6 +58,7 @@ func FuzzDecode(f *testing.F) {
 		`{"v":1,"manual_id":"ops-guide","version":"2026.11.3","source":{"url":"https://docs.example.com/ops-guide/2026.11.3/print"}}`,
 		`{"v":1,"manual_id":"a","version":"1","source":{"html":"<p>x"},"options":{"paper":"Letter","landscape":true,"margin_mm":{"top":0,"left":12.5},"print_background":false,"scale":0.5,"header_html":"<span class=title></span>","outline":true,"wait_for":"window.__PDF_READY__===true","media":"screen","page_ranges":"1-3, 5","prefer_css_page_size":true},"force":true,"request_id":"r-1"}`,
 		`{"v":1,"manual_id":"a","version":"1","source":{"html":"\u00e9\ud800"}}`,
+		`{"v":1,"manual_id":"a","version":"1","source":{"html":"<p>x"},"options":{"outline":true,"metadata":{"title":"T","keywords":["a","b"],"language":"en-GB"},"watermark":{"text":"DRAFT","opacity":0.3,"angle":-30,"font_size_pt":12.5},"encryption":{"allow":["print","copy"]}},"encryption_ref":{"id":"t-1","identity":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}}`,
 		`{"v":1,"manual_id":"../etc","version":"1","source":{"url":"http://0x7f.1/"}}`,
 		`{"v":1,"manual_id":"a","version":"1","source":{"url":"http://[::ffff:169.254.169.254]/"}}`,
 		`{"v":1} {"v":2}`, `[1,2]`, `{"v":1,`, ``, `null`, `{"v":1e400}`, `{"options":{"scale":"big"}}`,

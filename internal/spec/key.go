@@ -15,30 +15,35 @@ import (
 // or default ports do not change the key; any option that changes the output
 // does. The payload must have passed Validate.
 func (p Envelope) ArtifactKey() string {
-	ident := ""
-	if p.Source.Credentials != nil {
-		ident = p.Source.Credentials.Identity
-	}
-	return p.artifactKey(ident)
+	return p.artifactKey(p.identities())
 }
 
-func (p Envelope) artifactKey(credentials string) string {
-	return p.ManualID + "/" + p.Version + "/" + p.contentHash(credentials)[:16] + ".pdf"
+// identities are the keyed identities of the per-export credentials and
+// of the passwords ("" for none).
+func (p Envelope) identities() (credentials, passwords string) {
+	if p.Source.Credentials != nil {
+		credentials = p.Source.Credentials.Identity
+	}
+	if p.EncryptionRef != nil {
+		passwords = p.EncryptionRef.Identity
+	}
+	return credentials, passwords
+}
+
+func (p Envelope) artifactKey(credentials, passwords string) string {
+	return p.ManualID + "/" + p.Version + "/" + p.contentHash(credentials, passwords)[:16] + ".pdf"
 }
 
 // ContentHash is the full hex SHA-256 over the canonical settings and source
 // identity, the hash ArtifactKey truncates.
 func (p Envelope) ContentHash() string {
-	ident := ""
-	if p.Source.Credentials != nil {
-		ident = p.Source.Credentials.Identity
-	}
-	return p.contentHash(ident)
+	return p.contentHash(p.identities())
 }
 
-// contentHash is ContentHash with credentials the keyed identity of the
-// per-export credentials ("" for none).
-func (p Envelope) contentHash(credentials string) string {
+// contentHash is ContentHash with credentials and passwords the keyed
+// identities of the per-export credentials and of the encryption's
+// passwords ("" for none).
+func (p Envelope) contentHash(credentials, passwords string) string {
 	type sourceIdentity struct {
 		URL        string `json:"url,omitempty"`
 		HTMLSHA256 string `json:"html_sha256,omitempty"`
@@ -61,6 +66,9 @@ func (p Envelope) contentHash(credentials string) string {
 		canonical.Source.URL = CanonicalURL(p.Source.URL)
 	}
 	canonical.Source.Credentials = credentials
+	if d := canonical.Settings.Document; d != nil && d.Encryption != nil {
+		d.Encryption.Passwords = passwords
+	}
 	// encoding/json writes struct fields in declaration order, so this byte
 	// string is stable across processes and releases of the same schema.
 	b, err := json.Marshal(canonical)

@@ -61,6 +61,17 @@ type Options struct {
 	// FailOnConsoleErrors does the same for uncaught exceptions and
 	// console.error lines.
 	FailOnConsoleErrors bool `json:"fail_on_console_errors,omitempty"`
+	// Metadata, Watermark and Encryption are the document options
+	// (document.go): written into the printed PDF after printing.
+	Metadata   *Metadata   `json:"metadata,omitempty"`
+	Watermark  *Watermark  `json:"watermark,omitempty"`
+	Encryption *Encryption `json:"encryption,omitempty"`
+}
+
+// HasDocumentOptions reports whether o asks for metadata, a watermark or
+// encryption: whether the PDF is post-processed instead of streamed.
+func (o Options) HasDocumentOptions() bool {
+	return o.Metadata != nil || o.Watermark != nil || o.Encryption != nil
 }
 
 // PrintSettings are Options with every default applied and every value
@@ -84,6 +95,9 @@ type PrintSettings struct {
 	Media             string  `json:"media"`
 	PageRanges        string  `json:"page_ranges"`
 	PreferCSSPageSize bool    `json:"prefer_css_page_size"`
+	// Document is the resolved document options, nil when there are none
+	// (so the canonical form of other exports is what it always was).
+	Document *DocumentSettings `json:"document,omitempty"`
 	// FailOn is not part of the artifact's identity (json "-"): it does not
 	// change the PDF, only whether one with warnings is acceptable.
 	FailOn FailOn `json:"-"`
@@ -127,6 +141,7 @@ func (o Options) Settings() PrintSettings {
 		MarginRightMM:     DefaultMarginMM,
 		MarginBottomMM:    DefaultMarginMM,
 		MarginLeftMM:      DefaultMarginMM,
+		Document:          o.documentSettings(),
 	}
 	if s.Paper == "" {
 		s.Paper = DefaultPaper

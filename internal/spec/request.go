@@ -39,6 +39,7 @@ var envelopeOnly = map[string]string{
 	"html_ref":        "source.html_ref",
 	"traceparent":     "traceparent",
 	"tracestate":      "tracestate",
+	"encryption_ref":  "encryption_ref",
 }
 
 // ErrEnvelopeOnly is matched by the FieldError of a request that names a
@@ -60,6 +61,8 @@ func envelopeOnlyErr(field string) error {
 	switch field {
 	case "source.credentials_ref":
 		rule += "; send the credentials themselves in source.headers and source.cookies (they are stored beside the export, owned by it)"
+	case "encryption_ref":
+		rule += "; send the passwords in options.encryption (they are stored beside the export, owned by it)"
 	case "source.html_ref":
 		rule += "; send the document in source.html (a large one is stored beside the export, owned by it)"
 	default:
@@ -101,26 +104,32 @@ func (r Request) Validate(hosts Hosts) error {
 	errs := r.common().validate(hosts)
 	errs = append(errs, validateSource(r.Source.URL, r.Source.HTML, nil, hosts.Sources)...)
 	errs = append(errs, r.Source.Credentials.validate(r.Source.URL)...)
+	errs = append(errs, r.Options.validateDocument(false)...)
 	return errors.Join(errs...)
 }
 
 // Envelope is the request's envelope before the enqueuer adds what it
 // stores beside the task and the trace context: every field but the
-// credentials, which the enqueuer replaces with their reference.
+// secrets (the credentials, the encryption's passwords), which the enqueuer
+// replaces with their references. r is not changed.
 func (r Request) Envelope() Envelope {
+	opts := r.Options
+	if e := opts.Encryption; e != nil {
+		opts.Encryption = &Encryption{Allow: e.Allow}
+	}
 	return Envelope{V: r.V, ManualID: r.ManualID, Version: r.Version,
 		Source:  EnvelopeSource{URL: r.Source.URL, HTML: r.Source.HTML},
-		Options: r.Options, Force: r.Force, RequestID: r.RequestID, Callback: r.Callback}
+		Options: opts, Force: r.Force, RequestID: r.RequestID, Callback: r.Callback}
 }
 
 // ArtifactKey is the key of the artifact the request names when it has no
-// per-export credentials; with them the key depends on their keyed identity,
+// per-export credentials or passwords; with them the key depends on their keyed identity,
 // which only the enqueuer can compute (Envelope.ArtifactKey after it stored
 // them), so this key is one no other request shares.
 func (r Request) ArtifactKey() string {
 	e := r.Envelope()
-	if !r.Source.Credentials.Empty() {
-		return e.artifactKey("unstored")
+	if !r.Source.Credentials.Empty() || r.Options.Encryption != nil {
+		return e.artifactKey("unstored", "unstored")
 	}
 	return e.ArtifactKey()
 }

@@ -61,6 +61,8 @@ func (e Envelope) Validate(hosts Hosts) error {
 	errs = append(errs, validateSource(e.Source.URL, e.Source.HTML, e.Source.HTMLRef, hosts.Sources)...)
 	errs = append(errs, e.Source.Credentials.validate(e.Source.URL)...)
 	errs = append(errs, e.validateTraceContext()...)
+	errs = append(errs, e.Options.validateDocument(true)...)
+	errs = append(errs, e.EncryptionRef.validate(e.Options.Encryption)...)
 	return errors.Join(errs...)
 }
 

@@ -1,0 +1,284 @@
+package export
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/pdfcpu/pdfcpu/pkg/api"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
+
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+// Document options (options.metadata, options.watermark,
+// options.encryption) are written into the PDF after Chromium printed it,
+// with pdfcpu (pure Go), which reads a whole PDF into memory. So an export
+// asking for none of them keeps the streaming path (Chromium → storage,
+// nothing held), and one asking for any of them goes:
+//
+//  1. Chromium's stream is spooled to a temporary file (os.TempDir; no
+//     more in memory than a copy buffer), at most MaxPostProcessBytes;
+//  2. the tab is released, and the file is post-processed file to file,
+//     one post-processing at a time per handler (postSlots), so the heap
+//     it costs is bounded by one document, not by RENDER_CONCURRENCY;
+//  3. before it is written, the processed document is checked: the page
+//     count Chromium printed, the tagging (StructTreeRoot, MarkInfo) and
+//     the outline are still there, or the export fails for good saying
+//     which was lost (never a PDF silently without them);
+//  4. the output file is streamed into storage like a render.
+//
+// Both files are removed when the attempt ends.
+
+// MaxPostProcessBytes bounds the PDF a document option post-processes:
+// pdfcpu holds the whole document, and a tagged PDF of many small objects
+// costs about 25–35 times its size on the heap at the peak (make bench,
+// row D: +37 to +55 MiB for the 1.6 MiB print of the tagged Go
+// specification), image-heavy ones far less. One post-processing at a time
+// per handler, so a worker needs at most about 35 × 32 MiB ≈ 1.1 GiB more
+// for it. A
+// larger PDF with document options fails for good naming the limit.
+const MaxPostProcessBytes = 32 << 20
+
+// ErrPostProcess: the post-processing of the document options failed or
+// would have lost part of the PDF. Never retried.
+var ErrPostProcess = errors.New("document options")
+
+var disablePdfcpuConfig sync.Once
+
+// pdfcpuConf is the configuration of one post-processing: no config
+// directory (pdfcpu would otherwise write one under $HOME), offline, no
+// optimization (which rewrites resources and costs time), relaxed
+// validation (Chromium's PDFs are fine, but a strict check costs time and
+// refuses harmless quirks).
+func pdfcpuConf() *model.Configuration {
+	disablePdfcpuConfig.Do(api.DisableConfigDir)
+	conf := model.NewDefaultConfiguration()
+	conf.Offline = true
+	conf.ValidationMode = model.ValidationRelaxed
+	conf.Optimize = false
+	conf.OptimizeBeforeWriting = false
+	conf.PostProcessValidate = false
+	return conf
+}
+
+// spool copies a render's stream to a new temporary file, at most
+// MaxPostProcessBytes; the caller removes the file.
+func spool(pdf io.Reader) (path string, n int64, err error) {
+	return spoolLimited(pdf, MaxPostProcessBytes)
+}
+
+func spoolLimited(pdf io.Reader, limit int64) (path string, n int64, err error) {
+	f, err := os.CreateTemp("", spoolPattern)
+	if err != nil {
+		return "", 0, fmt.Errorf("spooling the PDF for its document options: %w", err)
+	}
+	path = f.Name()
+	n, err = io.Copy(f, io.LimitReader(pdf, limit+1))
+	err = errors.Join(err, f.Close())
+	if err == nil && n > limit {
+		err = errTooLargeToPostProcess
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		return "", n, err
+	}
+	return path, n, nil
+}
+
+var errTooLargeToPostProcess = fmt.Errorf("%w: the PDF is larger than %d MiB, the most the document options (metadata, watermark, encryption) post-process; export it without them, or in parts (page_ranges)", ErrPostProcess, MaxPostProcessBytes>>20)
+
+// permissionBits are the PDF permission bits (ISO 32000-2, table 22) of
+// spec.PermissionNames.
+var permissionBits = map[string]model.PermissionFlags{
+	"print":                 model.PermissionPrintRev2,
+	"print_high":            model.PermissionPrintRev2 | model.PermissionPrintRev3,
+	"copy":                  model.PermissionExtract,
+	"modify":                model.PermissionModify,
+	"annotate":              model.PermissionModAnnFillForm,
+	"fill_forms":            model.PermissionFillRev3,
+	"extract_accessibility": model.PermissionExtractRev3,
+	"assemble":              model.PermissionAssembleRev3,
+}
+
+// keep is what post-processing must not lose.
+type keep struct {
+	pages   int
+	tagged  bool
+	outline bool
+}
+
+// postProcess writes the document options d into the PDF at in and writes
+// the result to out; pw are the encryption's passwords (when d asks for
+// encryption). Before writing, the document is checked against k.
+func postProcess(ctx context.Context, in, out string, d *spec.DocumentSettings, pw spec.Passwords, k keep) (err error) {
+	defer func() {
+		// pdfcpu panics on some malformed input; a PDF Chromium printed
+		// should never get here, but a worker must not die of one.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: post-processing failed: %v", ErrPostProcess, r)
+		}
+	}()
+	return apply(ctx, in, out, d, pw, k)
+}
+
+func apply(ctx context.Context, in, out string, d *spec.DocumentSettings, pw spec.Passwords, k keep) error {
+	f, err := os.Open(in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	pctx, err := api.ReadAndValidate(f, pdfcpuConf())
+	if err != nil {
+		return fmt.Errorf("%w: reading the printed PDF: %w", ErrPostProcess, err)
+	}
+	if w := d.Watermark; w != nil {
+		// pdfcpu formats %p, %P, %t and %v in watermark text; %% is a %.
+		text := strings.ReplaceAll(w.Text, "%", "%%")
+		desc := fmt.Sprintf("font:Helvetica, points:%g, scale:1 abs, rot:%g, opacity:%g, fillcolor:#808080", w.FontSizePt, w.Angle, w.Opacity)
+		wm, err := pdfcpu.ParseTextWatermarkDetails(text, desc, true, types.POINTS)
+		if err != nil {
+			return fmt.Errorf("%w: options.watermark: %w", ErrPostProcess, err)
+		}
+		if err := pdfcpu.AddWatermarks(pctx, nil, wm); err != nil {
+			return fmt.Errorf("%w: adding the watermark: %w", ErrPostProcess, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if m := d.Metadata; m != nil {
+		props := map[string]string{}
+		for name, v := range map[string]string{"Title": m.Title, "Author": m.Author, "Subject": m.Subject,
+			"Keywords": strings.Join(m.Keywords, ", "), "Creator": m.Creator} {
+			if v != "" {
+				props[name] = v
+			}
+		}
+		if len(props) > 0 {
+			if err := pdfcpu.PropertiesAdd(pctx, props); err != nil {
+				return fmt.Errorf("%w: writing the metadata: %w", ErrPostProcess, err)
+			}
+		}
+		if m.Language != "" {
+			root, err := pctx.Catalog()
+			if err != nil {
+				return fmt.Errorf("%w: the catalog: %w", ErrPostProcess, err)
+			}
+			root["Lang"] = types.StringLiteral(m.Language)
+		}
+	}
+	if err := check(pctx, k); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if e := d.Encryption; e != nil {
+		pctx.Cmd = model.ENCRYPT
+		pctx.UserPW, pctx.OwnerPW = pw.User, pw.Owner
+		pctx.EncryptUsingAES, pctx.EncryptKeyLength = true, 256
+		pctx.Permissions = model.PermissionsNone
+		for _, name := range e.Allow {
+			pctx.Permissions |= permissionBits[name]
+		}
+	}
+	// No object streams: page dictionaries stay uncompressed, as Chromium
+	// writes them, so render.CountPages counts the pages of a stored
+	// artifact whose info object is missing.
+	pctx.WriteObjectStream, pctx.WriteXRefStream = false, false
+	o, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if err := api.WriteContext(pctx, o); err != nil {
+		_ = o.Close()
+		return fmt.Errorf("%w: writing the PDF: %w", ErrPostProcess, err)
+	}
+	return o.Close()
+}
+
+// check reports what of k the document lost in pdfcpu's hands. It runs
+// on the processed document before it is written; pdfcpu's writer writes
+// every catalog entry it checks (StructTreeRoot, MarkInfo, Outlines and
+// Lang are among the entries it knows), which the worker's test confirms
+// with qpdf on the written file.
+func check(pctx *model.Context, k keep) error {
+	if err := pctx.EnsurePageCount(); err != nil {
+		return fmt.Errorf("%w: counting the pages: %w", ErrPostProcess, err)
+	}
+	root, err := pctx.Catalog()
+	if err != nil {
+		return fmt.Errorf("%w: the catalog: %w", ErrPostProcess, err)
+	}
+	var lost []string
+	if pctx.PageCount != k.pages {
+		lost = append(lost, fmt.Sprintf("pages (%d of %d left)", pctx.PageCount, k.pages))
+	}
+	if k.tagged && (root["StructTreeRoot"] == nil || root["MarkInfo"] == nil) {
+		lost = append(lost, "tagging (StructTreeRoot, MarkInfo)")
+	}
+	if k.outline && root["Outlines"] == nil {
+		lost = append(lost, "the outline")
+	}
+	if len(lost) > 0 {
+		return fmt.Errorf("%w: post-processing would lose %s; export without metadata, watermark and encryption, or without what was lost", ErrPostProcess, strings.Join(lost, " and "))
+	}
+	return nil
+}
+
+// postProcessed runs the document options on a spooled render under one
+// of the handler's post-processing slots and returns the output's path
+// (the caller removes it). Its errors are final (SkipRetry) unless ctx
+// ended.
+func (h *Handler) postProcessed(ctx context.Context, in string, s spec.PrintSettings, pw spec.Passwords, pages int) (string, error) {
+	select {
+	case h.postSlots <- struct{}{}:
+	case <-ctx.Done():
+		return "", context.Cause(ctx)
+	}
+	defer func() { <-h.postSlots }()
+	out := in + ".out"
+	err := postProcess(ctx, in, out, s.Document, pw, keep{pages: pages, tagged: s.Tagged, outline: s.Outline})
+	if err != nil {
+		_ = os.Remove(out)
+		if ctx.Err() != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	return out, nil
+}
+
+// spoolPattern names the temporary files of post-processing (a spool and
+// its ".out"), which an attempt removes when it ends.
+const spoolPattern = "pdfexport-post-*.pdf"
+
+// staleSpoolAge is how old a leftover spool file must be before
+// sweepStaleSpools removes it: far beyond any render's deadline, so a
+// worker sharing the directory never loses one in use.
+const staleSpoolAge = 24 * time.Hour
+
+// sweepStaleSpools removes the post-processing files that a killed worker
+// left in dir (os.TempDir), older than age; it returns how many.
+func sweepStaleSpools(dir string, age time.Duration) int {
+	n := 0
+	for _, pattern := range []string{spoolPattern, spoolPattern + ".out"} {
+		paths, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, p := range paths {
+			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > age && os.Remove(p) == nil {
+				n++
+			}
+		}
+	}
+	return n
+}

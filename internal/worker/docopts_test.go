@@ -1,0 +1,181 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/harness"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
+)
+
+// docManual has five pages, one heading each (an outline of five entries).
+const docManual = `<!doctype html><html lang="en"><head><title>Chromium's title</title>
+<style>h1 { break-before: page } h1:first-of-type { break-before: auto }</style></head><body>
+<h1>Installing</h1><p>Install it.</p><h1>Configuring</h1><p>Configure it.</p>
+<h1>Running</h1><p>Run it.</p><h1>Upgrading</h1><p>Upgrade it.</p><h1>Removing</h1><p>Remove it.</p>
+</body></html>`
+
+// tool runs a PDF tool and returns its output; it fails the test when the
+// tool fails, unless mayFail.
+func tool(t *testing.T, mayFail bool, name string, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil && !mayFail {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out), err
+}
+
+// squeeze drops all white space: pdftotext puts a rotated watermark's
+// letters on lines of their own.
+func squeeze(s string) string { return strings.Join(strings.Fields(s), "") }
+
+// TestWorker_DocumentOptions: metadata, a watermark and AES-256 encryption
+// end to end, checked with the real PDF tools: pdfinfo shows the metadata;
+// the watermark is text on the first and the last page; the encrypted PDF
+// does not open without its user password and has the permissions asked
+// for; qpdf --check passes on every output; tagging, the outline and the
+// page count survive the post-processing; and the passwords are in no
+// status, log line, dashboard payload or Redis value once the export is
+// final. An export without document options is streamed as before
+// (Chromium's own producer, no post-processing).
+func TestWorker_DocumentOptions(t *testing.T) {
+	for _, bin := range []string{"pdfinfo", "pdftotext", "qpdf"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s is missing (make setup installs poppler-utils and qpdf)", bin)
+		}
+	}
+	redis := testsupport.StartRedis(t)
+	store := t.TempDir()
+	admin := "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t))
+	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+store, "ADMIN_ADDR="+admin, "DASHBOARD=true",
+		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "ALLOWED_HOSTS=", "LOG_LEVEL=debug")
+	var logs harness.SyncBuffer
+	startWorker(t, cfg, Options{Logger: debugLogger(&logs)})
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
+
+	const userPW, ownerPW = "reader-5e1b9", "owner-c07d2"
+	export := func(opts exportclient.Options) (exportclient.Status, string) {
+		t.Helper()
+		job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "docopts", Version: "1", HTML: docManual, Options: opts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Wait(ctx, job.TaskID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State != exportclient.StateCompleted {
+			t.Fatalf("export %+v", st)
+		}
+		return st, strings.TrimPrefix(st.Result.URL, "file://")
+	}
+
+	// Everything at once, with the outline (and so tagging).
+	full, path := export(exportclient.Options{Outline: true,
+		Metadata:   &exportclient.Metadata{Title: "Ops guide", Author: "Docs team", Subject: "Operations", Keywords: []string{"ops", "guide"}, Creator: "pdfexport tests", Language: "en-GB"},
+		Watermark:  &exportclient.Watermark{Text: "CONFIDENTIAL DRAFT"},
+		Encryption: &exportclient.Encryption{UserPassword: userPW, OwnerPassword: ownerPW, Allow: []string{"print", "copy"}}})
+	if full.Result.Pages != 5 {
+		t.Errorf("result pages = %d, want 5", full.Result.Pages)
+	}
+	if out, err := tool(t, true, "pdfinfo", path); err == nil {
+		t.Errorf("the encrypted PDF opens without its user password:\n%s", out)
+	}
+	info, _ := tool(t, false, "pdfinfo", "-upw", userPW, path)
+	for _, want := range []string{"Title:           Ops guide", "Author:          Docs team", "Subject:         Operations",
+		"Keywords:        ops, guide", "Creator:         pdfexport tests", "Tagged:          yes", "Pages:           5",
+		"Encrypted:       yes (print:yes copy:yes change:no addNotes:no algorithm:AES-256)"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("pdfinfo -upw lacks %q:\n%s", want, info)
+		}
+	}
+	for _, page := range []string{"1", "5"} {
+		text, _ := tool(t, false, "pdftotext", "-raw", "-upw", userPW, "-f", page, "-l", page, path, "-")
+		if !strings.Contains(squeeze(text), "CONFIDENTIALDRAFT") {
+			t.Errorf("page %s has no watermark text: %q", page, text)
+		}
+	}
+	tool(t, false, "qpdf", "--password="+userPW, "--check", path)
+	outline, _ := tool(t, false, "qpdf", "--password="+ownerPW, "--json", "--json-key=outlines", path)
+	for _, h := range []string{"Installing", "Configuring", "Running", "Upgrading", "Removing"} {
+		if !strings.Contains(outline, `"title": "`+h+`"`) {
+			t.Errorf("outline lost %q:\n%.2000s", h, outline)
+		}
+	}
+	qdf, _ := tool(t, false, "qpdf", "--password="+ownerPW, "--decrypt", "--qdf", "--object-streams=disable", path, "-")
+	for _, want := range []string{"/StructTreeRoot", "/MarkInfo", "/Lang (en-GB)"} {
+		if !strings.Contains(qdf, want) {
+			t.Errorf("the catalog lost %s", want)
+		}
+	}
+
+	// Metadata and a watermark, no encryption, untagged.
+	_, path = export(exportclient.Options{Metadata: &exportclient.Metadata{Title: "Plain title"},
+		Watermark: &exportclient.Watermark{Text: "SAMPLE", Opacity: new(0.5), Angle: new(0.0), FontSizePt: new(30.0)}})
+	info, _ = tool(t, false, "pdfinfo", path)
+	if !strings.Contains(info, "Title:           Plain title") || !strings.Contains(info, "Encrypted:       no") || !strings.Contains(info, "Pages:           5") {
+		t.Errorf("pdfinfo:\n%s", info)
+	}
+	for _, page := range []string{"1", "5"} {
+		if text, _ := tool(t, false, "pdftotext", "-f", page, "-l", page, path, "-"); !strings.Contains(text, "SAMPLE") {
+			t.Errorf("page %s has no watermark text: %q", page, text)
+		}
+	}
+	tool(t, false, "qpdf", "--check", path)
+
+	// No document option: streamed as before.
+	_, path = export(exportclient.Options{})
+	info, _ = tool(t, false, "pdfinfo", path)
+	if !strings.Contains(info, "Producer:        Skia") || !strings.Contains(info, "Title:           Chromium's title") {
+		t.Errorf("a plain export was post-processed:\n%s", info)
+	}
+	tool(t, false, "qpdf", "--check", path)
+
+	// The passwords are nowhere but in the PDF.
+	st, err := c.Status(ctx, full.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, _ := json.Marshal(st)
+	resp, err := http.Get("http://" + admin + "/monitoring/api/queues/default/completed_tasks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dashboard, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(dashboard), full.TaskID) || !strings.Contains(string(dashboard), "encryption_ref") {
+		t.Fatalf("dashboard %d: %.500s", resp.StatusCode, dashboard)
+	}
+	for what, text := range map[string]string{"status": string(status), "logs": logs.String(), "dashboard": string(dashboard)} {
+		for _, s := range []string{userPW, ownerPW} {
+			if strings.Contains(text, s) {
+				t.Errorf("%s contain the password %s", what, s)
+			}
+		}
+	}
+	testsupport.AssertRedisHoldsNo(t, redis.Client(), userPW, ownerPW)
+	if left, _ := redis.Client().Keys(ctx, "pdfexport:passwords:{*}").Result(); len(left) != 0 {
+		t.Errorf("passwords left in Redis after the export was final: %v", left)
+	}
+	if entries, _ := os.ReadDir(os.TempDir()); len(entries) > 0 {
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), "pdfexport-post-") {
+				t.Errorf("post-processing left %s behind", e.Name())
+			}
+		}
+	}
+}
