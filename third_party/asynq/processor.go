@@ -38,6 +38,7 @@ type processor struct {
 	orderedQueues []string
 
 	taskCheckInterval time.Duration
+	idleWait          func(context.Context, time.Duration) // nil: sleep
 	retryDelayFunc    RetryDelayFunc
 	isFailureFunc     func(error) bool
 
@@ -61,6 +62,9 @@ type processor struct {
 
 	// quit channel is closed when the shutdown of the "processor" goroutine starts.
 	quit chan struct{}
+	// quitCtx is canceled with quit, to end an idleWait.
+	quitCtx    context.Context
+	quitCancel context.CancelFunc
 
 	// abort channel communicates to the in-flight worker goroutines to stop.
 	abort chan struct{}
@@ -78,6 +82,7 @@ type processorParams struct {
 	baseCtxFn         func() context.Context
 	retryDelayFunc    RetryDelayFunc
 	taskCheckInterval time.Duration
+	idleWait          func(context.Context, time.Duration)
 	isFailureFunc     func(error) bool
 	syncCh            chan<- *syncRequest
 	cancelations      *base.Cancelations
@@ -97,6 +102,7 @@ func newProcessor(params processorParams) *processor {
 	if params.strictPriority {
 		orderedQueues = sortByPriority(queues)
 	}
+	quitCtx, quitCancel := context.WithCancel(context.Background())
 	return &processor{
 		logger:            params.logger,
 		broker:            params.broker,
@@ -105,6 +111,7 @@ func newProcessor(params processorParams) *processor {
 		queueConfig:       queues,
 		orderedQueues:     orderedQueues,
 		taskCheckInterval: params.taskCheckInterval,
+		idleWait:          params.idleWait,
 		retryDelayFunc:    params.retryDelayFunc,
 		isFailureFunc:     params.isFailureFunc,
 		syncRequestCh:     params.syncCh,
@@ -113,6 +120,8 @@ func newProcessor(params processorParams) *processor {
 		sema:              make(chan struct{}, params.concurrency),
 		done:              make(chan struct{}),
 		quit:              make(chan struct{}),
+		quitCtx:           quitCtx,
+		quitCancel:        quitCancel,
 		abort:             make(chan struct{}),
 		errHandler:        params.errHandler,
 		handler:           HandlerFunc(func(ctx context.Context, t *Task) error { return fmt.Errorf("handler not set") }),
@@ -129,6 +138,7 @@ func (p *processor) stop() {
 		p.logger.Debug("Processor shutting down...")
 		// Unblock if processor is waiting for sema token.
 		close(p.quit)
+		p.quitCancel() // and if it is in idleWait
 		// Signal the processor goroutine to stop processing tasks
 		// from the queue.
 		p.done <- struct{}{}
@@ -182,7 +192,11 @@ func (p *processor) exec() {
 			// Note: We are not using blocking pop operation and polling queues instead.
 			// This adds significant load to redis.
 			jitter := rand.N(p.taskCheckInterval)
-			time.Sleep(p.taskCheckInterval/2 + jitter)
+			if p.idleWait != nil {
+				p.idleWait(p.quitCtx, p.taskCheckInterval/2+jitter)
+			} else {
+				time.Sleep(p.taskCheckInterval/2 + jitter)
+			}
 			<-p.sema // release token
 			return
 		case err != nil:

@@ -116,6 +116,18 @@ type Config struct {
 	// By default, TaskCheckInterval is set to 1 seconds.
 	TaskCheckInterval time.Duration
 
+	// IdleWait, if set, is called instead of sleeping when all queues were
+	// empty, with the time the server would have slept (TaskCheckInterval,
+	// jittered 0.5-1.5x); the server checks the queues again when it
+	// returns. Return after d, or earlier to check at once: for example when
+	// a push notification says a task was enqueued. ctx is canceled when the
+	// server stops; IdleWait must then return. It is called from one
+	// goroutine at a time, and must not return at once on every call (that
+	// is a busy loop of checks).
+	//
+	// If unset, the server sleeps d.
+	IdleWait func(ctx context.Context, d time.Duration)
+
 	// Function to calculate retry delay for a failed task.
 	//
 	// By default, it uses exponential backoff algorithm to calculate the delay.
@@ -546,6 +558,7 @@ func NewServerFromRedisClient(c redis.UniversalClient, cfg Config) *Server {
 		broker:            rdb,
 		retryDelayFunc:    delayFunc,
 		taskCheckInterval: taskCheckInterval,
+		idleWait:          cfg.IdleWait,
 		baseCtxFn:         baseCtxFn,
 		isFailureFunc:     isFailureFunc,
 		syncCh:            syncCh,
