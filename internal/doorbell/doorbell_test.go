@@ -1,0 +1,137 @@
+package doorbell_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pdfexport/pdfexport/internal/doorbell"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
+)
+
+// counts is an Observer for the tests.
+type counts struct {
+	mu    sync.Mutex
+	polls int
+	woken map[string]int
+}
+
+func (c *counts) IdlePoll() { c.mu.Lock(); c.polls++; c.mu.Unlock() }
+func (c *counts) Woken(by string) {
+	c.mu.Lock()
+	c.woken[by]++
+	c.mu.Unlock()
+}
+
+func (c *counts) get(by string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.woken[by]
+}
+
+func startBell(t *testing.T, rdb redis.UniversalClient, queues ...string) (*doorbell.Bell, *counts) {
+	t.Helper()
+	obs := &counts{woken: map[string]int{}}
+	b := doorbell.New(doorbell.Config{RDB: rdb, Queues: queues, Observer: obs, Logger: slog.New(slog.DiscardHandler)})
+	b.Start()
+	t.Cleanup(b.Close)
+	// The confirmed subscription wakes once (rings may have been missed
+	// before it): consume that.
+	waitFor(t, b, time.Second, true, "the subscription's confirmation")
+	return b, obs
+}
+
+// waitFor runs one Wait of at most d and checks whether it was rung.
+func waitFor(t *testing.T, b *doorbell.Bell, d time.Duration, rung bool, what string) {
+	t.Helper()
+	start := time.Now()
+	b.Wait(context.Background(), d)
+	took := time.Since(start)
+	switch {
+	case rung && took >= d:
+		t.Fatalf("%s: Wait(%v) was not rung", what, d)
+	case !rung && took < d:
+		t.Fatalf("%s: Wait(%v) ended after %v, want the timer", what, d, took)
+	}
+}
+
+// exercise checks the Bell on any topology: rings of its queues end a Wait
+// at once, others do not; a ring while nobody waits is kept for the next
+// Wait (the task it announced may be newer than the last poll), and only
+// one; a canceled context ends a Wait.
+func exercise(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	b, obs := startBell(t, rdb, "critical", "default")
+
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		if err := doorbell.Ring(ctx, rdb, "default"); err != nil {
+			t.Error(err)
+		}
+	}()
+	start := time.Now()
+	b.Wait(ctx, 5*time.Second)
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("a ring for a served queue ended the wait after %v", took)
+	}
+
+	if err := doorbell.Ring(ctx, rdb, "batch"); err != nil { // not served
+		t.Fatal(err)
+	}
+	waitFor(t, b, 300*time.Millisecond, false, "a ring for a queue the worker does not serve")
+
+	for range 3 { // while the worker polls or works: kept, once
+		if err := doorbell.Ring(ctx, rdb, "critical"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	waitFor(t, b, time.Second, true, "a ring sent before the wait")
+	waitFor(t, b, 200*time.Millisecond, false, "the second wait after three rings")
+
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start = time.Now()
+	b.Wait(cctx, 5*time.Second)
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("a canceled context ended the wait after %v", took)
+	}
+	if obs.get(doorbell.ByDoorbell) < 3 || obs.get(doorbell.ByTimer) != 2 {
+		t.Errorf("wake-ups %v, want ≥ 3 by doorbell and 2 by timer", obs.woken)
+	}
+}
+
+func TestBell_SingleNode(t *testing.T) {
+	exercise(t, testsupport.StartRedis(t).Client())
+}
+
+func TestBell_Cluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("Redis Cluster")
+	}
+	exercise(t, testsupport.StartRedisCluster(t).Client(t))
+}
+
+// TestBell_ResubscribesAfterARedisRestart: a Redis restart drops the
+// subscription (and any ring sent meanwhile); the Bell wakes its worker
+// when it is subscribed again, and rings work again.
+func TestBell_ResubscribesAfterARedisRestart(t *testing.T) {
+	srv := testsupport.StartRedis(t)
+	rdb := srv.Client()
+	b, _ := startBell(t, rdb, "default")
+	srv.Stop()
+	srv.Start()
+	// The resubscription wakes the worker once (go-redis notices the
+	// broken connection at its next health-check ping, ≤ 3 s).
+	waitFor(t, b, 10*time.Second, true, "the resubscription after a restart")
+	ctx := context.Background()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_ = doorbell.Ring(ctx, rdb, "default")
+	}()
+	waitFor(t, b, 5*time.Second, true, "a ring after the restart")
+}
