@@ -7,6 +7,8 @@ import (
 	"github.com/hibiken/asynq/x/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/pdfexport/pdfexport/internal/doorbell"
 )
 
 // WithQueueMetrics adds asynq's queue collector (asynq_queue_size,
@@ -34,6 +36,8 @@ type Metrics struct {
 	warnings        *prometheus.CounterVec
 	ready           prometheus.Gauge
 	readyChecks     *prometheus.GaugeVec
+	idlePolls       prometheus.Counter
+	wakeups         *prometheus.CounterVec
 }
 
 // Label values the code paths observe. NewMetrics creates every series with
@@ -41,12 +45,13 @@ type Metrics struct {
 // deployments/prometheus see a series from a worker's first scrape rather
 // than only after the first event.
 var (
-	exportOutcomes  = []string{"rendered", "reused", "failed"}       // export.Observer.ExportDone
-	renderResults   = []string{"ok", "error", "timeout"}             // render.Renderer.Render
-	lockResults     = []string{"acquired", "contended", "fail_open"} // lock.Observer.LockAcquire
-	storageOps      = []string{"put"}                                // export.Observer.StorageBytes
-	warningKinds    = []string{"resource", "blocked", "console"}     // render.WarningObserver
-	callbackOutcome = []string{"delivered", "retry", "refused"}      // callback.Observer
+	exportOutcomes  = []string{"rendered", "reused", "failed"}        // export.Observer.ExportDone
+	renderResults   = []string{"ok", "error", "timeout"}              // render.Renderer.Render
+	lockResults     = []string{"acquired", "contended", "fail_open"}  // lock.Observer.LockAcquire
+	storageOps      = []string{"put"}                                 // export.Observer.StorageBytes
+	warningKinds    = []string{"resource", "blocked", "console"}      // render.WarningObserver
+	callbackOutcome = []string{"delivered", "retry", "refused"}       // callback.Observer
+	wakeupCauses    = []string{doorbell.ByDoorbell, doorbell.ByTimer} // doorbell.Observer.Woken
 )
 
 // NewMetrics registers the metrics, plus Go and process collectors, on a
@@ -81,9 +86,13 @@ func NewMetrics() *Metrics {
 			Help: "1 when every readiness check (/readyz) passed at the last evaluation (each /readyz and each /metrics scrape), else 0."}),
 		readyChecks: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pdfexport_ready_check",
 			Help: "1 when the readiness check (redis, locks, storage, chromium) passed at the last evaluation, else 0."}, []string{"check"}),
+		idlePolls: prometheus.NewCounter(prometheus.CounterOpts{Name: "pdfexport_queue_idle_polls_total",
+			Help: "Polls of the queues that found no task (each is followed by a wait for the doorbell or TASK_CHECK_INTERVAL)."}),
+		wakeups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pdfexport_queue_wakeups_total",
+			Help: "Ends of an idle wait, by what ended it (doorbell: a task was enqueued or the doorbell subscription was confirmed; timer: TASK_CHECK_INTERVAL passed)."}, []string{"by"}),
 	}
 	r.MustRegister(m.exports, m.exportSeconds, m.renders, m.renderSeconds, m.lockAcquire, m.lockWait, m.lockLost,
-		m.storageBytes, m.browserRestarts, m.callbacks, m.warnings, m.ready, m.readyChecks,
+		m.storageBytes, m.browserRestarts, m.callbacks, m.warnings, m.ready, m.readyChecks, m.idlePolls, m.wakeups,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, o := range exportOutcomes {
 		m.exports.WithLabelValues(o)
@@ -104,8 +113,17 @@ func NewMetrics() *Metrics {
 	for _, o := range callbackOutcome {
 		m.callbacks.WithLabelValues(o)
 	}
+	for _, by := range wakeupCauses {
+		m.wakeups.WithLabelValues(by)
+	}
 	return m
 }
+
+// IdlePoll counts a poll of the queues that found nothing (doorbell.Observer).
+func (m *Metrics) IdlePoll() { m.idlePolls.Inc() }
+
+// Woken counts the end of an idle wait, by doorbell or timer (doorbell.Observer).
+func (m *Metrics) Woken(by string) { m.wakeups.WithLabelValues(by).Inc() }
 
 // Readiness records an evaluation of the readiness checks: checks are the
 // names of those run, failures those that failed (name → reason), as
