@@ -20,6 +20,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/credstore"
+	"github.com/pdfexport/pdfexport/internal/doorbell"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -295,6 +296,9 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	if err != nil {
 		return Enqueued{}, fmt.Errorf("%w: enqueue: %w", ErrUnavailable, err)
 	}
+	// Wake the idle workers of the queue; best-effort (a lost ring costs
+	// their TASK_CHECK_INTERVAL).
+	_ = doorbell.Ring(ctx, c.rdb, info.Queue)
 	c.finals.Prepare() // a Wait is likely to follow: subscribe meanwhile
 	return Enqueued{TaskID: info.ID, Queue: info.Queue, ArtifactKey: key}, nil
 }
