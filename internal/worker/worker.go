@@ -28,6 +28,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/callback"
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/credstore"
+	"github.com/pdfexport/pdfexport/internal/doorbell"
 	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
@@ -293,10 +294,21 @@ func (w *Worker) Start(ctx context.Context) error {
 
 	w.base, w.stopTask = context.WithCancelCause(w.opts.BaseContext)
 	base := w.base
+	// Idle, the queue server waits on the doorbell every enqueue rings, and
+	// polls only every TASK_CHECK_INTERVAL besides (internal/doorbell).
+	var idleWait func(context.Context, time.Duration)
+	if cfg.TaskDoorbell {
+		bell := doorbell.New(doorbell.Config{RDB: queueRDB, Queues: slices.Sorted(maps.Keys(cfg.QueueWeights)),
+			Observer: w.metrics, Logger: log})
+		bell.Start()
+		w.undo = append(w.undo, bell.Close) // after the queue server stopped waiting on it
+		idleWait = bell.Wait
+	}
 	w.srv = asynq.NewServer(queueOpt, asynq.Config{
 		Concurrency:       cfg.WorkerConcurrency,
 		Queues:            cfg.QueueWeights,
 		TaskCheckInterval: cfg.TaskCheckInterval,
+		IdleWait:          idleWait,
 		ShutdownTimeout:   cfg.ShutdownTimeout,
 		RetryDelayFunc:    retryDelay,
 		Logger:            logging.Asynq{L: log},
