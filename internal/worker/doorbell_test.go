@@ -278,7 +278,8 @@ func TestWorker_DoorbellSurvivesASentinelFailover(t *testing.T) {
 	sen := testsupport.StartRedisSentinel(t)
 	env := []string{"REDIS_SENTINEL_ADDRS=" + strings.Join(sen.Addrs(), ","), "REDIS_SENTINEL_MASTER=" + sen.MasterName,
 		"REDIS_PASSWORD=" + sen.Password, "REDIS_SENTINEL_PASSWORD=" + sen.SentinelPassword}
-	cfg := loadConfig(t, append(env, "STORAGE_URL=file://"+t.TempDir(), "ADMIN_ADDR=", "TASK_CHECK_INTERVAL=1s")...)
+	cfg := loadConfig(t, append(env, "STORAGE_URL=file://"+t.TempDir(), "TASK_CHECK_INTERVAL=1s")...)
+	cfg.AdminAddr = "" // an empty ADMIN_ADDR would take the default port
 	s := &starts{at: map[string]time.Time{}}
 	w := startWorker(t, cfg, Options{Renderer: stubRenderer{pdf: stubPDF}, Middleware: []asynq.MiddlewareFunc{s.middleware}})
 	opt := asynq.RedisFailoverClientOpt{MasterName: sen.MasterName, SentinelAddrs: sen.Addrs(), Password: sen.Password, SentinelPassword: sen.SentinelPassword}
