@@ -335,3 +335,29 @@ func TestWorker_DoorbellSurvivesASentinelFailover(t *testing.T) {
 		t.Errorf("after the failover the doorbell does not wake the worker: pick-up %v (all: %v)", d, after)
 	}
 }
+
+// TestWorker_ScheduledTasksAreFoundByThePoll: a task that becomes due
+// without an enqueue (scheduled, or a retry: asynq's forwarder moves it to
+// pending every 5 s) rings no doorbell; the idle poll finds it within one
+// interval of the forwarder's move.
+func TestWorker_ScheduledTasksAreFoundByThePoll(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	const interval = 500 * time.Millisecond
+	w, s := idleWorker(t, redis.URL(), interval)
+	plain := asynq.NewClient(asynq.RedisClientOpt{Addr: redis.Addr()})
+	t.Cleanup(func() { _ = plain.Close() })
+	body, err := (spec.Request{V: spec.PayloadVersion, ManualID: "m", Version: "scheduled", Source: spec.RequestSource{HTML: "<p>x"}}).Envelope().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := time.Now().Add(time.Second)
+	info, err := plain.Enqueue(asynq.NewTask(spec.TaskType, body), asynq.Queue("default"), asynq.ProcessAt(due))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Due after 1 s; the forwarder (every 5 s) makes it pending; the poll
+	// (≤ 1.5 × interval) finds it.
+	started := s.await(t, info.ID, 5*time.Second+3*interval+2*time.Second)
+	t.Logf("scheduled task due at +1s started at +%v; wake-ups by timer %v", started.Sub(due.Add(-time.Second)),
+		sample(t, w, "pdfexport_queue_wakeups_total", "timer"))
+}
