@@ -164,12 +164,19 @@ func (b *Bell) run() {
 	}
 }
 
+// healthCheck is how long the subscription may be quiet before go-redis
+// pings it to find a connection that died silently (go-redis's default is
+// 3 s: a third of a Redis command a second per idle worker). A broken
+// connection that Redis or the network closes is noticed at once; one that
+// dies silently costs at most this long of polling only.
+const healthCheck = 15 * time.Second
+
 // listen dispatches rings until Close. go-redis pings the connection when
 // it is quiet and, when it broke, reconnects and subscribes again; every
 // confirmation (the first and each after a reconnect) wakes the worker
 // once, since rings may have been lost meanwhile.
 func (b *Bell) listen(ps *redis.PubSub) {
-	msgs := ps.ChannelWithSubscriptions()
+	msgs := ps.ChannelWithSubscriptions(redis.WithChannelHealthCheckInterval(healthCheck))
 	for {
 		select {
 		case <-b.ctx.Done():
