@@ -76,9 +76,9 @@ func main() {
 	flag.DurationVar(&o.goBenchLimit, "gobench-timeout", 6*time.Minute, "bound on the go test subprocesses together")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (worker logs, PDFs) after the run")
 	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, capacity, delivery, distinct, idle (pickup and capacity need single); the report is then partial and written to -out all the same")
-	flag.IntVar(&o.idleN, "idle-samples", 30, "section 10: pick-up samples after 1-2 s of idle, per design and fleet size")
-	flag.DurationVar(&o.idleWindow, "idle-window", 20*time.Second, "section 10: how long the idle cost is measured, per design and fleet size")
-	flag.IntVar(&o.loadN, "load-samples", 200, "section 10: pick-up samples under load (Poisson arrivals at 40/s), per design")
+	flag.IntVar(&o.idleN, "idle-samples", 20, "section 10: pick-up samples after 1-2 s of idle, per design and fleet size")
+	flag.DurationVar(&o.idleWindow, "idle-window", 20*time.Second, "section 10: how long the idle cost of 10 workers is measured, per design (twice that for 1 worker)")
+	flag.IntVar(&o.loadN, "load-samples", 200, "section 10: pick-up samples under load (Poisson arrivals at 40/s), per design, over its rounds")
 	flag.Parse()
 	o.command = strings.TrimSpace("go run ./bench " + strings.Join(os.Args[1:], " "))
 	if o.quick {
