@@ -123,6 +123,16 @@ func TestWorker_PicksUpAtOnceAfterIdle(t *testing.T) {
 	if got := sample(t, w, "pdfexport_queue_idle_polls_total", ""); got < 5 {
 		t.Errorf("pdfexport_queue_idle_polls_total = %v, want ≥ 5", got)
 	}
+	// Stopping ends the idle wait (IdleWait's context): shutdown does not
+	// wait out the up to 1.5 s until the next poll.
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	w.Shutdown()
+	if took := time.Since(start); took > 900*time.Millisecond {
+		t.Errorf("an idle worker took %v to shut down", took)
+	} else {
+		t.Logf("an idle worker shut down in %v", took)
+	}
 }
 
 // ringDropper is a TCP proxy in front of Redis that can drop the doorbell's
