@@ -129,6 +129,25 @@ func (b *Bell) Wait(ctx context.Context, d time.Duration) {
 	}
 }
 
+// PollOnly is the idle wait of a worker without the doorbell
+// (TASK_DOORBELL=false): it sleeps d, or until ctx ends, and counts the
+// idle poll and the wake-up by timer, as a Bell would.
+func PollOnly(obs Observer) func(ctx context.Context, d time.Duration) {
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	return func(ctx context.Context, d time.Duration) {
+		obs.IdlePoll()
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			obs.Woken(ByTimer)
+		case <-ctx.Done():
+		}
+	}
+}
+
 // ring wakes the worker, or keeps the ring for its next Wait.
 func (b *Bell) ring() {
 	select {

@@ -135,3 +135,21 @@ func TestBell_ResubscribesAfterARedisRestart(t *testing.T) {
 	}()
 	waitFor(t, b, 5*time.Second, true, "a ring after the restart")
 }
+
+// TestPollOnly: without the doorbell the wait is the poll interval, and is
+// counted as an idle poll ended by the timer; a canceled context ends it.
+func TestPollOnly(t *testing.T) {
+	obs := &counts{woken: map[string]int{}}
+	wait := doorbell.PollOnly(obs)
+	start := time.Now()
+	wait(context.Background(), 50*time.Millisecond)
+	if took := time.Since(start); took < 50*time.Millisecond {
+		t.Errorf("waited %v, want 50ms", took)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	wait(ctx, time.Hour)
+	if obs.polls != 2 || obs.get(doorbell.ByTimer) != 1 || obs.get(doorbell.ByDoorbell) != 0 {
+		t.Errorf("polls %d, wake-ups %v; want 2 polls, 1 by timer", obs.polls, obs.woken)
+	}
+}

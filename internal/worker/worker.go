@@ -295,8 +295,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.base, w.stopTask = context.WithCancelCause(w.opts.BaseContext)
 	base := w.base
 	// Idle, the queue server waits on the doorbell every enqueue rings, and
-	// polls only every TASK_CHECK_INTERVAL besides (internal/doorbell).
-	var idleWait func(context.Context, time.Duration)
+	// polls only every TASK_CHECK_INTERVAL besides (internal/doorbell);
+	// without it, it only polls. Either way the idle polls are counted.
+	idleWait := doorbell.PollOnly(w.metrics)
 	if cfg.TaskDoorbell {
 		bell := doorbell.New(doorbell.Config{RDB: queueRDB, Queues: slices.Sorted(maps.Keys(cfg.QueueWeights)),
 			Observer: w.metrics, Logger: log})
