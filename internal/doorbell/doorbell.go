@@ -1,10 +1,11 @@
 // Package doorbell lets an idle worker pick up a task the moment it is
 // enqueued without polling Redis for it. Every enqueuer rings (Ring: one
 // SPUBLISH of the queue's name on Channel, after the task is queued); a
-// worker holds one subscription (Bell) and, when its asynq server found
-// every queue empty, waits in Bell.Wait (asynq's Config.IdleWait, see
-// third_party/README.md) until a ring for one of its queues arrives, or
-// until the slow poll interval (TASK_CHECK_INTERVAL) is over.
+// worker process holds one subscription (Bell) and, when one of its asynq
+// servers found every queue empty, waits in that server's Bell.Waiter
+// (asynq's Config.IdleWait, see third_party/README.md) until a ring for one
+// of its queues arrives, or until the slow poll interval
+// (TASK_CHECK_INTERVAL) is over.
 //
 // Pub/sub is not durable: a ring sent while a worker was disconnected, before
 // it subscribed, or dropped on the way is lost. That costs one poll interval,
@@ -60,27 +61,34 @@ func (nopObserver) Woken(string) {}
 
 // Bell is one worker's side of the doorbell: one subscription to Channel,
 // set up in the background by Start and kept until Close (go-redis
-// reconnects and resubscribes after a network failure or a failover).
+// reconnects and resubscribes after a network failure or a failover), for
+// every queue server of the process (Waiter).
 type Bell struct {
-	rdb    redis.UniversalClient
-	queues map[string]bool
-	obs    Observer
-	log    *slog.Logger
+	rdb redis.UniversalClient
+	obs Observer
+	log *slog.Logger
 
-	// wake holds at most one pending ring: a ring that arrives while the
-	// worker is polling or busy is kept, so the next Wait ends at once
-	// (the task it announced may have been queued after that poll looked).
-	wake chan struct{}
+	mu      sync.Mutex
+	waiters []*waiter
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
+// waiter is one queue server's wait.
+type waiter struct {
+	b      *Bell
+	queues map[string]bool
+	// wake holds at most one pending ring: a ring that arrives while the
+	// server is polling or busy is kept, so its next wait ends at once (the
+	// task it announced may have been queued after that poll looked).
+	wake chan struct{}
+}
+
 // Config configures a Bell.
 type Config struct {
-	RDB    redis.UniversalClient // the queue Redis
-	Queues []string              // the queues the worker serves; rings for others are ignored
+	RDB redis.UniversalClient // the queue Redis
 	// Observer counts idle polls and wake-ups; nil: none.
 	Observer Observer
 	// Logger: nil, slog.Default().
@@ -95,13 +103,23 @@ func New(cfg Config) *Bell {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	qs := make(map[string]bool, len(cfg.Queues))
-	for _, q := range cfg.Queues {
-		qs[q] = true
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Bell{rdb: cfg.RDB, queues: qs, obs: cfg.Observer, log: cfg.Logger, wake: make(chan struct{}, 1),
-		ctx: ctx, cancel: cancel}
+	return &Bell{rdb: cfg.RDB, obs: cfg.Observer, log: cfg.Logger, ctx: ctx, cancel: cancel}
+}
+
+// Waiter returns the idle wait (asynq's Config.IdleWait) of a queue server
+// serving queues: it returns when a ring for one of them arrives (or
+// arrived since its last wait), after d, or when ctx ends. Each queue
+// server of a process gets its own.
+func (b *Bell) Waiter(queues ...string) func(ctx context.Context, d time.Duration) {
+	w := &waiter{b: b, queues: make(map[string]bool, len(queues)), wake: make(chan struct{}, 1)}
+	for _, q := range queues {
+		w.queues[q] = true
+	}
+	b.mu.Lock()
+	b.waiters = append(b.waiters, w)
+	b.mu.Unlock()
+	return w.wait
 }
 
 // Start subscribes in the background, retrying until Close.
@@ -113,18 +131,15 @@ func (b *Bell) Close() {
 	b.wg.Wait()
 }
 
-// Wait is the worker's wait between polls of empty queues (asynq's
-// Config.IdleWait): it returns when a ring for one of the worker's queues
-// arrives (or arrived since the last Wait), after d, or when ctx ends.
-func (b *Bell) Wait(ctx context.Context, d time.Duration) {
-	b.obs.IdlePoll()
+func (w *waiter) wait(ctx context.Context, d time.Duration) {
+	w.b.obs.IdlePoll()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-b.wake:
-		b.obs.Woken(ByDoorbell)
+	case <-w.wake:
+		w.b.obs.Woken(ByDoorbell)
 	case <-t.C:
-		b.obs.Woken(ByTimer)
+		w.b.obs.Woken(ByTimer)
 	case <-ctx.Done():
 	}
 }
@@ -148,11 +163,19 @@ func PollOnly(obs Observer) func(ctx context.Context, d time.Duration) {
 	}
 }
 
-// ring wakes the worker, or keeps the ring for its next Wait.
-func (b *Bell) ring() {
-	select {
-	case b.wake <- struct{}{}:
-	default: // one is pending already
+// ring wakes the waiters serving queue (every waiter when queue is ""),
+// or keeps the ring for their next wait.
+func (b *Bell) ring(queue string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, w := range b.waiters {
+		if queue != "" && !w.queues[queue] {
+			continue
+		}
+		select {
+		case w.wake <- struct{}{}:
+		default: // one is pending already
+		}
 	}
 }
 
@@ -207,11 +230,11 @@ func (b *Bell) listen(ps *redis.PubSub) {
 			switch m := m.(type) {
 			case *redis.Subscription:
 				if m.Kind == "ssubscribe" {
-					b.ring()
+					b.ring("")
 				}
 			case *redis.Message:
-				if b.queues[m.Payload] {
-					b.ring()
+				if m.Payload != "" {
+					b.ring(m.Payload)
 				}
 			}
 		}

@@ -33,23 +33,32 @@ func (c *counts) get(by string) int {
 	return c.woken[by]
 }
 
-func startBell(t *testing.T, rdb redis.UniversalClient, queues ...string) (*doorbell.Bell, *counts) {
+type waitFunc = func(context.Context, time.Duration)
+
+// startBell starts a Bell with one waiter per queue set.
+func startBell(t *testing.T, rdb redis.UniversalClient, queueSets ...[]string) ([]waitFunc, *counts) {
 	t.Helper()
 	obs := &counts{woken: map[string]int{}}
-	b := doorbell.New(doorbell.Config{RDB: rdb, Queues: queues, Observer: obs, Logger: slog.New(slog.DiscardHandler)})
+	b := doorbell.New(doorbell.Config{RDB: rdb, Observer: obs, Logger: slog.New(slog.DiscardHandler)})
+	var waits []waitFunc
+	for _, qs := range queueSets {
+		waits = append(waits, b.Waiter(qs...))
+	}
 	b.Start()
 	t.Cleanup(b.Close)
-	// The confirmed subscription wakes once (rings may have been missed
-	// before it): consume that.
-	waitFor(t, b, time.Second, true, "the subscription's confirmation")
-	return b, obs
+	// The confirmed subscription wakes every waiter once (rings may have
+	// been missed before it): consume that.
+	for _, wait := range waits {
+		waitFor(t, wait, time.Second, true, "the subscription's confirmation")
+	}
+	return waits, obs
 }
 
-// waitFor runs one Wait of at most d and checks whether it was rung.
-func waitFor(t *testing.T, b *doorbell.Bell, d time.Duration, rung bool, what string) {
+// waitFor runs one wait of at most d and checks whether it was rung.
+func waitFor(t *testing.T, wait waitFunc, d time.Duration, rung bool, what string) {
 	t.Helper()
 	start := time.Now()
-	b.Wait(context.Background(), d)
+	wait(context.Background(), d)
 	took := time.Since(start)
 	switch {
 	case rung && took >= d:
@@ -65,7 +74,8 @@ func waitFor(t *testing.T, b *doorbell.Bell, d time.Duration, rung bool, what st
 // one; a canceled context ends a Wait.
 func exercise(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
-	b, obs := startBell(t, rdb, "critical", "default")
+	waits, obs := startBell(t, rdb, []string{"critical", "default"}, []string{"batch"})
+	b, batch := waits[0], waits[1]
 
 	go func() {
 		time.Sleep(50 * time.Millisecond)
@@ -74,15 +84,17 @@ func exercise(t *testing.T, rdb redis.UniversalClient) {
 		}
 	}()
 	start := time.Now()
-	b.Wait(ctx, 5*time.Second)
+	b(ctx, 5*time.Second)
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("a ring for a served queue ended the wait after %v", took)
 	}
 
-	if err := doorbell.Ring(ctx, rdb, "batch"); err != nil { // not served
+	if err := doorbell.Ring(ctx, rdb, "batch"); err != nil { // served by the other waiter only
 		t.Fatal(err)
 	}
-	waitFor(t, b, 300*time.Millisecond, false, "a ring for a queue the worker does not serve")
+	waitFor(t, b, 300*time.Millisecond, false, "a ring for a queue the server does not serve")
+	waitFor(t, batch, time.Second, true, "a ring for the other server's queue")
+	waitFor(t, batch, 100*time.Millisecond, false, "the other server, after the rings for the first")
 
 	for range 3 { // while the worker polls or works: kept, once
 		if err := doorbell.Ring(ctx, rdb, "critical"); err != nil {
@@ -96,12 +108,12 @@ func exercise(t *testing.T, rdb redis.UniversalClient) {
 	cctx, cancel := context.WithCancel(ctx)
 	time.AfterFunc(50*time.Millisecond, cancel)
 	start = time.Now()
-	b.Wait(cctx, 5*time.Second)
+	b(cctx, 5*time.Second)
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("a canceled context ended the wait after %v", took)
 	}
-	if obs.get(doorbell.ByDoorbell) < 3 || obs.get(doorbell.ByTimer) != 2 {
-		t.Errorf("wake-ups %v, want ≥ 3 by doorbell and 2 by timer", obs.woken)
+	if obs.get(doorbell.ByDoorbell) < 5 || obs.get(doorbell.ByTimer) != 3 {
+		t.Errorf("wake-ups %v, want ≥ 5 by doorbell and 3 by timer", obs.woken)
 	}
 }
 
@@ -122,7 +134,8 @@ func TestBell_Cluster(t *testing.T) {
 func TestBell_ResubscribesAfterARedisRestart(t *testing.T) {
 	srv := testsupport.StartRedis(t)
 	rdb := srv.Client()
-	b, _ := startBell(t, rdb, "default")
+	waits, _ := startBell(t, rdb, []string{"default"})
+	b := waits[0]
 	srv.Stop()
 	srv.Start()
 	// The resubscription wakes the worker once (go-redis notices the

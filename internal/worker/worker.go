@@ -299,11 +299,11 @@ func (w *Worker) Start(ctx context.Context) error {
 	// without it, it only polls. Either way the idle polls are counted.
 	idleWait := doorbell.PollOnly(w.metrics)
 	if cfg.TaskDoorbell {
-		bell := doorbell.New(doorbell.Config{RDB: queueRDB, Queues: slices.Sorted(maps.Keys(cfg.QueueWeights)),
-			Observer: w.metrics, Logger: log})
+		bell := doorbell.New(doorbell.Config{RDB: queueRDB, Observer: w.metrics, Logger: log})
 		bell.Start()
 		w.undo = append(w.undo, bell.Close) // after the queue server stopped waiting on it
-		idleWait = bell.Wait
+		// One Waiter per asynq server, with the queues it serves.
+		idleWait = bell.Waiter(slices.Sorted(maps.Keys(cfg.QueueWeights))...)
 	}
 	w.srv = asynq.NewServer(queueOpt, asynq.Config{
 		Concurrency:       cfg.WorkerConcurrency,
