@@ -27,7 +27,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/worker"
 )
 
-// Section 10: what an idle worker costs Redis and a core, and how fast it
+// Section 12: what an idle worker costs Redis and a core, and how fast it
 // picks up an export that arrives after seconds of idle, for three designs
 // measured in the same run; and pick-up and throughput under load.
 
@@ -73,7 +73,7 @@ type idleResult struct {
 	load   []loadRow
 }
 
-// scenarioIdle (10).
+// scenarioIdle (12).
 func scenarioIdle(ctx context.Context, e *benchEnv, rep *report) error {
 	res := &idleResult{window: e.o.idleWindow}
 	rep.idle = res
@@ -450,7 +450,7 @@ func loadRun(ctx context.Context, e *benchEnv, d idleDesign, round int, row *loa
 // idlePDF is what the idle workers' stub renderer stores.
 var idlePDF = []byte("%PDF-1.4\n% bench idle stub\n%%EOF\n")
 
-// idleWorkerMain is the worker process of section 10: internal/worker wired
+// idleWorkerMain is the worker process of section 12: internal/worker wired
 // as cmd/worker from the environment, with a stub renderer instead of
 // Chromium (an idle Chromium is not what is measured, and ten of them would
 // not fit the machine), printing when each task's handler starts and ends.
@@ -517,7 +517,7 @@ func (r *idleResult) findLoad(key string) *loadRow {
 	return nil
 }
 
-// rows are section 10's lines of the summary table: the new design against
+// rows are section 12's lines of the summary table: the new design against
 // asynq's 1 s and the previous 10 ms default, same run.
 func (r *idleResult) rows() []row {
 	var rows []row
@@ -550,7 +550,7 @@ func (r *idleResult) rows() []row {
 		if fast != nil {
 			rt = fmt.Sprintf("cmds/s %s of 10 ms", ratio(nb.cmdsPerSec/fast.cmdsPerSec))
 		}
-		rows = append(rows, row{"10", "idle cost, " + who + ", " + nb.design.label, cost(nb), strings.Join(base, "; "), rt, target})
+		rows = append(rows, row{"12", "idle cost, " + who + ", " + nb.design.label, cost(nb), strings.Join(base, "; "), rt, target})
 
 		base = base[:0]
 		for _, b := range []*idleRow{slow, fast} {
@@ -562,7 +562,7 @@ func (r *idleResult) rows() []row {
 		if slow != nil {
 			rt = fmt.Sprintf("p50 %s · p99 %s of asynq 1 s", ratio(nb.pickAfterIO.pct(50)/slow.pickAfterIO.pct(50)), ratio(nb.pickAfterIO.pct(99)/slow.pickAfterIO.pct(99)))
 		}
-		rows = append(rows, row{"10", "↳ enqueue → handler start after 1–2 s idle, " + who, nb.pickAfterIO.pcts(" ms"), strings.Join(base, "; "), rt,
+		rows = append(rows, row{"12", "↳ enqueue → handler start after 1–2 s idle, " + who, nb.pickAfterIO.pcts(" ms"), strings.Join(base, "; "), rt,
 			"p50 ≤ 20 ms, p99 ≤ 50 ms — " + verdict(nb.pickAfterIO.pct(50) <= 20 && nb.pickAfterIO.pct(99) <= 50)})
 	}
 	if nb, fast := r.findLoad("doorbell"), r.findLoad("10ms"); nb != nil {
@@ -580,7 +580,7 @@ func (r *idleResult) rows() []row {
 				nb.steady.pct(99) <= max(1.1*fast.steady.pct(99), fast.steady.pct(99)+2) && nb.throughput.median() >= 0.9*fast.throughput.median()
 			target += " — " + verdict(ok)
 		}
-		rows = append(rows, row{"10", fmt.Sprintf("under load, 1 worker process, %s: enqueue → handler start at %.0f/s (Poisson); bursts of %d by 8 clients (%d rounds)",
+		rows = append(rows, row{"12", fmt.Sprintf("under load, 1 worker process, %s: enqueue → handler start at %.0f/s (Poisson); bursts of %d by 8 clients (%d rounds)",
 			nb.design.label, nb.rate, nb.burst, len(nb.throughput)),
 			fmt.Sprintf("%s; bursts %s exports/s (their pick-up, queue wait included: %s)", nb.steady.pcts(" ms"), nb.throughput.mmm(""), nb.burstPick.pcts(" ms")),
 			strings.Join(base, "; "), rt, target})
@@ -588,14 +588,14 @@ func (r *idleResult) rows() []row {
 	return rows
 }
 
-// idleMethod is section 10's paragraph of "How the figures are taken".
+// idleMethod is section 12's paragraph of "How the figures are taken".
 func idleMethod(r *report) string {
 	if r.idle == nil {
 		return ""
 	}
 	o := r.opts
 	return fmt.Sprintf(`
-**10. Idle cost and pick-up after idle.** Three designs, each measured in this run on a fresh Redis
+**12. Idle cost and pick-up after idle.** Three designs, each measured in this run on a fresh Redis
 database with the production defaults otherwise: asynq's default (poll every 1 s, `+"`TASK_DOORBELL=false`"+`),
 the previous default (poll every 10 ms, no doorbell) and the worker's default (the doorbell: every
 `+"`exportclient`"+` enqueue rings `+"`SPUBLISH pdfexport:doorbell`"+`, an idle worker waits on it, and polls every

@@ -49,14 +49,14 @@ type options struct {
 	goBenchLimit time.Duration // bound on all go test invocations together
 	keep         bool          // keep the work directory (logs, PDFs)
 	only         string        // run only these scenarios (comma-separated keys), for iterating
-	idleN        int           // pick-up samples after idle, per design and fleet size (section 10)
+	idleN        int           // pick-up samples after idle, per design and fleet size (section 12)
 	idleWindow   time.Duration // how long idle cost is measured, per design and fleet size
 	loadN        int           // pick-up samples under load, per design
 	command      string        // how this run was invoked, for the report
 }
 
 func main() {
-	if os.Getenv(idleWorkerEnv) == "1" { // a worker process of section 10
+	if os.Getenv(idleWorkerEnv) == "1" { // a worker process of section 12
 		os.Exit(idleWorkerMain())
 	}
 	o := options{}
@@ -76,9 +76,9 @@ func main() {
 	flag.DurationVar(&o.goBenchLimit, "gobench-timeout", 6*time.Minute, "bound on the go test subprocesses together")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (worker logs, PDFs) after the run")
 	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, capacity, delivery, distinct, idle (pickup and capacity need single); the report is then partial and written to -out all the same")
-	flag.IntVar(&o.idleN, "idle-samples", 20, "section 10: pick-up samples after 1-2 s of idle, per design and fleet size")
-	flag.DurationVar(&o.idleWindow, "idle-window", 20*time.Second, "section 10: how long the idle cost of 10 workers is measured, per design (twice that for 1 worker)")
-	flag.IntVar(&o.loadN, "load-samples", 200, "section 10: pick-up samples under load (Poisson arrivals at 40/s), per design, over its rounds")
+	flag.IntVar(&o.idleN, "idle-samples", 20, "section 12: pick-up samples after 1-2 s of idle, per design and fleet size")
+	flag.DurationVar(&o.idleWindow, "idle-window", 20*time.Second, "section 12: how long the idle cost of 10 workers is measured, per design (twice that for 1 worker)")
+	flag.IntVar(&o.loadN, "load-samples", 200, "section 12: pick-up samples under load (Poisson arrivals at 40/s), per design, over its rounds")
 	flag.Parse()
 	o.command = strings.TrimSpace("go run ./bench " + strings.Join(os.Args[1:], " "))
 	if o.quick {
