@@ -171,6 +171,7 @@ type workerSpec struct {
 	// own default (1s) instead.
 	checkInterval time.Duration
 	asynqDefault  bool
+	noDoorbell    bool          // TASK_DOORBELL=false: poll only
 	stub          *stubRenderer // replaces Chromium
 }
 
@@ -273,6 +274,9 @@ func (f *fleet) startInProcWorkers(ctx context.Context, env []string, name strin
 		cfg.TaskCheckInterval = 0 // asynq applies its default, 1s
 	case ws.checkInterval > 0:
 		cfg.TaskCheckInterval = ws.checkInterval
+	}
+	if ws.noDoorbell {
+		cfg.TaskDoorbell = false
 	}
 	f.workers = make([]*worker.Worker, n)
 	startErrs := make([]error, n)

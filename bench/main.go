@@ -49,10 +49,16 @@ type options struct {
 	goBenchLimit time.Duration // bound on all go test invocations together
 	keep         bool          // keep the work directory (logs, PDFs)
 	only         string        // run only these scenarios (comma-separated keys), for iterating
+	idleN        int           // pick-up samples after idle, per design and fleet size (section 12)
+	idleWindow   time.Duration // how long idle cost is measured, per design and fleet size
+	loadN        int           // pick-up samples under load, per design
 	command      string        // how this run was invoked, for the report
 }
 
 func main() {
+	if os.Getenv(idleWorkerEnv) == "1" { // a worker process of section 12
+		os.Exit(idleWorkerMain())
+	}
 	o := options{}
 	flag.IntVar(&o.runs, "runs", 5, "repetitions of each scenario (medians and min–max over these)")
 	flag.BoolVar(&o.quick, "quick", false, "quick mode: 2 runs, fewer latency samples, shorter Go benchmarks (harness check, not for figures)")
@@ -69,7 +75,10 @@ func main() {
 	flag.IntVar(&o.renderCount, "render-count", 1, "-count of the render benchmarks")
 	flag.DurationVar(&o.goBenchLimit, "gobench-timeout", 6*time.Minute, "bound on the go test subprocesses together")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (worker logs, PDFs) after the run")
-	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, capacity, delivery, distinct, fairness, costs, docopts (pickup and capacity need single); the report is then partial and written to -out all the same")
+	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, capacity, delivery, distinct, fairness, costs, docopts, idle (pickup and capacity need single); the report is then partial and written to -out all the same")
+	flag.IntVar(&o.idleN, "idle-samples", 20, "section 12: pick-up samples after 1-2 s of idle, per design and fleet size")
+	flag.DurationVar(&o.idleWindow, "idle-window", 20*time.Second, "section 12: how long the idle cost of 10 workers is measured, per design (twice that for 1 worker)")
+	flag.IntVar(&o.loadN, "load-samples", 200, "section 12: pick-up samples under load (Poisson arrivals at 40/s), per design, over its rounds")
 	flag.Parse()
 	o.command = strings.TrimSpace("go run ./bench " + strings.Join(os.Args[1:], " "))
 	if o.quick {
@@ -77,10 +86,13 @@ func main() {
 		o.pickN = min(o.pickN, 40)
 		o.pickSlowN = min(o.pickSlowN, 12)
 		o.hitN = min(o.hitN, 40)
+		o.idleN = min(o.idleN, 8)
+		o.idleWindow = min(o.idleWindow, 5*time.Second)
+		o.loadN = min(o.loadN, 60)
 		o.renderBench = "1x"
 		o.renderCount = 1
 	}
-	if o.runs < 1 || o.k < 2 || o.workers < 1 || o.pickN < 2 || o.pickSlowN < 2 || o.hitN < 2 {
+	if o.runs < 1 || o.k < 2 || o.workers < 1 || o.pickN < 2 || o.pickSlowN < 2 || o.hitN < 2 || o.idleN < 2 || o.loadN < 2 || o.idleWindow < time.Second {
 		fmt.Fprintln(os.Stderr, "bench: -runs ≥ 1, -k ≥ 2, -workers ≥ 1 and ≥ 2 samples are required")
 		os.Exit(2)
 	}
@@ -181,6 +193,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		{"fairness", "interactive exports during a catalogue re-render: batch lane vs one lane", scenarioFairness},
 		{"costs", "per-export Redis costs: commands, CPU and bytes of a hit, a render, a cancel", scenarioCosts},
 		{"docopts", "document options: metadata, watermark, encryption vs the plain export", scenarioDocOptions},
+		{"idle", "idle cost and pick-up after idle: doorbell vs polling every 1 s and 10 ms", scenarioIdle},
 	} {
 		if o.only != "" && !slices.Contains(strings.Split(o.only, ","), s.key) {
 			continue

@@ -24,6 +24,7 @@ type hitResult struct {
 }
 
 type pickupResult struct {
+	kind     string // default, asynq, whatif
 	label    string
 	interval time.Duration
 	lat      dist
@@ -58,6 +59,7 @@ type report struct {
 	fairness *fairnessResult
 	costs    *costsResult
 	docopts  *docoptsResult
+	idle     *idleResult
 }
 
 // row is one line of the summary table.
@@ -128,10 +130,10 @@ func (r *report) rows() []row {
 	}
 	var fast, slow, whatIf *pickupResult
 	for i := range r.pickups {
-		switch r.pickups[i].interval {
-		case defaultCheckInterval:
+		switch r.pickups[i].kind {
+		case "default":
 			fast = &r.pickups[i]
-		case time.Second:
+		case "asynq":
 			slow = &r.pickups[i]
 		default:
 			whatIf = &r.pickups[i]
@@ -150,7 +152,7 @@ func (r *report) rows() []row {
 		rows = append(rows, row{"2", "enqueue → render start, 1 worker, " + slow.label, slow.lat.pcts(" ms"), "—", "—", "(baseline)"})
 	}
 	if whatIf != nil {
-		rows = append(rows, row{"2", "enqueue → render start, 1 worker, " + whatIf.label, whatIf.lat.pcts(" ms"), "—", "—", "what-if"})
+		rows = append(rows, row{"2", "enqueue → render start, 1 worker, " + whatIf.label, whatIf.lat.pcts(" ms"), "—", "—", "(baseline)"})
 	}
 	if len(r.pipeline.pickup) > 0 {
 		rows = append(rows, row{"2", "↳ same, with real renders (the pipeline runs of 4)", r.pipeline.pickup.pcts(" ms"), "—", "—", "cross-check"})
@@ -199,6 +201,9 @@ func (r *report) rows() []row {
 	}
 	if r.docopts != nil {
 		rows = append(rows, r.docopts.rows()...)
+	}
+	if r.idle != nil {
+		rows = append(rows, r.idle.rows()...)
 	}
 	return rows
 }
@@ -306,6 +311,7 @@ func (r *report) markdown() string {
 		w("\n<details><summary>go test output</summary>\n\n```\n%s```\n\n</details>\n", r.goBench.raw.String())
 	}
 	w("\n%s", methodText(r))
+	w("%s", idleMethod(r))
 	w("\n%s", earlierText)
 	return b.String()
 }
@@ -362,7 +368,7 @@ temporary folder; `+"`make bench`"+` stops all of it, Chromium included, on succ
 The standard document is %[1]s (the sample manual, inline HTML, waiting for
 `+"`window.__PDF_READY__===true`"+` like the demo); every measured export uses a fresh version, so it
 names an artifact nobody stored yet. Workers run with the production defaults (`+"`WORKER_CONCURRENCY=8`"+`,
-`+"`RENDER_CONCURRENCY=2`"+`, `+"`TASK_CHECK_INTERVAL="+defaultCheckInterval.String()+"`"+`, one Chromium per worker). Requests go through the
+`+"`RENDER_CONCURRENCY=2`"+`, `+"`TASK_CHECK_INTERVAL="+defaultCheckInterval.String()+"`"+` with the doorbell, one Chromium per worker). Requests go through the
 public `+"`exportclient`"+` (queue `+"`default`"+`, 24 h retention); the benchmark sees a task finish by reading
 its state every 2 ms (one request) or 10 ms (a burst; all pending tasks in one pipelined round trip),
 so observing adds at most that, then reads the result with the asynq Inspector. Before measuring, every
@@ -394,14 +400,14 @@ costs, so the gated `+"`bin/worker`"+` figures can be compared with the in-proce
 
 **2. Enqueue → render start.** One in-process worker; "render start" is when the handler calls
 `+"`Renderer.Render`"+` (a wrapper records it, keyed by the asynq task id), after the storage check and
-the gate. %[4]d requests at the worker's default interval and %[5]d at asynq's default 1 s, each sent after a
-random pause of up to one interval, so they land at random phases of the worker's poll (asynq sleeps
-between ½ and 1½ intervals when the queues are empty). The render is a stub that replays the manual's
+the gate. %[4]d requests at the worker's default (the doorbell, each after a random pause of up to
+100 ms), %[5]d at asynq's default 1 s poll without the doorbell and half as many at the previous default, a 10 ms
+poll without it, each of those sent after a random pause of up to one interval, so they land at random phases
+of the worker's poll (asynq sleeps between ½ and 1½ intervals when the queues are empty). The render is a stub that replays the manual's
 PDF recorded from a real render: the measurement ends when the render begins, and a real render per
 sample would not fit the time budget. The "real renders" row cross-checks with the exports of 4.
-With W idle workers the first poll of any of them picks the task up, so pick-up shrinks with W. The
-100 ms row is a what-if for deployments that want fewer Redis polls per idle worker (about 10/s
-instead of `+fmt.Sprint(int(time.Second/defaultCheckInterval))+`/s at the `+defaultCheckInterval.String()+` default).
+Without the doorbell, with W idle workers the first poll of any of them picks the task up, so pick-up
+shrinks with W; section 10 measures what the polls cost, and pick-up after seconds of idle.
 
 **3. Cache hit end to end.** %[6]d requests for an artifact already stored, one at a time with random
 pauses, from enqueue to the client seeing the result: on the worker processes, and on one in-process

@@ -227,49 +227,53 @@ func goSpecHTML(ctx context.Context) (string, string, error) {
 }
 
 // scenarioPickup (2): enqueue → the handler calling Render, on one
-// in-process worker, at the worker's default TASK_CHECK_INTERVAL, at asynq's
-// default (1s) and at 100ms (a what-if with fewer Redis polls). Requests arrive at random times (uniform gaps up to
-// the interval), so they land at random phases of the worker's poll. The
-// render is a stub replaying the manual's recorded PDF: the measurement ends
-// when the render begins, and scenario 4 covers the render itself.
+// in-process worker, at the worker's default (the doorbell, polling every
+// TASK_CHECK_INTERVAL besides), at asynq's default (a 1s poll, no doorbell)
+// and at the previous default (a 10ms poll, no doorbell). Requests arrive at
+// random times (uniform gaps up to the poll interval, or 100ms with the
+// doorbell), so they land at random phases of the worker's poll. The render
+// is a stub replaying the manual's recorded PDF: the measurement ends when
+// the render begins, and scenario 4 covers the render itself.
 func scenarioPickup(ctx context.Context, e *benchEnv, rep *report) error {
 	if e.manualPDF == nil {
 		return errors.New("no recorded PDF (the single-worker scenario records it)")
 	}
 	stub := &stubRenderer{pdf: e.manualPDF, pages: e.manualPages}
 	for _, s := range []struct {
+		kind     string
 		label    string
 		ws       workerSpec
 		n        int
-		interval time.Duration
+		interval time.Duration // the poll's
+		gap      time.Duration // the longest pause between requests
 	}{
-		{"TASK_CHECK_INTERVAL=" + defaultCheckInterval.String() + " (worker default)", workerSpec{stub: stub}, e.o.pickN, defaultCheckInterval},
-		{"asynq default TaskCheckInterval (1s)", workerSpec{stub: stub, asynqDefault: true}, e.o.pickSlowN, time.Second},
-		{"TASK_CHECK_INTERVAL=100ms (what-if, fewer Redis polls)", workerSpec{stub: stub, checkInterval: 100 * time.Millisecond}, e.o.pickN / 2, 100 * time.Millisecond},
+		{"default", "worker default (doorbell, TASK_CHECK_INTERVAL=" + defaultCheckInterval.String() + ")", workerSpec{stub: stub}, e.o.pickN, defaultCheckInterval, 100 * time.Millisecond},
+		{"asynq", "asynq default TaskCheckInterval (1s), no doorbell", workerSpec{stub: stub, asynqDefault: true, noDoorbell: true}, e.o.pickSlowN, time.Second, time.Second},
+		{"whatif", "TASK_CHECK_INTERVAL=10ms, no doorbell (the previous default)", workerSpec{stub: stub, checkInterval: 10 * time.Millisecond, noDoorbell: true}, e.o.pickN / 2, 10 * time.Millisecond, 10 * time.Millisecond},
 	} {
-		f, err := startInProcFleet(ctx, e, "pickup-"+s.interval.String(), 1, s.ws)
+		f, err := startInProcFleet(ctx, e, "pickup-"+s.kind, 1, s.ws)
 		if err != nil {
 			return err
 		}
-		lat, err := pickupSamples(ctx, e, f, s.n, s.interval)
+		lat, err := pickupSamples(ctx, e, f, s.n, s.interval, s.gap)
 		f.stop()
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.label, err)
 		}
-		rep.pickups = append(rep.pickups, pickupResult{label: s.label, interval: s.interval, lat: lat})
+		rep.pickups = append(rep.pickups, pickupResult{kind: s.kind, label: s.label, interval: s.interval, lat: lat})
 		logf("   %s: %s", s.label, lat.pcts(" ms"))
 	}
 	return nil
 }
 
-func pickupSamples(ctx context.Context, e *benchEnv, f *fleet, n int, interval time.Duration) (dist, error) {
+func pickupSamples(ctx context.Context, e *benchEnv, f *fleet, n int, interval, gap time.Duration) (dist, error) {
 	// Let the worker's poll loop reach its steady state.
 	if err := sleepCtx(ctx, 2*interval); err != nil {
 		return nil, err
 	}
 	reqs := make([]*request, 0, n)
 	for range n {
-		if err := sleepCtx(ctx, rand.N(interval)); err != nil {
+		if err := sleepCtx(ctx, rand.N(gap)); err != nil {
 			return nil, err
 		}
 		r, err := f.enqueue(ctx, e.manualRequest(freshVersion("pick")))

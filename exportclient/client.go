@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/internal/credstore"
+	"github.com/pdfexport/pdfexport/internal/doorbell"
 	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/outcome"
@@ -313,6 +314,9 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	if err != nil {
 		return Enqueued{}, fmt.Errorf("%w: enqueue: %w", ErrUnavailable, err)
 	}
+	// Wake the idle workers of the queue; best-effort (a lost ring costs
+	// their TASK_CHECK_INTERVAL).
+	_ = doorbell.Ring(ctx, c.rdb, info.Queue)
 	c.finals.Prepare() // a Wait is likely to follow: subscribe meanwhile
 	return Enqueued{TaskID: info.ID, Queue: info.Queue, ArtifactKey: key}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/hibiken/asynq/x/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/pdfexport/pdfexport/internal/doorbell"
 )
 
 // WithQueueMetrics adds asynq's queue collector (asynq_queue_size,
@@ -36,6 +38,8 @@ type Metrics struct {
 	readyChecks     *prometheus.GaugeVec
 	renderWait      *prometheus.HistogramVec
 	rendersInFlight *prometheus.GaugeVec
+	idlePolls       prometheus.Counter
+	wakeups         *prometheus.CounterVec
 }
 
 // Label values the code paths observe. NewMetrics creates every series with
@@ -43,12 +47,13 @@ type Metrics struct {
 // deployments/prometheus see a series from a worker's first scrape rather
 // than only after the first event.
 var (
-	exportOutcomes  = []string{"rendered", "reused", "failed"}       // export.Observer.ExportDone
-	renderResults   = []string{"ok", "error", "timeout"}             // render.Renderer.Render
-	lockResults     = []string{"acquired", "contended", "fail_open"} // lock.Observer.LockAcquire
-	storageOps      = []string{"put"}                                // export.Observer.StorageBytes
-	warningKinds    = []string{"resource", "blocked", "console"}     // render.WarningObserver
-	callbackOutcome = []string{"delivered", "retry", "refused"}      // callback.Observer
+	exportOutcomes  = []string{"rendered", "reused", "failed"}        // export.Observer.ExportDone
+	renderResults   = []string{"ok", "error", "timeout"}              // render.Renderer.Render
+	lockResults     = []string{"acquired", "contended", "fail_open"}  // lock.Observer.LockAcquire
+	storageOps      = []string{"put"}                                 // export.Observer.StorageBytes
+	warningKinds    = []string{"resource", "blocked", "console"}      // render.WarningObserver
+	callbackOutcome = []string{"delivered", "retry", "refused"}       // callback.Observer
+	wakeupCauses    = []string{doorbell.ByDoorbell, doorbell.ByTimer} // doorbell.Observer.Woken
 )
 
 // NewMetrics registers the metrics, plus Go and process collectors, on a
@@ -87,9 +92,14 @@ func NewMetrics() *Metrics {
 			Help: "Time a render waited for a free tab of its lane (RENDER_CONCURRENCY), by the queue of its task.", Buckets: prometheus.ExponentialBuckets(0.001, 3, 12)}, []string{"queue"}),
 		rendersInFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pdfexport_renders_in_flight",
 			Help: "Renders in progress (waiting for a tab or rendering), by the queue of their task."}, []string{"queue"}),
+		idlePolls: prometheus.NewCounter(prometheus.CounterOpts{Name: "pdfexport_queue_idle_polls_total",
+			Help: "Polls of the queues that found no task (each is followed by a wait for the doorbell or TASK_CHECK_INTERVAL)."}),
+		wakeups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pdfexport_queue_wakeups_total",
+			Help: "Ends of an idle wait, by what ended it (doorbell: a task was enqueued or the doorbell subscription was confirmed; timer: TASK_CHECK_INTERVAL passed)."}, []string{"by"}),
 	}
 	r.MustRegister(m.exports, m.exportSeconds, m.renders, m.renderSeconds, m.lockAcquire, m.lockWait, m.lockLost,
 		m.storageBytes, m.browserRestarts, m.callbacks, m.warnings, m.ready, m.readyChecks, m.renderWait, m.rendersInFlight,
+		m.idlePolls, m.wakeups,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, o := range exportOutcomes {
 		m.exports.WithLabelValues(o)
@@ -110,8 +120,17 @@ func NewMetrics() *Metrics {
 	for _, o := range callbackOutcome {
 		m.callbacks.WithLabelValues(o)
 	}
+	for _, by := range wakeupCauses {
+		m.wakeups.WithLabelValues(by)
+	}
 	return m
 }
+
+// IdlePoll counts a poll of the queues that found nothing (doorbell.Observer).
+func (m *Metrics) IdlePoll() { m.idlePolls.Inc() }
+
+// Woken counts the end of an idle wait, by doorbell or timer (doorbell.Observer).
+func (m *Metrics) Woken(by string) { m.wakeups.WithLabelValues(by).Inc() }
 
 // Readiness records an evaluation of the readiness checks: checks are the
 // names of those run, failures those that failed (name → reason), as

@@ -27,6 +27,7 @@ func TestMetrics_LabelValuesExistBeforeAnyEvent(t *testing.T) {
 		`pdfexport_storage_bytes_total{op="put"} 0`, `pdfexport_browser_restarts_total 0`,
 		`pdfexport_render_warnings_total{kind="resource"} 0`, `pdfexport_render_warnings_total{kind="blocked"} 0`, `pdfexport_render_warnings_total{kind="console"} 0`,
 		`pdfexport_callbacks_total{outcome="delivered"} 0`, `pdfexport_callbacks_total{outcome="retry"} 0`, `pdfexport_callbacks_total{outcome="refused"} 0`,
+		`pdfexport_queue_idle_polls_total 0`, `pdfexport_queue_wakeups_total{by="doorbell"} 0`, `pdfexport_queue_wakeups_total{by="timer"} 0`,
 		"pdfexport_ready 1", // no checks: ready, as /readyz answers
 	} {
 		if !strings.Contains(body, "\n"+want+"\n") {

@@ -26,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/pdfexport/pdfexport/internal/doorbell"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -73,13 +74,14 @@ func (r *Finisher) enqueueCallback(ctx context.Context, queue, taskID, url strin
 	if r.Retention > 0 {
 		opts = append(opts, asynq.Retention(r.Retention))
 	}
-	_, err = r.Client.EnqueueContext(ctx, asynq.NewTask(spec.CallbackTaskType, payload), opts...)
+	info, err := r.Client.EnqueueContext(ctx, asynq.NewTask(spec.CallbackTaskType, payload), opts...)
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		return nil // enqueued already, by an earlier run of this final step
 	}
 	if err != nil {
 		return fmt.Errorf("enqueueing the callback of %s: %w", taskID, err)
 	}
+	_ = doorbell.Ring(ctx, r.RDB, info.Queue) // best-effort, as every enqueue's
 	return nil
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/callback"
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/credstore"
+	"github.com/pdfexport/pdfexport/internal/doorbell"
 	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
@@ -302,11 +303,22 @@ func (w *Worker) Start(ctx context.Context) error {
 
 	w.base, w.stopTask = context.WithCancelCause(w.opts.BaseContext)
 	base := w.base
+	// Idle, each queue server waits on the doorbell every enqueue rings, and
+	// polls only every TASK_CHECK_INTERVAL besides (internal/doorbell);
+	// without it, it only polls. Either way the idle polls are counted.
+	idleWait := func([]string) func(context.Context, time.Duration) { return doorbell.PollOnly(w.metrics) }
+	if cfg.TaskDoorbell {
+		bell := doorbell.New(doorbell.Config{RDB: queueRDB, Observer: w.metrics, Logger: log})
+		bell.Start()
+		w.undo = append(w.undo, bell.Close) // after the queue servers stopped waiting on it
+		idleWait = func(queues []string) func(context.Context, time.Duration) { return bell.Waiter(queues...) }
+	}
 	newServer := func(queues map[string]int, concurrency int) *asynq.Server {
 		return asynq.NewServer(queueOpt, asynq.Config{
 			Concurrency:       concurrency,
 			Queues:            queues,
 			TaskCheckInterval: cfg.TaskCheckInterval,
+			IdleWait:          idleWait(slices.Sorted(maps.Keys(queues))), // one Waiter per server, with the queues it serves
 			ShutdownTimeout:   cfg.ShutdownTimeout,
 			RetryDelayFunc:    retryDelay,
 			Logger:            logging.Asynq{L: log},

@@ -1,0 +1,242 @@
+// Package doorbell lets an idle worker pick up a task the moment it is
+// enqueued without polling Redis for it. Every enqueuer rings (Ring: one
+// SPUBLISH of the queue's name on Channel, after the task is queued); a
+// worker process holds one subscription (Bell) and, when one of its asynq
+// servers found every queue empty, waits in that server's Bell.Waiter
+// (asynq's Config.IdleWait, see third_party/README.md) until a ring for one
+// of its queues arrives, or until the slow poll interval
+// (TASK_CHECK_INTERVAL) is over.
+//
+// Pub/sub is not durable: a ring sent while a worker was disconnected, before
+// it subscribed, or dropped on the way is lost. That costs one poll interval,
+// never a task: the worker polls anyway when the interval ends, and once
+// more each time its subscription is (re)confirmed. Tasks that become due
+// without an enqueue (retries, scheduled tasks moved by asynq's forwarder, a
+// dashboard "Run") are picked up by that poll too.
+//
+// Like the render gate's releases and the final outcomes, the channel is
+// sharded pub/sub (Redis ≥ 7.0), which works the same on a single node,
+// Sentinel and Cluster (there it lives on one shard).
+package doorbell
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Channel is the sharded pub/sub channel of rings; a message is the name of
+// the queue that got a task.
+const Channel = "pdfexport:doorbell"
+
+// Ring tells the idle workers serving queue that a task is pending there.
+// It is best-effort: an enqueuer ignores its error (a lost ring costs the
+// workers' poll interval).
+func Ring(ctx context.Context, rdb redis.UniversalClient, queue string) error {
+	return rdb.SPublish(ctx, Channel, queue).Err()
+}
+
+// Wake-up causes, the label values of Observer.Woken.
+const (
+	ByDoorbell = "doorbell" // a ring (or a (re)confirmed subscription) ended the wait
+	ByTimer    = "timer"    // the poll interval ended it
+)
+
+// Observer counts what a Bell does (admin.Metrics implements it).
+type Observer interface {
+	// IdlePoll: the worker polled its queues and found them empty (one
+	// call of Wait).
+	IdlePoll()
+	// Woken: a wait ended, by ByDoorbell or ByTimer.
+	Woken(by string)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) IdlePoll()    {}
+func (nopObserver) Woken(string) {}
+
+// Bell is one worker's side of the doorbell: one subscription to Channel,
+// set up in the background by Start and kept until Close (go-redis
+// reconnects and resubscribes after a network failure or a failover), for
+// every queue server of the process (Waiter).
+type Bell struct {
+	rdb redis.UniversalClient
+	obs Observer
+	log *slog.Logger
+
+	mu      sync.Mutex
+	waiters []*waiter
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// waiter is one queue server's wait.
+type waiter struct {
+	b      *Bell
+	queues map[string]bool
+	// wake holds at most one pending ring: a ring that arrives while the
+	// server is polling or busy is kept, so its next wait ends at once (the
+	// task it announced may have been queued after that poll looked).
+	wake chan struct{}
+}
+
+// Config configures a Bell.
+type Config struct {
+	RDB redis.UniversalClient // the queue Redis
+	// Observer counts idle polls and wake-ups; nil: none.
+	Observer Observer
+	// Logger: nil, slog.Default().
+	Logger *slog.Logger
+}
+
+// New returns a Bell; it does no I/O until Start.
+func New(cfg Config) *Bell {
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Bell{rdb: cfg.RDB, obs: cfg.Observer, log: cfg.Logger, ctx: ctx, cancel: cancel}
+}
+
+// Waiter returns the idle wait (asynq's Config.IdleWait) of a queue server
+// serving queues: it returns when a ring for one of them arrives (or
+// arrived since its last wait), after d, or when ctx ends. Each queue
+// server of a process gets its own.
+func (b *Bell) Waiter(queues ...string) func(ctx context.Context, d time.Duration) {
+	w := &waiter{b: b, queues: make(map[string]bool, len(queues)), wake: make(chan struct{}, 1)}
+	for _, q := range queues {
+		w.queues[q] = true
+	}
+	b.mu.Lock()
+	b.waiters = append(b.waiters, w)
+	b.mu.Unlock()
+	return w.wait
+}
+
+// Start subscribes in the background, retrying until Close.
+func (b *Bell) Start() { b.wg.Go(b.run) }
+
+// Close ends the subscription and waits for its goroutine.
+func (b *Bell) Close() {
+	b.cancel()
+	b.wg.Wait()
+}
+
+func (w *waiter) wait(ctx context.Context, d time.Duration) {
+	w.b.obs.IdlePoll()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-w.wake:
+		w.b.obs.Woken(ByDoorbell)
+	case <-t.C:
+		w.b.obs.Woken(ByTimer)
+	case <-ctx.Done():
+	}
+}
+
+// PollOnly is the idle wait of a worker without the doorbell
+// (TASK_DOORBELL=false): it sleeps d, or until ctx ends, and counts the
+// idle poll and the wake-up by timer, as a Bell would.
+func PollOnly(obs Observer) func(ctx context.Context, d time.Duration) {
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	return func(ctx context.Context, d time.Duration) {
+		obs.IdlePoll()
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			obs.Woken(ByTimer)
+		case <-ctx.Done():
+		}
+	}
+}
+
+// ring wakes the waiters serving queue (every waiter when queue is ""),
+// or keeps the ring for their next wait.
+func (b *Bell) ring(queue string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, w := range b.waiters {
+		if queue != "" && !w.queues[queue] {
+			continue
+		}
+		select {
+		case w.wake <- struct{}{}:
+		default: // one is pending already
+		}
+	}
+}
+
+// retryMax bounds the pause between attempts at subscribing.
+const retryMax = 30 * time.Second
+
+func (b *Bell) run() {
+	pause := 100 * time.Millisecond
+	for {
+		ps := b.rdb.SSubscribe(b.ctx) // no channel yet: no I/O
+		err := ps.SSubscribe(b.ctx, Channel)
+		if err == nil {
+			b.listen(ps)
+			_ = ps.Close()
+			return
+		}
+		_ = ps.Close()
+		if b.ctx.Err() != nil {
+			return
+		}
+		b.log.Warn("doorbell: subscribing failed; idle workers poll every TASK_CHECK_INTERVAL meanwhile", "channel", Channel, "err", err, "retry_in", pause)
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, retryMax)
+	}
+}
+
+// healthCheck is how long the subscription may be quiet before go-redis
+// pings it to find a connection that died silently (go-redis's default is
+// 3 s: a third of a Redis command a second per idle worker). A broken
+// connection that Redis or the network closes is noticed at once; one that
+// dies silently costs at most this long of polling only.
+const healthCheck = 15 * time.Second
+
+// listen dispatches rings until Close. go-redis pings the connection when
+// it is quiet and, when it broke, reconnects and subscribes again; every
+// confirmation (the first and each after a reconnect) wakes the worker
+// once, since rings may have been lost meanwhile.
+func (b *Bell) listen(ps *redis.PubSub) {
+	msgs := ps.ChannelWithSubscriptions(redis.WithChannelHealthCheckInterval(healthCheck))
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case m, ok := <-msgs:
+			if !ok {
+				return
+			}
+			switch m := m.(type) {
+			case *redis.Subscription:
+				if m.Kind == "ssubscribe" {
+					b.ring("")
+				}
+			case *redis.Message:
+				if m.Payload != "" {
+					b.ring(m.Payload)
+				}
+			}
+		}
+	}
+}
