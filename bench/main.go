@@ -170,7 +170,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}
 	}
 
-	redisSrv, err := harness.StartRedis(ctx, filepath.Join(work, "redis"), 0, "--databases", "32")
+	redisSrv, err := harness.StartRedis(ctx, filepath.Join(work, "redis"), 0, "--databases", "128")
 	if err != nil {
 		return rep, err
 	}
