@@ -60,7 +60,7 @@ type (
 )
 
 // DefaultQueues are the queues a worker serves by default (its QUEUES).
-var DefaultQueues = []string{"critical", "default", "batch"}
+var DefaultQueues = spec.DefaultQueues()
 
 // TaskType is the asynq task type the worker handles.
 const TaskType = spec.TaskType
@@ -173,7 +173,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("exportclient: CallbackAllowedHosts: %w", err)
 	}
 	if cfg.Queue == "" {
-		cfg.Queue = "default"
+		cfg.Queue = spec.DefaultQueue
 	}
 	if len(cfg.Queues) == 0 {
 		cfg.Queues = DefaultQueues
@@ -182,29 +182,29 @@ func New(cfg Config) (*Client, error) {
 		cfg.HTMLByReference = htmlstore.Threshold
 	}
 	if cfg.SourceTTL <= 0 {
-		cfg.SourceTTL = htmlstore.DefaultTTL
+		cfg.SourceTTL = spec.DefaultSourceTTL
 	}
 	if !slices.Contains(cfg.Queues, cfg.Queue) {
 		return nil, fmt.Errorf("exportclient: Config.Queue %q is not one of Config.Queues %v", cfg.Queue, cfg.Queues)
 	}
 	switch {
 	case cfg.MaxRetry == 0:
-		cfg.MaxRetry = 5
+		cfg.MaxRetry = spec.DefaultMaxRetry
 	case cfg.MaxRetry < 0:
 		cfg.MaxRetry = 0
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Minute
+		cfg.Timeout = spec.DefaultTaskTimeout
 	}
 	if cfg.Retention <= 0 {
-		cfg.Retention = 24 * time.Hour
+		cfg.Retention = spec.DefaultResultRetention
 	}
 	rdb, ok := cfg.Redis.MakeRedisClient().(redis.UniversalClient)
 	if !ok {
 		return nil, fmt.Errorf("exportclient: Config.Redis (%T) does not make a go-redis client", cfg.Redis)
 	}
 	if cfg.CallbackMaxRetry == 0 {
-		cfg.CallbackMaxRetry = 20
+		cfg.CallbackMaxRetry = spec.DefaultCallbackMaxRetry
 	}
 	// One connection pool for enqueue, status, polls and markers: a CLI
 	// process dials once, not three times.

@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
@@ -110,5 +111,46 @@ func TestClient_DoesNotPullInRendererOrStorage(t *testing.T) {
 		if strings.Contains(string(out), banned) {
 			t.Errorf("exportclient depends on %s", banned)
 		}
+	}
+}
+
+// TestClient_ZeroConfigAgreesWithTheWorkersDefaults: a client left at its
+// zero values enqueues what a worker left at its defaults expects: the
+// queue it serves, its retries, deadline and retention.
+func TestClient_ZeroConfigAgreesWithTheWorkersDefaults(t *testing.T) {
+	worker, err := config.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := testsupport.StartRedis(t)
+	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	job, err := c.Enqueue(context.Background(), exportclient.Request{ManualID: "m", Version: "1", HTML: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = insp.Close() })
+	info, err := insp.GetTaskInfo(job.Queue, job.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, served := worker.QueueWeights[info.Queue]; !served {
+		t.Errorf("queue %q is not on the workers' default QUEUES %q", info.Queue, worker.Queues)
+	}
+	for _, q := range exportclient.DefaultQueues {
+		if _, served := worker.QueueWeights[q]; !served {
+			t.Errorf("DefaultQueues names %q, not on the workers' default QUEUES %q", q, worker.Queues)
+		}
+	}
+	if len(exportclient.DefaultQueues) != len(worker.QueueWeights) {
+		t.Errorf("DefaultQueues %v, workers' QUEUES %q", exportclient.DefaultQueues, worker.Queues)
+	}
+	if info.MaxRetry != worker.MaxRetry || info.Timeout != worker.TaskTimeout || info.Retention != worker.ResultRetention {
+		t.Errorf("task: max retry %d, timeout %s, retention %s; workers' defaults MAX_RETRY %d, TASK_TIMEOUT %s, RESULT_RETENTION %s",
+			info.MaxRetry, info.Timeout, info.Retention, worker.MaxRetry, worker.TaskTimeout, worker.ResultRetention)
 	}
 }

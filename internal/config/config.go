@@ -27,8 +27,11 @@ import (
 )
 
 // Config is every setting of pdfexport. The `env` tag is the variable, the
-// `envDefault` tag its default and the `help` tag what it does: --help and
-// the README's configuration table come from these tags.
+// `envDefault` tag its default (for the settings an enqueuer must share,
+// the spec constants Defaults sets instead), `empty:"off"` that an empty
+// value turns the feature off rather than taking the default, and the
+// `help` tag what it does: --help and the README's configuration table
+// come from these tags.
 type Config struct {
 	RedisURL            string   `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379/0" help:"Redis holding the asynq queues: redis://[:password@]host:port/db or rediss:// for TLS."`
 	RedisSentinelAddrs  []string `env:"REDIS_SENTINEL_ADDRS" envSeparator:"," help:"Comma list of Sentinel host:port; with REDIS_SENTINEL_MASTER selects Sentinel mode."`
@@ -59,16 +62,16 @@ type Config struct {
 	AllowedHosts        string        `env:"ALLOWED_HOSTS" help:"Hosts pages may load from: comma list of host, host:port or *.suffix. Loopback and private addresses only when listed exactly."`
 
 	WorkerConcurrency int           `env:"WORKER_CONCURRENCY" envDefault:"8" help:"asynq handler slots per worker process (waiting tasks hold a slot but no tab)."`
-	Queues            string        `env:"QUEUES" envDefault:"critical=6,default=3,batch=1" help:"Queues and their priority weights, e.g. critical=6,default=3,batch=1."`
-	BatchQueues       string        `env:"BATCH_QUEUES" envDefault:"batch" help:"Queues of QUEUES served by the worker's batch lane: their own handler slots (BATCH_CONCURRENCY), their own Chromium (RENDER_CONCURRENCY tabs) at a lower CPU priority (BATCH_NICE), so a catalogue re-render never takes the handler slots, tabs or CPU of interactive exports. Empty: one lane for every queue."`
+	Queues            string        `env:"QUEUES" help:"Queues and their priority weights, e.g. critical=6,default=3,batch=1."`
+	BatchQueues       string        `env:"BATCH_QUEUES" envDefault:"batch" empty:"off" help:"Queues of QUEUES served by the worker's batch lane: their own handler slots (BATCH_CONCURRENCY), their own Chromium (RENDER_CONCURRENCY tabs) at a lower CPU priority (BATCH_NICE), so a catalogue re-render never takes the handler slots, tabs or CPU of interactive exports. Empty: one lane for every queue."`
 	BatchConcurrency  int           `env:"BATCH_CONCURRENCY" envDefault:"3" help:"Handler slots of the batch lane (batch tasks in progress at once per worker process, waiting for another worker's render included)."`
-	BatchNice         int           `env:"BATCH_NICE" envDefault:"10" help:"Nice value (0-19) of the batch lane's Chromium: under contention interactive renders get the CPU first, while batch keeps a share (at nice 10 about a tenth of a fully loaded CPU, all of an idle one)."`
-	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"1s" help:"How often an idle worker polls its queues besides the doorbell (asynq TaskCheckInterval, jittered 0.5–1.5×). With TASK_DOORBELL an enqueue wakes idle workers at once, so this only bounds the pick-up of a task whose ring was lost and of retries and scheduled tasks as they become due; without it, it is the pick-up latency. Each poll is a few Redis commands per queue: an idle worker costs Redis about 800 commands/s at 10ms, about 14 at 1s (asynq's other upkeep included; make bench section 12)."`
+	BatchNice         int           `env:"BATCH_NICE" envDefault:"10" help:"Nice value (0-19) of the batch lane's Chromium: under contention interactive renders get the CPU first, while batch keeps a share of a fully loaded CPU (smaller the higher the value) and all of an idle one."`
+	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"1s" help:"How often an idle worker polls its queues besides the doorbell (asynq TaskCheckInterval, jittered 0.5–1.5×). With TASK_DOORBELL an enqueue wakes idle workers at once, so this only bounds the pick-up of a task whose ring was lost and of retries and scheduled tasks as they become due; without it, it is the pick-up latency. Each poll is a few Redis commands per queue, so a short interval makes every idle worker a steady load on Redis (BENCHMARKS.md, section 12, measures it)."`
 	TaskDoorbell      bool          `env:"TASK_DOORBELL" envDefault:"true" help:"Idle workers wait on a doorbell (sharded pub/sub pdfexport:doorbell, Redis ≥ 7) that every enqueue through exportclient, bin/api and bin/enqueue rings, and pick up a new export within milliseconds; false: they only poll every TASK_CHECK_INTERVAL."`
-	MaxRetry          int           `env:"MAX_RETRY" envDefault:"5" help:"Retries of a failed export before it is archived."`
-	TaskTimeout       time.Duration `env:"TASK_TIMEOUT" envDefault:"10m" help:"Overall deadline of one export task, waiting for another worker's render included."`
-	ResultRetention   time.Duration `env:"RESULT_RETENTION" envDefault:"24h" help:"How long finished tasks and their results stay readable (status, --wait, GET /v1/exports/{id})."`
-	SourceTTL         time.Duration `env:"SOURCE_TTL" envDefault:"48h" help:"How long an inline HTML document of 32 KiB or more, or an export's source credentials (source.headers, source.cookies), stored beside its export task, survive when the export never finishes (they are deleted as soon as it is final). Longer than the longest queue wait plus all retries."`
+	MaxRetry          int           `env:"MAX_RETRY" help:"Retries of a failed export before it is archived."`
+	TaskTimeout       time.Duration `env:"TASK_TIMEOUT" help:"Overall deadline of one export task, waiting for another worker's render included."`
+	ResultRetention   time.Duration `env:"RESULT_RETENTION" help:"How long finished tasks and their results stay readable (status, --wait, GET /v1/exports/{id})."`
+	SourceTTL         time.Duration `env:"SOURCE_TTL" help:"How long an inline HTML document of 32 KiB or more, or an export's source credentials (source.headers, source.cookies), stored beside its export task, survive when the export never finishes (they are deleted as soon as it is final). Longer than the longest queue wait plus all retries."`
 	SourceAuthFile    string        `env:"SOURCE_AUTH_FILE" help:"JSON file of credentials for private sources: {\"rules\": [{\"hosts\": \"docs.example.com,*.intra.example\", \"headers\": {\"Authorization\": \"env:DOCS_TOKEN\"}, \"cookies\": [{\"name\": \"sid\", \"value\": \"file:/run/secrets/sid\", \"path\": \"/\"}]}]}. hosts are origins: a bare host (or host:port, *.suffix) is https only, port 443 unless given; plain http needs http://host:port. Every request of a render to a matching origin gets them, no other request does. Reloaded on SIGHUP and when it (or a file it names) changes. Workers only."`
 
 	LockTTL         time.Duration `env:"LOCK_TTL" envDefault:"30s" help:"Render lock lease; renewed every third of it while rendering."`
@@ -76,7 +79,7 @@ type Config struct {
 	LockGrace       time.Duration `env:"LOCK_GRACE" envDefault:"10m" help:"How long the outcome of a release is remembered for late arrivals."`
 	LockFailOpen    bool          `env:"LOCK_FAIL_OPEN" envDefault:"true" help:"Render without the lock when Redis is unreachable (a duplicate render beats a failed export)."`
 
-	AdminAddr         string        `env:"ADMIN_ADDR" envDefault:"127.0.0.1:9090" help:"Admin HTTP listen address (health, readiness, metrics, dashboard); empty disables it."`
+	AdminAddr         string        `env:"ADMIN_ADDR" envDefault:"127.0.0.1:9090" empty:"off" help:"Admin HTTP listen address (health, readiness, metrics, dashboard); empty disables it."`
 	Dashboard         bool          `env:"DASHBOARD" envDefault:"false" help:"Serve the asynqmon dashboard at /monitoring/ on the admin address."`
 	DashboardUser     string        `env:"DASHBOARD_USER" help:"Basic-auth user for the dashboard (with DASHBOARD_PASSWORD; empty: no authentication, allowed only on a loopback ADMIN_ADDR)."`
 	DashboardPassword string        `env:"DASHBOARD_PASSWORD" help:"Basic-auth password for the dashboard."`
@@ -92,7 +95,7 @@ type Config struct {
 	CallbackAllowedHosts string        `env:"CALLBACK_ALLOWED_HOSTS" help:"Hosts callback.url may name (same syntax and address rules as ALLOWED_HOSTS); empty refuses callbacks. Set on workers and on every enqueuer."`
 	CallbackSecret       string        `env:"CALLBACK_SECRET" help:"Keys signing callbacks the Standard Webhooks way (webhook-signature): one or more whsec_<base64 key> entries (keys of at least 16 bytes, e.g. whsec_$(openssl rand -base64 32)), space- or comma-separated; every delivery carries one signature per key, so a key rotates without a gap. Required on workers when CALLBACK_ALLOWED_HOSTS is set; a malformed entry stops the worker. Enqueuers do not need it."`
 	CallbackTimeout      time.Duration `env:"CALLBACK_TIMEOUT" envDefault:"10s" help:"Deadline of one callback POST (connect, send, response header)."`
-	CallbackMaxRetry     int           `env:"CALLBACK_MAX_RETRY" envDefault:"20" help:"Retries of a callback the receiver did not accept (non-2xx, network error), backing off from 1s to 1h: about 9 hours of attempts."`
+	CallbackMaxRetry     int           `env:"CALLBACK_MAX_RETRY" help:"Retries of a callback the receiver did not accept (non-2xx, network error), backing off from 1s to 1h: about 9 hours of attempts."`
 
 	// Parsed forms, filled by Load.
 	Allowed         egress.List    `env:"-"`
@@ -159,22 +162,30 @@ func (c Config) CheckWorker() error {
 	return nil
 }
 
+// defaults holds the settings whose defaults an enqueuer shares with the
+// workers (exportclient takes the same spec constants); env.Parse keeps
+// them where a variable is unset or empty.
+func defaults() Config {
+	return Config{
+		Queues:           spec.DefaultQueueWeights,
+		MaxRetry:         spec.DefaultMaxRetry,
+		TaskTimeout:      spec.DefaultTaskTimeout,
+		ResultRetention:  spec.DefaultResultRetention,
+		SourceTTL:        spec.DefaultSourceTTL,
+		CallbackMaxRetry: spec.DefaultCallbackMaxRetry,
+	}
+}
+
 // Load reads the configuration from environ (os.Environ() form) and
 // validates it.
 func Load(environ []string) (Config, error) {
-	var c Config
+	c := defaults()
 	vars := &Error{}
 	opts := env.Options{Environment: env.ToMap(environ)}
 	if err := env.ParseWithOptions(&c, opts); err != nil {
 		vars.Vars = append(vars.Vars, parseErrors(err)...)
 	}
-	// A variable set to the empty string takes its default, except those
-	// whose empty value means "off", as their help says.
-	for name, field := range map[string]*string{"ADMIN_ADDR": &c.AdminAddr, "BATCH_QUEUES": &c.BatchQueues} {
-		if v, set := opts.Environment[name]; set && v == "" {
-			*field = ""
-		}
-	}
+	emptyMeansOff(&c, opts.Environment)
 	_, c.batchQueuesSet = opts.Environment["BATCH_QUEUES"]
 	unparsable := map[string]bool{}
 	for _, v := range vars.Vars {
@@ -192,12 +203,30 @@ func Load(environ []string) (Config, error) {
 	return c, nil
 }
 
+// emptyMeansOff zeroes the fields tagged empty:"off" whose variable is set
+// to the empty string: env.Parse gives an empty variable its default, which
+// for these would leave on what the operator turned off.
+func emptyMeansOff(c *Config, environment map[string]string) {
+	v := reflect.ValueOf(c).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if f.Tag.Get("empty") != "off" {
+			continue
+		}
+		if val, set := environment[envName(f)]; set && val == "" {
+			v.Field(i).SetZero()
+		}
+	}
+}
+
+func envName(f reflect.StructField) string { return strings.Split(f.Tag.Get("env"), ",")[0] }
+
 func parseErrors(err error) []VarError {
 	names := map[string]string{}
 	t := reflect.TypeOf(Config{})
 	for i := range t.NumField() {
 		f := t.Field(i)
-		names[f.Name] = strings.Split(f.Tag.Get("env"), ",")[0]
+		names[f.Name] = envName(f)
 	}
 	var agg env.AggregateError
 	if !errors.As(err, &agg) {
@@ -473,16 +502,38 @@ func ParseQueues(s string) (map[string]int, error) {
 // declaration order, for --help and the README.
 func Variables() []Variable {
 	t := reflect.TypeOf(Config{})
+	preset := reflect.ValueOf(defaults())
 	var out []Variable
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name := strings.Split(f.Tag.Get("env"), ",")[0]
+		name := envName(f)
 		if name == "" || name == "-" {
 			continue
 		}
-		out = append(out, Variable{Name: name, Default: f.Tag.Get("envDefault"), Doc: f.Tag.Get("help")})
+		def, tagged := f.Tag.Lookup("envDefault")
+		if !tagged && !preset.Field(i).IsZero() {
+			def = formatDefault(preset.Field(i).Interface())
+		}
+		out = append(out, Variable{Name: name, Default: def, Doc: f.Tag.Get("help")})
 	}
 	return out
+}
+
+// formatDefault writes a default the way an operator would set it:
+// durations as 10m or 48h rather than 10m0s or 48h0m0s.
+func formatDefault(v any) string {
+	d, ok := v.(time.Duration)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // Variable describes one setting.

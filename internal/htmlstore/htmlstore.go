@@ -45,7 +45,7 @@ const Threshold = 32 << 10
 // DefaultTTL bounds how long a copy outlives its last Put when no Release
 // comes: longer than any queue backlog plus every retry of a task should
 // last (MAX_RETRY attempts of at most TASK_TIMEOUT each, with backoff).
-const DefaultTTL = 48 * time.Hour
+const DefaultTTL = spec.DefaultSourceTTL
 
 // ErrMissing: the document is not in Redis (its TTL passed, or it was
 // deleted). An export that needs it fails for good.

@@ -44,8 +44,8 @@ type S3Config struct {
 	// about (Concurrency+3)*PartSize bytes at its peak, 20 MiB with the
 	// defaults: the transfer manager's Concurrency+1 part buffers plus the
 	// first part, which it reads with io.ReadAll (up to twice its size
-	// while the slice grows). Measured on a 50 MB upload: heap +21..27 MiB
-	// (with 8 MiB parts it was +32..41 MiB).
+	// while the slice grows). The storage tests hold a 50 MB upload to
+	// that bound (testLargeStream).
 	Concurrency int
 	// MaxAttempts bounds the SDK retryer (throttling, 5xx, connection
 	// errors, 409 ConditionalRequestConflict); default 4.
