@@ -15,7 +15,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/chromium"
-	"github.com/pdfexport/pdfexport/internal/peer"
+	"github.com/pdfexport/pdfexport/bench/peer"
 	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/render"
 )

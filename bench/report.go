@@ -413,7 +413,7 @@ shrinks with W; section 10 measures what the polls cost, and pick-up after secon
 pauses, from enqueue to the client seeing the result: on the worker processes, and on one in-process
 worker where middleware splits it into queue pick-up, handler, and the client seeing the result.
 
-**4. Pipeline overhead.** One in-process worker. Baseline = the bare design of a peer (`+"`internal/peer`"+`,
+**4. Pipeline overhead.** One in-process worker. Baseline = the bare design of a peer (`+"`bench/peer`"+`,
 Gotenberg's HTML route: a new tab in the shared default context of one Chromium started with chromedp's
 default flags, on the same Chromium build the worker runs) setting the manual as the document, waiting for
 the same `+"`wait_for`"+`, printing with the same settings and reading the PDF into `+"`io.Discard`"+`; pipeline =

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/pdfexport/pdfexport/internal/chromium"
 	"github.com/pdfexport/pdfexport/internal/config"
-	"github.com/pdfexport/pdfexport/internal/peer"
+	"github.com/pdfexport/pdfexport/bench/peer"
 
 	"bytes"
 	"context"

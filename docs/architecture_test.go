@@ -147,3 +147,80 @@ func TestArchitectureImportTableIsGoList(t *testing.T) {
 	}
 	t.Fatalf("%s: the import table is out of date; run UPDATE_ARCHITECTURE=1 go test ./docs -run TestArchitectureImportTable", archPath)
 }
+
+const shipsHead = "### What ships"
+
+// TestArchitectureShipsWhatTheBinariesLink fails when the "What ships"
+// table differs from the module's packages the three binaries link, so a
+// test helper or a benchmark baseline cannot pass for shipping code, nor a
+// new shipping package hide among the helpers.
+func TestArchitectureShipsWhatTheBinariesLink(t *testing.T) {
+	raw, err := os.ReadFile(archPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := section(t, string(raw), rolesHead)
+	i := strings.Index(roles, "\n"+shipsHead+"\n")
+	if i < 0 {
+		t.Fatalf("%s has no %q under %q", archPath, shipsHead, rolesHead)
+	}
+	ships := roles[i+len(shipsHead)+2:]
+	if j := strings.Index(ships, "\n### "); j >= 0 {
+		ships = ships[:j]
+	}
+	var listed []string
+	for _, m := range firstColumn.FindAllStringSubmatch(ships, -1) {
+		listed = append(listed, m[1])
+	}
+	slices.Sort(listed)
+
+	cmd := exec.Command("go", "list", "-deps", "./cmd/worker", "./cmd/enqueue", "./cmd/api", "./exportclient")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	var linked []string
+	for _, path := range strings.Fields(string(out)) {
+		if path == module || strings.HasPrefix(path, module+"/") {
+			linked = append(linked, rel(path))
+		}
+	}
+	slices.Sort(linked)
+	if !slices.Equal(listed, linked) {
+		t.Errorf("%s: %q lists %v;\nthe binaries and exportclient link %v", archPath, shipsHead, listed, linked)
+	}
+}
+
+// benchmarkFunc matches the declaration of a Go benchmark.
+var benchmarkFunc = regexp.MustCompile(`(?m)^func Benchmark\w*\(`)
+
+// TestBenchmarksLiveInBenchFiles fails naming a Go benchmark declared
+// outside a *bench_test.go file, where a reader of the package would take
+// it for a test.
+func TestBenchmarksLiveInBenchFiles(t *testing.T) {
+	cmd := exec.Command("git", "ls-files", "*_test.go")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	found := 0
+	for _, name := range strings.Fields(string(out)) {
+		if strings.HasPrefix(name, "third_party/") {
+			continue
+		}
+		b, err := os.ReadFile("../" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(benchmarkFunc.FindAllIndex(b, -1))
+		found += n
+		if n > 0 && !strings.HasSuffix(name, "bench_test.go") {
+			t.Errorf("%s declares %d benchmark(s); they belong in a *bench_test.go file", name, n)
+		}
+	}
+	if found == 0 {
+		t.Fatal("no benchmark found: the file list or the pattern is wrong")
+	}
+}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/chromium"
 	"github.com/pdfexport/pdfexport/internal/egress"
-	"github.com/pdfexport/pdfexport/internal/peer"
+	"github.com/pdfexport/pdfexport/bench/peer"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )

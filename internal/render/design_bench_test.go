@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/chromium"
-	"github.com/pdfexport/pdfexport/internal/peer"
+	"github.com/pdfexport/pdfexport/bench/peer"
 	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
