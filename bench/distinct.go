@@ -13,9 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pdfexport/pdfexport/bench/peer"
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/chromium"
-	"github.com/pdfexport/pdfexport/bench/peer"
 	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/render"
 )

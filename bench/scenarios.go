@@ -1,9 +1,9 @@
 package main
 
 import (
+	"github.com/pdfexport/pdfexport/bench/peer"
 	"github.com/pdfexport/pdfexport/internal/chromium"
 	"github.com/pdfexport/pdfexport/internal/config"
-	"github.com/pdfexport/pdfexport/bench/peer"
 
 	"bytes"
 	"context"

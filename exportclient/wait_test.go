@@ -100,7 +100,7 @@ func TestWait_PollsOnlyTheState(t *testing.T) {
 // completing the task after a while, Wait returns completed and the result.
 func TestWait_ReturnsTheResultOfACompletedExport(t *testing.T) {
 	c, srv := newTestClient(t)
-	server := asynq.NewServer(asynq.RedisClientOpt{Addr: srv.Addr()}, asynq.Config{Concurrency: 1, TaskCheckInterval: 20 * time.Millisecond, Logger: quietLogger{}})
+	server := asynq.NewServer(asynq.RedisClientOpt{Addr: srv.Addr()}, asynq.Config{Concurrency: 1, TaskCheckInterval: 20 * time.Millisecond, Logger: testsupport.QuietAsynq{}})
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(TaskType, func(ctx context.Context, task *asynq.Task) error {
 		time.Sleep(300 * time.Millisecond)
@@ -124,14 +124,6 @@ func TestWait_ReturnsTheResultOfACompletedExport(t *testing.T) {
 		t.Fatalf("Wait = %+v (result %+v), %v", st, st.Result, err)
 	}
 }
-
-type quietLogger struct{}
-
-func (quietLogger) Debug(...any) {}
-func (quietLogger) Info(...any)  {}
-func (quietLogger) Warn(...any)  {}
-func (quietLogger) Error(...any) {}
-func (quietLogger) Fatal(...any) {}
 
 // TestWait_EndingDuringAPollKeepsTheState: with every Redis reply slowed
 // (a proxy holds them back) the wait ends while a poll is in flight; Wait

@@ -197,18 +197,11 @@ func TestBinaries_SIGTERMDuringRenderFinishesTheExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The render has begun when a renderer process exists for the page.
-	deadline := time.Now().Add(20 * time.Second)
 	var chromium []int
-	for {
+	testsupport.Eventually(t, 20*time.Second, func() error {
 		chromium = proctree.Descendants(w.PID())
-		if len(chromium) >= 3 && strings.Contains(w.Output(), "worker started") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("worker never started Chromium\n%s", w.Output())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return testsupport.Unless(len(chromium) >= 3 && strings.Contains(w.Output(), "worker started"), "worker never started Chromium\n%s", w.Output())
+	})
 	time.Sleep(1200 * time.Millisecond) // the task is picked up and waits inside the 2.5 s wait_for
 	chromium = proctree.Descendants(w.PID())
 	w.stop(t)

@@ -49,17 +49,10 @@ func TestDashboard_ShowsQueuesAndFinishedExportInBrowser(t *testing.T) {
 	}
 	insp := asynq.NewInspector(opt)
 	t.Cleanup(func() { _ = insp.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testsupport.Eventually(t, 10*time.Second, func() error {
 		ti, err := insp.GetTaskInfo("critical", info.ID)
-		if err == nil && ti.State == asynq.TaskStateCompleted {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task not completed: %+v %v", ti, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return testsupport.Unless(err == nil && ti.State == asynq.TaskStateCompleted, "task not completed: %+v %v", ti, err)
+	})
 
 	web := httptest.NewServer(Handler(Config{Dashboard: &DashboardConfig{Redis: opt}}))
 	t.Cleanup(web.Close)

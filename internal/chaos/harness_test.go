@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -295,26 +296,23 @@ func (c *cluster) leakedProcesses(wait time.Duration) int {
 		procs[k] = v
 	}
 	c.mu.Unlock()
-	deadline := time.Now().Add(wait)
-	for {
-		var left []procKey
+	var left []procKey
+	if testsupport.Within(wait, func() error {
+		left = left[:0]
 		for k := range procs {
 			if st, ok := proctree.Stat(k.pid); ok && st.StartTime == k.start && st.State != "Z" {
 				left = append(left, k)
 			}
 		}
-		if len(left) == 0 {
-			return 0
-		}
-		if time.Now().After(deadline) {
-			for _, k := range left {
-				c.t.Logf("leaked process %d (%s)", k.pid, procs[k])
-				_ = syscall.Kill(k.pid, syscall.SIGKILL)
-			}
-			return len(left)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return testsupport.Unless(len(left) == 0, "%d processes left", len(left))
+	}) == nil {
+		return 0
 	}
+	for _, k := range left {
+		c.t.Logf("leaked process %d (%s)", k.pid, procs[k])
+		_ = syscall.Kill(k.pid, syscall.SIGKILL)
+	}
+	return len(left)
 }
 
 // chromiumOf returns the browser process of a worker: its child whose
@@ -379,19 +377,21 @@ func request(label string, ready time.Duration) exportclient.Request {
 // enqueue requests an export; retries while the queue Redis is down.
 func (c *cluster) enqueue(label string, r exportclient.Request) *export {
 	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var e exportclient.Enqueued
+	testsupport.Eventually(c.t, 30*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		e, err := c.client.Enqueue(ctx, r)
-		cancel()
-		if err == nil {
-			return &export{label: label, key: e.ArtifactKey, taskID: e.TaskID}
+		defer cancel()
+		var err error
+		e, err = c.client.Enqueue(ctx, r)
+		if err != nil && !errors.Is(err, exportclient.ErrUnavailable) {
+			c.t.Fatalf("enqueue %s: %v", label, err) // only an unreachable Redis is worth another try
 		}
-		if !errors.Is(err, exportclient.ErrUnavailable) || time.Now().After(deadline) {
-			c.t.Fatalf("enqueue %s: %v", label, err)
+		if err != nil {
+			return fmt.Errorf("enqueue %s: %w", label, err)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
+	return &export{label: label, key: e.ArtifactKey, taskID: e.TaskID}
 }
 
 // waitAll waits (in parallel) until every export is final or timeout.
@@ -412,38 +412,29 @@ func (c *cluster) waitAll(exports []*export, timeout time.Duration) {
 // waitState waits until a task is in one of states.
 func (c *cluster) waitState(taskID string, timeout time.Duration, states ...exportclient.State) exportclient.Status {
 	c.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		st, err := c.client.Status(context.Background(), taskID)
-		if err == nil {
-			for _, s := range states {
-				if st.State == s {
-					return st
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("task %s not %v within %s (state %s, err %v)", taskID, states, timeout, st.State, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var st exportclient.Status
+	testsupport.Eventually(c.t, timeout, func() error {
+		var err error
+		st, err = c.client.Status(context.Background(), taskID)
+		return testsupport.Unless(err == nil && slices.Contains(states, st.State), "task %s not %v (state %s, err %v)", taskID, states, st.State, err)
+	})
+	return st
 }
 
 // waitLog waits until one of workers logged needle and returns it.
 func waitLog(t *testing.T, workers []*worker, needle string, timeout time.Duration) *worker {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var found *worker
+	testsupport.Eventually(t, timeout, func() error {
 		for _, w := range workers {
 			if strings.Contains(w.Output(), needle) {
-				return w
+				found = w
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no worker logged %q within %s", needle, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("no worker logged %q", needle)
+	})
+	return found
 }
 
 // verdict checks a scenario's exports: every one completed; per key at most

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
 // TestChaos_SentinelMasterKilledDuringExports (scenario 8): queues and locks
@@ -38,17 +39,11 @@ func TestChaos_SentinelMasterKilledDuringExports(t *testing.T) {
 	time.Sleep(time.Second) // replicated, and rendering
 	c.sentinel.Master.Stop()
 	killed := time.Now()
-	var failover time.Duration
-	for {
-		if addr, err := c.sentinel.MasterAddr(ctx); err == nil && addr != oldMaster {
-			failover = time.Since(killed)
-			break
-		}
-		if time.Since(killed) > 60*time.Second {
-			t.Fatalf("no failover within 60 s of the kill")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testsupport.Eventually(t, 60*time.Second, func() error {
+		addr, err := c.sentinel.MasterAddr(ctx)
+		return testsupport.Unless(err == nil && addr != oldMaster, "no failover since the kill: the sentinels name %s (%v)", addr, err)
+	})
+	failover := time.Since(killed)
 	c.failoverWindow = true
 	c.waitAll(during, 240*time.Second)
 	var duringSc Scenario

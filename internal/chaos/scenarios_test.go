@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
 // holderScenario starts a render of a slow page (printable after ready) on a
@@ -92,10 +93,10 @@ func TestChaos_HolderSIGSTOPpedPastTTLDoesNotStore(t *testing.T) {
 			other = w
 		}
 	}
-	deadline := time.Now().Add(40 * time.Second)
-	for !strings.Contains(other.Output(), "export done") && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	// Resumed either way: the verdict below tells whether the waiter took over.
+	_ = testsupport.Within(40*time.Second, func() error {
+		return testsupport.Unless(strings.Contains(other.Output(), "export done"), "the waiter has not rendered")
+	})
 	holder.Signal(syscall.SIGCONT)
 	c.waitAll(exports, 90*time.Second)
 	c.verdict(sc, exports)

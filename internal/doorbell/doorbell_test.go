@@ -49,13 +49,13 @@ func startBell(t *testing.T, rdb redis.UniversalClient, queueSets ...[]string) (
 	// The confirmed subscription wakes every waiter once (rings may have
 	// been missed before it): consume that.
 	for _, wait := range waits {
-		waitFor(t, wait, time.Second, true, "the subscription's confirmation")
+		expectWait(t, wait, time.Second, true, "the subscription's confirmation")
 	}
 	return waits, obs
 }
 
-// waitFor runs one wait of at most d and checks whether it was rung.
-func waitFor(t *testing.T, wait waitFunc, d time.Duration, rung bool, what string) {
+// expectWait runs one wait of at most d and checks whether it was rung.
+func expectWait(t *testing.T, wait waitFunc, d time.Duration, rung bool, what string) {
 	t.Helper()
 	start := time.Now()
 	wait(context.Background(), d)
@@ -92,9 +92,9 @@ func exercise(t *testing.T, rdb redis.UniversalClient) {
 	if err := doorbell.Ring(ctx, rdb, "batch"); err != nil { // served by the other waiter only
 		t.Fatal(err)
 	}
-	waitFor(t, b, 300*time.Millisecond, false, "a ring for a queue the server does not serve")
-	waitFor(t, batch, time.Second, true, "a ring for the other server's queue")
-	waitFor(t, batch, 100*time.Millisecond, false, "the other server, after the rings for the first")
+	expectWait(t, b, 300*time.Millisecond, false, "a ring for a queue the server does not serve")
+	expectWait(t, batch, time.Second, true, "a ring for the other server's queue")
+	expectWait(t, batch, 100*time.Millisecond, false, "the other server, after the rings for the first")
 
 	for range 3 { // while the worker polls or works: kept, once
 		if err := doorbell.Ring(ctx, rdb, "critical"); err != nil {
@@ -102,8 +102,8 @@ func exercise(t *testing.T, rdb redis.UniversalClient) {
 		}
 	}
 	time.Sleep(100 * time.Millisecond)
-	waitFor(t, b, time.Second, true, "a ring sent before the wait")
-	waitFor(t, b, 200*time.Millisecond, false, "the second wait after three rings")
+	expectWait(t, b, time.Second, true, "a ring sent before the wait")
+	expectWait(t, b, 200*time.Millisecond, false, "the second wait after three rings")
 
 	cctx, cancel := context.WithCancel(ctx)
 	time.AfterFunc(50*time.Millisecond, cancel)
@@ -140,13 +140,13 @@ func TestBell_ResubscribesAfterARedisRestart(t *testing.T) {
 	srv.Start()
 	// The resubscription wakes the worker once (go-redis notices the
 	// broken connection at its next health-check ping, ≤ 3 s).
-	waitFor(t, b, 10*time.Second, true, "the resubscription after a restart")
+	expectWait(t, b, 10*time.Second, true, "the resubscription after a restart")
 	ctx := context.Background()
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		_ = doorbell.Ring(ctx, rdb, "default")
 	}()
-	waitFor(t, b, 5*time.Second, true, "a ring after the restart")
+	expectWait(t, b, 5*time.Second, true, "a ring after the restart")
 }
 
 // TestPollOnly: without the doorbell the wait is the poll interval, and is

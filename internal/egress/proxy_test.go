@@ -337,7 +337,10 @@ func TestEgressProxy_CloseEndsTunnelsAndGoroutines(t *testing.T) {
 	}
 	ln.Close()
 	held.Wait()
-	testsupport.Eventually(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= before+1 })
+	testsupport.Eventually(t, 5*time.Second, func() error {
+		n := runtime.NumGoroutine()
+		return testsupport.Unless(n <= before+1, "%d goroutines, %d before", n, before)
+	})
 }
 
 // TestEgressProxy_SpecialPurposeAddressesBehindAWildcard: names under an

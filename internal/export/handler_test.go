@@ -3,6 +3,7 @@ package export_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -69,7 +70,7 @@ func startEnvWith(t *testing.T, workers int, wrap func(storage.Backend) storage.
 			t.Fatal(err)
 		}
 		srv := asynq.NewServer(asynq.RedisClientOpt{Addr: e.queue.Addr()}, asynq.Config{
-			Concurrency: 4, TaskCheckInterval: 20 * time.Millisecond, Logger: quietAsynq{}, LogLevel: asynq.FatalLevel,
+			Concurrency: 4, TaskCheckInterval: 20 * time.Millisecond, Logger: testsupport.QuietAsynq{}, LogLevel: asynq.FatalLevel,
 			RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 100 * time.Millisecond },
 		})
 		mux := asynq.NewServeMux()
@@ -86,14 +87,6 @@ func startEnvWith(t *testing.T, workers int, wrap func(storage.Backend) storage.
 	t.Cleanup(func() { _ = e.client.Close() })
 	return e
 }
-
-type quietAsynq struct{}
-
-func (quietAsynq) Debug(...any) {}
-func (quietAsynq) Info(...any)  {}
-func (quietAsynq) Warn(...any)  {}
-func (quietAsynq) Error(...any) {}
-func (quietAsynq) Fatal(...any) {}
 
 func (e *env) export(t *testing.T, p spec.Request) exportclient.Status {
 	t.Helper()
@@ -196,19 +189,14 @@ func TestExport_BadPayloadIsArchivedWithFieldName(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				ti, err := insp.GetTaskInfo(info.Queue, info.ID)
-				if err == nil && ti.State == asynq.TaskStateArchived {
-					if ti.Retried != 0 || !strings.Contains(ti.LastErr, tt.field) {
-						t.Fatalf("archived after %d retries with %q; want no retry and an error naming %s", ti.Retried, ti.LastErr, tt.field)
-					}
-					return
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("task not archived in time (last: %+v, %v)", ti, err)
-				}
-				time.Sleep(20 * time.Millisecond)
+			var ti *asynq.TaskInfo
+			testsupport.Eventually(t, 20*time.Second, func() error {
+				var err error
+				ti, err = insp.GetTaskInfo(info.Queue, info.ID)
+				return testsupport.Unless(err == nil && ti.State == asynq.TaskStateArchived, "task not archived (last: %+v, %v)", ti, err)
+			})
+			if ti.Retried != 0 || !strings.Contains(ti.LastErr, tt.field) {
+				t.Fatalf("archived after %d retries with %q; want no retry and an error naming %s", ti.Retried, ti.LastErr, tt.field)
 			}
 		})
 	}
@@ -241,16 +229,14 @@ func TestExport_LostLeaseIsRetriedNotArchived(t *testing.T) {
 	t.Cleanup(func() { _ = locks.Close() })
 	ctx := context.Background()
 	var lockKey string
-	deadline := time.Now().Add(20 * time.Second)
-	for lockKey == "" {
-		keys, _ := locks.Keys(ctx, "pdfexport:*:lock").Result()
-		if len(keys) == 1 {
-			lockKey = keys[0]
-		} else if time.Now().After(deadline) {
-			t.Fatal("the render never took its lock")
+	testsupport.Eventually(t, 20*time.Second, func() error {
+		keys, err := locks.Keys(ctx, "pdfexport:*:lock").Result()
+		if len(keys) != 1 {
+			return fmt.Errorf("the render never took its lock (lock keys %v, %v)", keys, err)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		lockKey = keys[0]
+		return nil
+	})
 	// An intruder's token replaces the holder's, as after an expiry and a takeover.
 	if err := locks.Set(ctx, lockKey, "intruder", 2*time.Second).Err(); err != nil {
 		t.Fatal(err)

@@ -88,7 +88,7 @@ func TestFinish_ACancelLandingAfterTheResultFinishesOnce(t *testing.T) {
 		}
 	}
 	worker := asynq.NewServer(asynq.RedisClientOpt{Addr: srv.Addr()}, asynq.Config{Concurrency: 2, Queues: map[string]int{"default": 1, "later": 1},
-		TaskCheckInterval: 20 * time.Millisecond, Logger: quiet{}, LogLevel: asynq.FatalLevel,
+		TaskCheckInterval: 20 * time.Millisecond, Logger: testsupport.QuietAsynq{}, LogLevel: asynq.FatalLevel,
 		RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 200 * time.Millisecond }})
 	mux := asynq.NewServeMux()
 	mux.Handle(spec.TaskType, h)
@@ -125,17 +125,11 @@ func TestFinish_ACancelLandingAfterTheResultFinishesOnce(t *testing.T) {
 		t.Fatal("the cancel never returned")
 	}
 	// Let the canceller archive it and asynq settle.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testsupport.Eventually(t, 20*time.Second, func() error {
 		info, err := insp.GetTaskInfo("default", job.TaskID)
-		if err == nil && (info.State == asynq.TaskStateArchived || info.State == asynq.TaskStateCompleted) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the export did not settle: %+v %v", info, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return testsupport.Unless(err == nil && (info.State == asynq.TaskStateArchived || info.State == asynq.TaskStateCompleted),
+			"the export did not settle: %+v %v", info, err)
+	})
 
 	st, err := client.Status(ctx, job.TaskID)
 	if err != nil || st.State != exportclient.StateCompleted || st.Result == nil || st.Result.Pages == 0 {
@@ -184,11 +178,3 @@ collect:
 		t.Error("the document outlived its last export")
 	}
 }
-
-type quiet struct{}
-
-func (quiet) Debug(...any) {}
-func (quiet) Info(...any)  {}
-func (quiet) Warn(...any)  {}
-func (quiet) Error(...any) {}
-func (quiet) Fatal(...any) {}

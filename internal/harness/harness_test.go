@@ -65,6 +65,7 @@ func TestProc_StopAndKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Not testsupport.Eventually: testsupport imports this package.
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(p.Output(), "started") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

@@ -284,17 +284,10 @@ func TestGate_WaitersWakeByPollingWhenPubSubIsKilled(t *testing.T) {
 		}()
 	}
 	// Wait until both waiters are subscribed, then cut their pub/sub links.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n, _ := rdb.PubSubShardNumSub(ctx, releasedChannel("k")).Result()
-		if n[releasedChannel("k")] == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiters never subscribed: %v", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testsupport.Eventually(t, 5*time.Second, func() error {
+		n, err := rdb.PubSubShardNumSub(ctx, releasedChannel("k")).Result()
+		return testsupport.Unless(n[releasedChannel("k")] == 2, "waiters never subscribed: %v (%v)", n, err)
+	})
 	if err := rdb.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
 func TestDescendantsAndAlive(t *testing.T) {
@@ -16,14 +18,10 @@ func TestDescendantsAndAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	var below []int
-	deadline := time.Now().Add(5 * time.Second)
-	for len(below) < 2 {
+	testsupport.Eventually(t, 5*time.Second, func() error {
 		below = Descendants(os.Getpid())
-		if time.Now().After(deadline) {
-			t.Fatalf("descendants %v: want sh and sleep", below)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return testsupport.Unless(len(below) >= 2, "descendants %v: want sh and sleep", below)
+	})
 	if !slices.Contains(below, cmd.Process.Pid) {
 		t.Fatalf("descendants %v lack the direct child %d", below, cmd.Process.Pid)
 	}
@@ -34,13 +32,10 @@ func TestDescendantsAndAlive(t *testing.T) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	_ = cmd.Wait()
-	deadline = time.Now().Add(5 * time.Second)
-	for len(Alive(below)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("still alive after SIGKILL: %v", Alive(below))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testsupport.Eventually(t, 5*time.Second, func() error {
+		alive := Alive(below)
+		return testsupport.Unless(len(alive) == 0, "still alive after SIGKILL: %v", alive)
+	})
 }
 
 // TestCPU_CountsReapedDescendants: a subshell that burns CPU and exits is

@@ -115,21 +115,14 @@ func TestRender_NoLeaksOverManyRenders(t *testing.T) {
 		t.Fatalf("the browser was replaced during the run (crash?)")
 	}
 	// Renderer processes of closed tabs exit shortly after; give them time.
-	deadline := time.Now().Add(15 * time.Second)
-	var procsAfter int
-	for {
-		procsAfter = len(chromiumPIDs(b.pid, ""))
-		if procsAfter <= procsBefore || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Logf("browser process group: %d processes before, %d after: %v", procsBefore, procsAfter, processTypes(b.pid))
 	// Chromium may keep one spare renderer process warm for the next tab;
 	// it belongs to no render. Leaked tabs and contexts are checked below.
-	if procsAfter > procsBefore+1 {
-		t.Errorf("browser process group grew from %d to %d processes", procsBefore, procsAfter)
-	}
+	var procsAfter int
+	testsupport.Eventually(t, 15*time.Second, func() error {
+		procsAfter = len(chromiumPIDs(b.pid, ""))
+		return testsupport.Unless(procsAfter <= procsBefore+1, "browser process group grew from %d to %d processes: %v", procsBefore, procsAfter, processTypes(b.pid))
+	})
+	t.Logf("browser process group: %d processes before, %d after: %v", procsBefore, procsAfter, processTypes(b.pid))
 	if n, err := r.pageTargets(ctx); err != nil || n > 1 {
 		t.Errorf("Chromium lists %d page targets (%v), want only its first tab", n, err)
 	}
@@ -143,11 +136,10 @@ func TestRender_NoLeaksOverManyRenders(t *testing.T) {
 		t.Errorf("browser processes left after Close: %v", pids)
 	}
 	const slack = 2
-	deadline = time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > baseGoroutines+slack && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > baseGoroutines+slack {
+	settled := testsupport.Within(10*time.Second, func() error {
+		return testsupport.Unless(runtime.NumGoroutine() <= baseGoroutines+slack, "goroutines left")
+	})
+	if n := runtime.NumGoroutine(); settled != nil {
 		buf := make([]byte, 1<<20)
 		t.Errorf("%d goroutines after Close, %d before:\n%s", n, baseGoroutines, buf[:runtime.Stack(buf, true)])
 	} else {

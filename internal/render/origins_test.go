@@ -18,6 +18,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
 // dualSite serves https and plain http on one port (the first byte of a
@@ -280,19 +281,13 @@ func TestRender_ProxyServesOnlyItsBrowsers(t *testing.T) {
 		if err := cmd.Run(); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			b, _ := os.ReadFile(out)
-			if strings.Contains(string(b), "done") {
-				if strings.HasPrefix(string(b), "200") {
-					t.Errorf("the proxy served another local process: %q", b)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("curl did not finish")
-			}
-			time.Sleep(50 * time.Millisecond)
+		var b []byte
+		testsupport.Eventually(t, 10*time.Second, func() error {
+			b, _ = os.ReadFile(out)
+			return testsupport.Unless(strings.Contains(string(b), "done"), "curl did not finish (its output: %q)", b)
+		})
+		if strings.HasPrefix(string(b), "200") {
+			t.Errorf("the proxy served another local process: %q", b)
 		}
 	} else {
 		t.Log("curl not installed: only the in-process client is tried")

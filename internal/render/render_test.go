@@ -542,7 +542,7 @@ func TestRender_BrowserCrashFailsRenderAndNextRestarts(t *testing.T) {
 	go func() {
 		done <- render(t, r, context.Background(), Source{HTML: "<p>waits forever</p>"}, settings(spec.Options{WaitFor: "window.__never__"}))
 	}()
-	waitUntil(t, 10*time.Second, func() bool { return r.tabs.Load() == 1 })
+	testsupport.Eventually(t, 10*time.Second, func() error { return oneTab(r) })
 	time.Sleep(500 * time.Millisecond) // well into the wait_for polling
 	if err := syscall.Kill(first.pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -574,7 +574,7 @@ func TestRender_BrowserCrashFailsRenderAndNextRestarts(t *testing.T) {
 	if err := r.Ping(context.Background()); err != nil {
 		t.Errorf("Ping after the restart: %v", err)
 	}
-	waitUntil(t, 5*time.Second, func() bool { return len(chromiumPIDs(first.pid, first.dataDir)) == 0 })
+	testsupport.Eventually(t, 5*time.Second, func() error { return browserGone(first) })
 }
 
 func TestRender_RecyclesBrowserAfterMaxRenders(t *testing.T) {
@@ -598,9 +598,12 @@ func TestRender_RecyclesBrowserAfterMaxRenders(t *testing.T) {
 	if got := r.Restarts(); got != 0 {
 		t.Errorf("Restarts = %d, want 0 (recycling is not a crash)", got)
 	}
-	waitUntil(t, 10*time.Second, func() bool {
+	testsupport.Eventually(t, 10*time.Second, func() error {
+		if err := browserGone(first); err != nil {
+			return err
+		}
 		_, err := os.Stat(first.dataDir)
-		return len(chromiumPIDs(first.pid, first.dataDir)) == 0 && errors.Is(err, os.ErrNotExist)
+		return testsupport.Unless(errors.Is(err, os.ErrNotExist), "the recycled browser's data dir %s is still there (%v)", first.dataDir, err)
 	})
 }
 
@@ -656,7 +659,7 @@ func TestRenderer_CloseLeavesNothingBehind(t *testing.T) {
 			func(context.Context, io.Reader) error { return nil })
 		done <- err
 	}()
-	waitUntil(t, 10*time.Second, func() bool { return r.tabs.Load() == 1 })
+	testsupport.Eventually(t, 10*time.Second, func() error { return oneTab(r) })
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -686,7 +689,10 @@ func TestRenderer_CloseLeavesNothingBehind(t *testing.T) {
 	if err := r.Start(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Errorf("Start after Close: %v, want ErrClosed", err)
 	}
-	waitUntil(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= before })
+	testsupport.Eventually(t, 5*time.Second, func() error {
+		n := runtime.NumGoroutine()
+		return testsupport.Unless(n <= before, "%d goroutines, %d before", n, before)
+	})
 }
 
 func TestNew_RejectsBadConfig(t *testing.T) {
@@ -774,9 +780,16 @@ func TestRetryable(t *testing.T) {
 	}
 }
 
-func waitUntil(t *testing.T, limit time.Duration, cond func() bool) {
-	t.Helper()
-	testsupport.Eventually(t, limit, cond)
+// oneTab is nil once r has one tab open.
+func oneTab(r *Renderer) error {
+	n := r.tabs.Load()
+	return testsupport.Unless(n == 1, "%d tabs open, want 1", n)
+}
+
+// browserGone is nil once no process of b is left.
+func browserGone(b *browser) error {
+	pids := chromiumPIDs(b.pid, b.dataDir)
+	return testsupport.Unless(len(pids) == 0, "processes of browser %d left: %v", b.pid, pids)
 }
 
 func TestRender_WaitsForSlowWebFont(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
 func env(vars map[string]string) Env {
@@ -176,13 +177,10 @@ func TestWatcher_ReloadsOnChangeAndSIGHUPAndKeepsGoodRules(t *testing.T) {
 	}
 	waitFor := func(host, want string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for auth(host) != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: Authorization %q, want %q", host, auth(host), want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testsupport.Eventually(t, 5*time.Second, func() error {
+			got := auth(host)
+			return testsupport.Unless(got == want, "%s: Authorization %q, want %q", host, got, want)
+		})
 	}
 	waitFor("a.test", "one")
 	write(tokenFile, "two") // the value's file changed
@@ -277,11 +275,8 @@ func TestWatcher_ReloadsWhenAFileTheFailedRulesNameAppears(t *testing.T) {
 		t.Fatalf("rules naming a missing file: Authorization %q, want the previous rules", got)
 	}
 	write(tokenFile, "new")
-	deadline := time.Now().Add(3 * time.Second)
-	for auth() != "new" {
-		if time.Now().After(deadline) {
-			t.Fatalf("after the named file appeared: Authorization %q, want %q", auth(), "new")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testsupport.Eventually(t, 3*time.Second, func() error {
+		got := auth()
+		return testsupport.Unless(got == "new", "after the named file appeared: Authorization %q, want %q", got, "new")
+	})
 }

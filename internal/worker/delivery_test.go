@@ -73,18 +73,6 @@ func (h *hookReceiver) deliveries() []delivery {
 	return slices.Clone(h.got)
 }
 
-// waitFor polls cond every 50ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func loadConfig(t *testing.T, environ ...string) config.Config {
 	t.Helper()
 	cfg, err := config.Load(environ)
@@ -178,11 +166,13 @@ func TestWorker_CallbacksForEveryFinalOutcome(t *testing.T) {
 		}
 		return last
 	}
-	waitFor(t, 60*time.Second, "a callback per export, retries included", func() bool {
+	testsupport.Eventually(t, 60*time.Second, func() error {
 		got := accepted()
 		hooks.mu.Lock()
 		defer hooks.mu.Unlock()
-		return len(got) == len(want) && hooks.attempts[outcome.CallbackTaskID(dupA)] >= 2 && hooks.attempts[outcome.CallbackTaskID(dupB)] >= 2
+		a, b := hooks.attempts[outcome.CallbackTaskID(dupA)], hooks.attempts[outcome.CallbackTaskID(dupB)]
+		return testsupport.Unless(len(got) == len(want) && a >= 2 && b >= 2,
+			"%d of %d exports' callbacks accepted, %d and %d attempts at the two refused first; want all, retries included", len(got), len(want), a, b)
 	})
 	rendered := 0
 	for id, d := range accepted() {
@@ -305,7 +295,10 @@ func TestWorker_CancelStopsARunningRender(t *testing.T) {
 	if err != nil || obj.Metadata["task-id"] != second.TaskID {
 		t.Errorf("stored artifact %+v (%v): want the duplicate's", obj, err)
 	}
-	waitFor(t, 30*time.Second, "the callbacks", func() bool { return len(hooks.deliveries()) >= 2 })
+	testsupport.Eventually(t, 30*time.Second, func() error {
+		n := len(hooks.deliveries())
+		return testsupport.Unless(n >= 2, "%d callbacks delivered, want 2", n)
+	})
 	for _, d := range hooks.deliveries() {
 		if want := map[string]string{first.TaskID: "canceled", second.TaskID: "completed"}[d.final.TaskID]; d.final.State != want || d.err != nil {
 			t.Errorf("callback of %s: %s (%v), want %s", d.final.TaskID, d.final.State, d.err, want)

@@ -43,18 +43,15 @@ func (s *starts) middleware(next asynq.Handler) asynq.Handler {
 // await returns when taskID's handler started, failing the test after d.
 func (s *starts) await(t *testing.T, taskID string, d time.Duration) time.Time {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
+	var at time.Time
+	testsupport.Eventually(t, d, func() error {
 		s.mu.Lock()
-		at, ok := s.at[taskID]
-		s.mu.Unlock()
-		if ok {
-			return at
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatalf("task %s not started within %s", taskID, d)
-	return time.Time{}
+		defer s.mu.Unlock()
+		started, ok := s.at[taskID]
+		at = started
+		return testsupport.Unless(ok, "task %s not started", taskID)
+	})
+	return at
 }
 
 // sample reads a counter of w's metrics: the series whose one label has
@@ -298,19 +295,14 @@ func TestWorker_DoorbellSurvivesASentinelFailover(t *testing.T) {
 	pickup := func(version string) time.Duration {
 		t.Helper()
 		time.Sleep(1200 * time.Millisecond)
-		enq := time.Now()
+		var enq time.Time
 		var job exportclient.Enqueued
-		var err error
-		for range 100 { // the client may still be finding the new master
-			if job, err = c.Enqueue(ctx, exportclient.Request{ManualID: "m", Version: version, HTML: "<p>x"}); err == nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
+		testsupport.Eventually(t, 10*time.Second, func() error { // the client may still be finding the new master
 			enq = time.Now()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+			var err error
+			job, err = c.Enqueue(ctx, exportclient.Request{ManualID: "m", Version: version, HTML: "<p>x"})
+			return err
+		})
 		return s.await(t, job.TaskID, 10*time.Second).Sub(enq)
 	}
 	if d := pickup("before"); d > 150*time.Millisecond {
@@ -318,16 +310,10 @@ func TestWorker_DoorbellSurvivesASentinelFailover(t *testing.T) {
 	}
 	before, _ := sen.MasterAddr(ctx)
 	sen.Master.Stop()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if now, err := sen.MasterAddr(ctx); err == nil && now != before {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no failover within 60s")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testsupport.Eventually(t, 60*time.Second, func() error {
+		now, err := sen.MasterAddr(ctx)
+		return testsupport.Unless(err == nil && now != before, "no failover: the sentinels name %s (%v), the master was %s", now, err, before)
+	})
 	var after []time.Duration
 	for i := range 4 {
 		after = append(after, pickup(fmt.Sprintf("after-%d", i)))

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -65,14 +66,14 @@ func TestWorker_InteractiveExportsPassTheBatch(t *testing.T) {
 				}
 				batch = append(batch, job)
 			}
-			testsupport.Eventually(t, 30*time.Second, func() bool { // the batch holds its slots
+			testsupport.Eventually(t, 30*time.Second, func() error { // the batch holds its slots
 				n := 0
 				for _, job := range batch {
 					if info, err := insp.GetTaskInfo("batch", job.TaskID); err == nil && info.State == asynq.TaskStateActive {
 						n++
 					}
 				}
-				return n == 2
+				return testsupport.Unless(n == 2, "%d batch tasks active, want the lane's 2", n)
 			})
 			time.Sleep(300 * time.Millisecond) // and its tab
 			job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "reader", Version: "1", HTML: "<h1>Export PDF</h1>"})
@@ -111,13 +112,13 @@ func TestWorker_InteractiveExportsPassTheBatch(t *testing.T) {
 			if _, err := c.Cancel(ctx, batch[0].TaskID); err != nil {
 				t.Fatal(err)
 			}
-			testsupport.Eventually(t, 30*time.Second, func() bool {
+			testsupport.Eventually(t, 30*time.Second, func() error {
 				for _, job := range batch[2:] {
 					if info, err := insp.GetTaskInfo("batch", job.TaskID); err == nil && info.State == asynq.TaskStateActive {
-						return true
+						return nil
 					}
 				}
-				return false
+				return errors.New("no pending batch task took the canceled one's slot")
 			})
 		})
 	}

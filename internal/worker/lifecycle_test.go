@@ -66,17 +66,13 @@ func largeDoc(title string) string {
 // awaitState polls a task until asynq shows it in state.
 func awaitState(t *testing.T, insp *asynq.Inspector, queue, id string, state asynq.TaskState) *asynq.TaskInfo {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		info, err := insp.GetTaskInfo(queue, id)
-		if err == nil && info.State == state {
-			return info
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s not %s in time (last %+v, %v)", id, state, info, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var info *asynq.TaskInfo
+	testsupport.Eventually(t, 60*time.Second, func() error {
+		var err error
+		info, err = insp.GetTaskInfo(queue, id)
+		return testsupport.Unless(err == nil && info.State == state, "task %s not %s (last %+v, %v)", id, state, info, err)
+	})
+	return info
 }
 
 // TestWorker_ForgedReferencesAreRefusedAndTheOwnerCompletes: a hostile
@@ -307,22 +303,15 @@ func TestWorker_FinishesWhatTheDashboardArchives(t *testing.T) {
 	if err := insp.ArchiveTask("parked", job.TaskID); err != nil { // what asynqmon's "Archive" does
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		f, ok, err := outcome.Recorded(ctx, redis.Client(), job.TaskID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			if f.State != spec.StateFailed || !strings.Contains(f.Error, "dashboard") {
-				t.Errorf("recorded %+v", f)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the archived export was not finished by the sweep")
-		}
-		time.Sleep(50 * time.Millisecond)
+	var f spec.Final
+	testsupport.Eventually(t, 10*time.Second, func() error {
+		var ok bool
+		var err error
+		f, ok, err = outcome.Recorded(ctx, redis.Client(), job.TaskID)
+		return testsupport.Unless(ok, "the archived export was not finished by the sweep (%v)", err)
+	})
+	if f.State != spec.StateFailed || !strings.Contains(f.Error, "dashboard") {
+		t.Errorf("recorded %+v", f)
 	}
 	if left := redis.Client().Keys(ctx, "pdfexport:credentials:{*}").Val(); len(left) != 0 {
 		t.Errorf("credentials left after the sweep: %v", left)

@@ -199,14 +199,10 @@ func TestWorker_SweepsStaleTempFilesInTheBackground(t *testing.T) {
 		t.Fatal(err)
 	}
 	startWorker(t, cfg, Options{Renderer: stubRenderer{}})
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(stale); errors.Is(err, os.ErrNotExist) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the stale temp file is still there 10 s after Start")
-		}
-	}
+	testsupport.Eventually(t, 10*time.Second, func() error {
+		_, err := os.Stat(stale)
+		return testsupport.Unless(errors.Is(err, os.ErrNotExist), "the stale temp file is still there after Start (%v)", err)
+	})
 }
 
 // TestWorker_ShutdownReleasesLeasesBeforeClosingRedis: a worker stopped past
