@@ -332,84 +332,83 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 	logf("   idle worker (TASK_CHECK_INTERVAL=%s): %.1f + %.1f commands/s, Redis CPU %.0f + %.0f µs/s (queue + lock Redis)",
 		costsCheckInterval, res.idleRate[0], res.idleRate[1], res.idleCPU[0], res.idleCPU[1])
 
-	// A cache hit: the artifact is stored.
-	w, err := measure(ctx, rdb, func() error {
-		return inBatches(nHits, 8, func() error {
-			st, err := exportOne(hitReq)
-			if err != nil {
-				return err
-			}
-			if st.Result == nil || st.Result.Rendered {
-				return fmt.Errorf("%w: a cache hit rendered", errScenario)
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return fmt.Errorf("cache hits: %w", err)
+	// scenario measures n runs of one, k at a time, and adds its row net
+	// of the idle worker's rate.
+	scenario := func(what, label, unit string, n, k int, one func() error) error {
+		w, err := measure(ctx, rdb, func() error { return inBatches(n, k, one) })
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		res.add(net(label, unit, n, w, res.idle))
+		return nil
 	}
-	res.add(net("cache hit (artifact stored), 8 at a time", "export", nHits, w, res.idle))
+
+	// A cache hit: the artifact is stored.
+	if err := scenario("cache hits", "cache hit (artifact stored), 8 at a time", "export", nHits, 8, func() error {
+		st, err := exportOne(hitReq)
+		if err != nil {
+			return err
+		}
+		if st.Result == nil || st.Result.Rendered {
+			return fmt.Errorf("%w: a cache hit rendered", errScenario)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 
 	// A first render with one waiter: two requests for a fresh artifact at
 	// once; one renders, the other waits at the render gate and reuses it.
-	w, err = measure(ctx, rdb, func() error {
-		return inBatches(nPairs, 4, func() error {
-			req := e.manualRequest(freshVersion("costs-pair"))
-			var sts [2]exportclient.Status
-			var errs [2]error
-			var wg sync.WaitGroup
-			for i := range 2 {
-				wg.Go(func() { sts[i], errs[i] = exportOne(req) })
-			}
-			wg.Wait()
-			if err := errors.Join(errs[:]...); err != nil {
-				return err
-			}
-			if sts[0].Result.Rendered == sts[1].Result.Rendered {
-				return fmt.Errorf("%w: a pair rendered %v and %v, want one render", errScenario, sts[0].Result.Rendered, sts[1].Result.Rendered)
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return fmt.Errorf("first renders: %w", err)
+	if err := scenario("first renders", "first render with one waiter (2 requests, 1 render), 4 pairs at a time", "pair", nPairs, 4, func() error {
+		req := e.manualRequest(freshVersion("costs-pair"))
+		var sts [2]exportclient.Status
+		var errs [2]error
+		var wg sync.WaitGroup
+		for i := range 2 {
+			wg.Go(func() { sts[i], errs[i] = exportOne(req) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs[:]...); err != nil {
+			return err
+		}
+		if sts[0].Result.Rendered == sts[1].Result.Rendered {
+			return fmt.Errorf("%w: a pair rendered %v and %v, want one render", errScenario, sts[0].Result.Rendered, sts[1].Result.Rendered)
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
-	res.add(net("first render with one waiter (2 requests, 1 render), 4 pairs at a time", "pair", nPairs, w, res.idle))
 
 	// A cancel of a running export: canceled once its render began.
-	w, err = measure(ctx, rdb, func() error {
-		return inBatches(nCancels, 2, func() error {
-			job, err := f.client.Enqueue(ctx, e.manualRequest(freshVersion("costs-cancel-run")))
-			if err != nil {
-				return err
+	if err := scenario("cancels of running exports", "cancel of a running export (enqueue, render begun, Cancel), 2 at a time", "export", nCancels, 2, func() error {
+		job, err := f.client.Enqueue(ctx, e.manualRequest(freshVersion("costs-cancel-run")))
+		if err != nil {
+			return err
+		}
+		deadline := time.Now().Add(time.Minute)
+		for {
+			if _, ok := f.rec.get(f.rec.renderStart, job.TaskID); ok {
+				break
 			}
-			deadline := time.Now().Add(time.Minute)
-			for {
-				if _, ok := f.rec.get(f.rec.renderStart, job.TaskID); ok {
-					break
-				}
-				if time.Now().After(deadline) {
-					return fmt.Errorf("%w: task %s never began rendering", errScenario, job.TaskID)
-				}
-				time.Sleep(2 * time.Millisecond)
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%w: task %s never began rendering", errScenario, job.TaskID)
 			}
-			st, err := f.client.Cancel(ctx, job.TaskID)
-			if errors.Is(err, exportclient.ErrFinal) {
-				return nil // it finished first: counted all the same
-			}
-			if err != nil {
-				return err
-			}
-			if st.State != exportclient.StateCanceled {
-				return fmt.Errorf("%w: canceled %s is %s", errScenario, job.TaskID, st.State)
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return fmt.Errorf("cancels of running exports: %w", err)
+			time.Sleep(2 * time.Millisecond)
+		}
+		st, err := f.client.Cancel(ctx, job.TaskID)
+		if errors.Is(err, exportclient.ErrFinal) {
+			return nil // it finished first: counted all the same
+		}
+		if err != nil {
+			return err
+		}
+		if st.State != exportclient.StateCanceled {
+			return fmt.Errorf("%w: canceled %s is %s", errScenario, job.TaskID, st.State)
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
-	res.add(net("cancel of a running export (enqueue, render begun, Cancel), 2 at a time", "export", nCancels, w, res.idle))
 
 	// A cancel of a queued export: the queue is paused, so the worker polls
 	// it without taking tasks; the idle rate is measured paused too.
@@ -420,7 +419,7 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 	if err != nil {
 		return err
 	}
-	w, err = measure(ctx, rdb, func() error {
+	w, err := measure(ctx, rdb, func() error {
 		for range nCancels {
 			job, err := f.client.Enqueue(ctx, e.manualRequest(freshVersion("costs-cancel-queued")))
 			if err != nil {
