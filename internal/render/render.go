@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/pdfexport/pdfexport/internal/egress"
@@ -32,7 +33,43 @@ type Source struct {
 	// host and port gets them (added by the egress proxy, so requests of
 	// frames and workers too), no other request does.
 	Auth spec.Credentials
+	// MarkAnchors marks, just before printing, every element with an id
+	// (and every <a name>) with an empty 1×1 link to AnchorPrefix plus the
+	// escaped id, whose annotation records where the element was printed:
+	// a chapter of a manual, whose links from other chapters must land on
+	// it (internal/assemble). The marks are positioned absolutely, so the
+	// layout does not change.
+	MarkAnchors bool
 }
+
+// AnchorPrefix starts the URL of an anchor mark (MarkAnchors); it must be
+// internal/assemble's.
+const AnchorPrefix = "https://anchor.pdfexport.invalid/"
+
+// markAnchorsExpr adds the anchor marks. Void elements (an img, an input)
+// cannot hold one, so theirs goes before them.
+const markAnchorsExpr = `(() => {
+	const prefix = ` + "`" + AnchorPrefix + "`" + `;
+	const seen = new Set();
+	let n = 0;
+	for (const el of document.querySelectorAll('[id], a[name]')) {
+		const id = el.id || el.getAttribute('name');
+		if (!id || seen.has(id)) continue;
+		seen.add(id);
+		const a = document.createElement('a');
+		a.href = prefix + encodeURIComponent(id);
+		a.setAttribute('aria-hidden', 'true');
+		a.style.cssText = 'position:absolute!important;display:block!important;width:1px!important;height:1px!important;margin:0!important;padding:0!important;border:0!important;overflow:hidden!important;';
+		const voidEl = /^(AREA|BASE|BR|COL|EMBED|HR|IMG|INPUT|LINK|META|SOURCE|TRACK|WBR|svg|SVG)$/.test(el.tagName) || el instanceof SVGElement;
+		if (voidEl || !el.parentNode) {
+			if (el.parentNode && !(el.parentNode instanceof SVGElement)) el.parentNode.insertBefore(a, el);
+		} else {
+			el.insertBefore(a, el.firstChild);
+		}
+		n++;
+	}
+	return n;
+})()`
 
 // Stats describe one render.
 type Stats struct {
@@ -452,6 +489,12 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 		return err // before printing: nothing reaches the sink
 	}
 
+	if src.MarkAnchors {
+		*stage = "marking anchors"
+		if _, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: markAnchorsExpr, ReturnByValue: new(true)}); err != nil {
+			return fmt.Errorf("%w: marking anchors: %v", ErrNavigation, err)
+		}
+	}
 	*stage = "printing"
 	stages.next("render.print")
 	streamed := func(_ context.Context, pdf io.Reader) error {

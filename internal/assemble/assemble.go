@@ -1,0 +1,928 @@
+// Package assemble builds one manual from the PDFs of its chapters, file
+// to file: the chapters' pages in order, an outline with one entry per
+// chapter and the chapter's own headings beneath it, and links between
+// chapters turned into links inside the document.
+//
+// It reads what Chromium prints (see pdf.go) and writes a new file object
+// by object, copying content streams, fonts and images from the chapter
+// files without decoding them. What it holds in memory is per page and per
+// link target (numbers, not content), so a 1,400-page manual costs about
+// what a 20-page one does.
+//
+// Link targets: Chromium writes a named destination only for elements a
+// link of the same page points at, so the renderer marks every element
+// that has an id with an empty 1×1 link to AnchorURL(id) (render.Source's
+// MarkAnchors). Its annotation says on which page and where the element
+// was printed; Assemble reads those positions, removes the marks, and
+// points every link to chapter j (its URL, with or without a fragment) at
+// the page and place of that element, or at j's first page.
+package assemble
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// AnchorPrefix starts the URL of an anchor mark; .invalid is a name that
+// never resolves (RFC 6761), so a mark can never be a real link.
+const AnchorPrefix = "https://anchor.pdfexport.invalid/"
+
+// ChapterURL is the URL a generated page (the table of contents) links
+// chapter i (0-based) with; Assemble turns it into a link to the chapter.
+func ChapterURL(i int) string { return "https://chapter.pdfexport.invalid/" + strconv.Itoa(i) }
+
+// Part is one PDF of the manual, in order.
+type Part struct {
+	Path string // the PDF, a local file
+	// Title is the part's outline entry: "" takes the PDF's own title, and
+	// NoEntry leaves the part out of the outline (a table of contents).
+	Title   string
+	NoEntry bool
+	// URL is the canonical URL the part was printed from (spec.CanonicalURL,
+	// without fragment): links to it become links inside the manual.
+	URL string
+	// Chapter is the index ChapterURL names the part by; -1 for none.
+	Chapter int
+}
+
+// Options shape the manual.
+type Options struct {
+	Title   string // the document's title (its Info dictionary)
+	Outline bool   // write the outline
+}
+
+// Stats describe an assembled manual.
+type Stats struct {
+	Pages int
+	// FirstPage is each part's first page, 1-based.
+	FirstPage []int
+	// OutlineEntries counts every entry written, chapters' included.
+	OutlineEntries int
+	// InternalLinks counts the links to another part (or to a place of
+	// its own that only an anchor mark named) made internal.
+	InternalLinks int
+	// Bytes is the size of the file written.
+	Bytes int64
+}
+
+// Info is what Inspect reads of one PDF.
+type Info struct {
+	Pages int
+	Title string // the Info dictionary's /Title, "" if none
+	// Outline is the PDF's own outline, its top level.
+	Outline []Heading
+}
+
+// Heading is an outline entry.
+type Heading struct {
+	Title    string
+	Page     int // 1-based, within the PDF; 0 when it points nowhere
+	Children []Heading
+}
+
+// Inspect reads the page count, title and outline of one PDF.
+func Inspect(path string) (Info, error) {
+	p, err := analyze(Part{Path: path, Chapter: -1})
+	if err != nil {
+		return Info{}, err
+	}
+	info := Info{Pages: len(p.pages), Title: p.title}
+	var conv func(items []*outlineItem) []Heading
+	conv = func(items []*outlineItem) []Heading {
+		var hs []Heading
+		for _, it := range items {
+			h := Heading{Title: it.title}
+			if it.dest != nil {
+				h.Page = it.dest.page + 1
+			}
+			h.Children = conv(it.children)
+			hs = append(hs, h)
+		}
+		return hs
+	}
+	info.Outline = conv(p.outline)
+	return info, nil
+}
+
+// target is a place in a part: a page (0-based, within the part) and the
+// top-left of what is shown there.
+type target struct {
+	page      int
+	left, top number
+}
+
+type outlineItem struct {
+	title    string
+	dest     *target
+	children []*outlineItem
+}
+
+// analyzed is what the first pass reads of a part.
+type analyzed struct {
+	Part
+	title   string
+	pages   []pageRef
+	anchors map[string]target // element id → where it was printed
+	dests   map[string]target // the PDF's own named destinations
+	outline []*outlineItem
+}
+
+// pageRef is a page object and what it inherits from the page tree.
+type pageRef struct {
+	num      int
+	inherit  *dict // Resources, MediaBox, CropBox, Rotate from ancestors
+	mediaTop number
+}
+
+// top is the page's top edge, where a link to the page itself lands.
+func (p pageRef) top() number {
+	if p.mediaTop != "" {
+		return p.mediaTop
+	}
+	return "null"
+}
+
+// maxOutlineDepth and maxOutlineEntries bound what a hostile chapter's
+// outline can cost.
+const (
+	maxOutlineDepth   = 16
+	maxOutlineEntries = 100000
+	maxPageTreeDepth  = 32
+)
+
+func analyze(part Part) (*analyzed, error) {
+	r, err := openPDF(part.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	a := &analyzed{Part: part, anchors: map[string]target{}, dests: map[string]target{}}
+	if info, err := r.dict(r.trailer.get("Info")); err == nil && info != nil {
+		if t, ok := info.get("Title").(str); ok {
+			a.title = t.text()
+		}
+	}
+	root, err := r.dict(r.trailer.get("Root"))
+	if err != nil || root == nil {
+		return nil, fmt.Errorf("%w: %s: no catalog", ErrMalformed, part.Path)
+	}
+	if err := a.walkPages(r, root.get("Pages"), &dict{}, 0, map[int]bool{}); err != nil {
+		return nil, fmt.Errorf("%s: %w", part.Path, err)
+	}
+	pageIndex := make(map[int]int, len(a.pages))
+	for i, p := range a.pages {
+		pageIndex[p.num] = i
+	}
+	for i, p := range a.pages {
+		page, err := r.dict(ref{p.num, 0})
+		if err != nil {
+			return nil, err
+		}
+		annots, err := r.array(page.get("Annots"))
+		if err != nil {
+			return nil, err
+		}
+		for _, av := range annots {
+			an, err := r.dict(av)
+			if err != nil {
+				return nil, err
+			}
+			if id, ok := anchorOf(r, an); ok {
+				if _, seen := a.anchors[id]; !seen {
+					a.anchors[id] = rectTarget(i, an)
+				}
+			}
+		}
+	}
+	if dests, err := r.dict(root.get("Dests")); err == nil && dests != nil {
+		for k, key := range dests.keys {
+			if t, ok := explicitTarget(r, dests.vals[k], pageIndex); ok {
+				a.dests[decodeName(key)] = t
+			}
+		}
+	}
+	if outlines, err := r.dict(root.get("Outlines")); err == nil && outlines != nil {
+		count := 0
+		a.outline, err = readOutline(r, outlines.get("First"), pageIndex, a, 0, &count)
+		if err != nil {
+			return nil, fmt.Errorf("%s: outline: %w", part.Path, err)
+		}
+	}
+	return a, nil
+}
+
+// inheritable are the page attributes a page takes from its ancestors.
+var inheritable = []name{"Resources", "MediaBox", "CropBox", "Rotate"}
+
+func (a *analyzed) walkPages(r *reader, node value, inherited *dict, depth int, seen map[int]bool) error {
+	if depth > maxPageTreeDepth {
+		return fmt.Errorf("%w: page tree deeper than %d", ErrMalformed, maxPageTreeDepth)
+	}
+	rf, ok := node.(ref)
+	if !ok {
+		return fmt.Errorf("%w: page tree node is not a reference", ErrMalformed)
+	}
+	if seen[rf.num] {
+		return fmt.Errorf("%w: page tree has a cycle", ErrMalformed)
+	}
+	seen[rf.num] = true
+	d, err := r.dict(rf)
+	if err != nil || d == nil {
+		return fmt.Errorf("%w: page tree node %d", ErrMalformed, rf.num)
+	}
+	here := &dict{}
+	for _, k := range inheritable {
+		if v := d.get(k); v != nil {
+			here.set(k, v)
+		} else if v := inherited.get(k); v != nil {
+			here.set(k, v)
+		}
+	}
+	if t, _ := d.get("Type").(name); t == "Page" {
+		p := pageRef{num: rf.num, inherit: here}
+		if box, err := r.array(here.get("MediaBox")); err == nil && len(box) == 4 {
+			p.mediaTop, _ = box[3].(number)
+		}
+		a.pages = append(a.pages, p)
+		return nil
+	}
+	kids, err := r.array(d.get("Kids"))
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if err := a.walkPages(r, k, here, depth+1, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// anchorOf reports the element id an anchor mark names.
+func anchorOf(r *reader, an *dict) (string, bool) {
+	u, ok := linkURI(r, an)
+	if !ok || !strings.HasPrefix(u, AnchorPrefix) {
+		return "", false
+	}
+	id, err := url.PathUnescape(strings.TrimPrefix(u, AnchorPrefix))
+	return id, err == nil
+}
+
+// linkURI is the URI a link annotation opens.
+func linkURI(r *reader, an *dict) (string, bool) {
+	if st, _ := an.get("Subtype").(name); st != "Link" {
+		return "", false
+	}
+	act, err := r.dict(an.get("A"))
+	if err != nil || act == nil {
+		return "", false
+	}
+	if s, _ := act.get("S").(name); s != "URI" {
+		return "", false
+	}
+	v, err := r.resolve(act.get("URI"))
+	if err != nil {
+		return "", false
+	}
+	s, ok := v.(str)
+	if !ok {
+		return "", false
+	}
+	return string(s.bytes()), true
+}
+
+func rectTarget(page int, an *dict) target {
+	t := target{page: page, left: "0", top: "null"}
+	if rect, ok := an.get("Rect").(array); ok && len(rect) == 4 {
+		x1, _ := rect[0].(number)
+		y1, _ := rect[1].(number)
+		y2, _ := rect[3].(number)
+		if x1 != "" {
+			t.left = x1
+		}
+		top := y2
+		if y1.float() > y2.float() {
+			top = y1
+		}
+		if top != "" {
+			t.top = top
+		}
+	}
+	return t
+}
+
+// explicitTarget reads a destination array [page /XYZ left top zoom] (or
+// /Fit and friends: the page's top then).
+func explicitTarget(r *reader, v value, pageIndex map[int]int) (target, bool) {
+	v, err := r.resolve(v)
+	if err != nil {
+		return target{}, false
+	}
+	if d, ok := v.(*dict); ok { // << /D [...] >>
+		v, err = r.resolve(d.get("D"))
+		if err != nil {
+			return target{}, false
+		}
+	}
+	a, ok := v.(array)
+	if !ok || len(a) < 2 {
+		return target{}, false
+	}
+	pr, ok := a[0].(ref)
+	if !ok {
+		return target{}, false
+	}
+	page, ok := pageIndex[pr.num]
+	if !ok {
+		return target{}, false
+	}
+	t := target{page: page, left: "null", top: "null"}
+	if kind, _ := a[1].(name); kind == "XYZ" && len(a) >= 4 {
+		if n, ok := a[2].(number); ok {
+			t.left = n
+		}
+		if n, ok := a[3].(number); ok {
+			t.top = n
+		}
+	}
+	return t, true
+}
+
+func readOutline(r *reader, first value, pageIndex map[int]int, a *analyzed, depth int, count *int) ([]*outlineItem, error) {
+	if depth > maxOutlineDepth {
+		return nil, nil // deeper entries are dropped, not refused
+	}
+	var items []*outlineItem
+	seen := map[int]bool{}
+	for cur := first; cur != nil; {
+		rf, ok := cur.(ref)
+		if !ok || seen[rf.num] {
+			break
+		}
+		seen[rf.num] = true
+		if *count++; *count > maxOutlineEntries {
+			return nil, fmt.Errorf("%w: more than %d outline entries", ErrMalformed, maxOutlineEntries)
+		}
+		d, err := r.dict(rf)
+		if err != nil || d == nil {
+			return nil, fmt.Errorf("%w: outline entry %d", ErrMalformed, rf.num)
+		}
+		it := &outlineItem{}
+		if t, ok := d.get("Title").(str); ok {
+			it.title = t.text()
+		}
+		it.dest = a.destOf(r, d, pageIndex)
+		if it.children, err = readOutline(r, d.get("First"), pageIndex, a, depth+1, count); err != nil {
+			return nil, err
+		}
+		items = append(items, it)
+		cur = d.get("Next")
+	}
+	return items, nil
+}
+
+// destOf resolves the destination of an outline entry or a link: /Dest
+// (an array or a name) or a GoTo action's /D.
+func (a *analyzed) destOf(r *reader, d *dict, pageIndex map[int]int) *target {
+	v := d.get("Dest")
+	if v == nil {
+		act, err := r.dict(d.get("A"))
+		if err != nil || act == nil {
+			return nil
+		}
+		if s, _ := act.get("S").(name); s != "GoTo" {
+			return nil
+		}
+		v = act.get("D")
+	}
+	v, err := r.resolve(v)
+	if err != nil {
+		return nil
+	}
+	switch v := v.(type) {
+	case name:
+		return a.named(decodeName(v))
+	case str:
+		return a.named(string(v.bytes()))
+	}
+	if t, ok := explicitTarget(r, v, pageIndex); ok {
+		return &t
+	}
+	return nil
+}
+
+// named is where a named destination of the part points: the PDF's own
+// destination, else an anchor mark of the element with that id.
+func (a *analyzed) named(n string) *target {
+	if t, ok := a.dests[n]; ok {
+		return &t
+	}
+	if t, ok := a.anchors[n]; ok {
+		return &t
+	}
+	return nil
+}
+
+// decodeName undoes a name's #xx escapes.
+func decodeName(n name) string {
+	s := string(n)
+	if !strings.Contains(s, "#") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '#' && i+2 < len(s) && unhex(s[i+1]) >= 0 && unhex(s[i+2]) >= 0 {
+			b.WriteByte(byte(unhex(s[i+1])<<4 | unhex(s[i+2])))
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// Assemble writes the manual made of parts to out.
+func Assemble(ctx context.Context, out io.Writer, parts []Part, opts Options) (Stats, error) {
+	if len(parts) == 0 {
+		return Stats{}, errors.New("assemble: no parts")
+	}
+	m := &manual{byURL: map[string]int{}, byChapter: map[int]int{}}
+	for i, p := range parts {
+		if err := ctx.Err(); err != nil {
+			return Stats{}, err
+		}
+		a, err := analyze(p)
+		if err != nil {
+			return Stats{}, fmt.Errorf("part %d: %w", i, err)
+		}
+		if len(a.pages) == 0 {
+			return Stats{}, fmt.Errorf("part %d: %w: no pages", i, ErrMalformed)
+		}
+		m.parts = append(m.parts, a)
+		if p.URL != "" {
+			if _, dup := m.byURL[p.URL]; !dup {
+				m.byURL[p.URL] = i
+			}
+		}
+		if p.Chapter >= 0 {
+			m.byChapter[p.Chapter] = i
+		}
+	}
+	w, err := newWriter(out)
+	if err != nil {
+		return Stats{}, err
+	}
+	m.w = w
+	m.pagesRoot = w.alloc()
+	st := Stats{}
+	for _, a := range m.parts {
+		first := len(m.pageNums)
+		st.FirstPage = append(st.FirstPage, first+1)
+		nums := make([]int, len(a.pages))
+		for i := range a.pages {
+			nums[i] = w.alloc()
+		}
+		m.pageNums = append(m.pageNums, nums...)
+		m.partFirst = append(m.partFirst, first)
+	}
+	for i := range m.parts {
+		if err := ctx.Err(); err != nil {
+			return Stats{}, err
+		}
+		if err := m.copyPart(i); err != nil {
+			return Stats{}, fmt.Errorf("part %d: %w", i, err)
+		}
+	}
+	kids := make(array, len(m.pageNums))
+	for i, n := range m.pageNums {
+		kids[i] = ref{n, 0}
+	}
+	pages := &dict{}
+	pages.set("Type", name("Pages"))
+	pages.set("Kids", kids)
+	pages.set("Count", number(strconv.Itoa(len(kids))))
+	if err := w.object(m.pagesRoot, pages); err != nil {
+		return Stats{}, err
+	}
+	catalog := &dict{}
+	catalog.set("Type", name("Catalog"))
+	catalog.set("Pages", ref{m.pagesRoot, 0})
+	if opts.Outline {
+		root, n, err := m.writeOutline()
+		if err != nil {
+			return Stats{}, err
+		}
+		if root > 0 {
+			catalog.set("Outlines", ref{root, 0})
+			catalog.set("PageMode", name("UseOutlines"))
+		}
+		st.OutlineEntries = n
+	}
+	catalogNum := w.alloc()
+	if err := w.object(catalogNum, catalog); err != nil {
+		return Stats{}, err
+	}
+	info := &dict{}
+	if opts.Title != "" {
+		info.set("Title", textString(opts.Title))
+	}
+	info.set("Producer", textString("pdfexport"))
+	infoNum := w.alloc()
+	if err := w.object(infoNum, info); err != nil {
+		return Stats{}, err
+	}
+	if err := w.finish(catalogNum, infoNum); err != nil {
+		return Stats{}, err
+	}
+	st.Pages = len(m.pageNums)
+	st.InternalLinks = m.internalLinks
+	st.Bytes = w.n
+	return st, nil
+}
+
+// manual is the state of one Assemble.
+type manual struct {
+	w             *writer
+	parts         []*analyzed
+	byURL         map[string]int // canonical URL → part
+	byChapter     map[int]int    // ChapterURL index → part
+	pagesRoot     int
+	pageNums      []int // the new object number of every page, in order
+	partFirst     []int // index in pageNums of each part's first page
+	internalLinks int
+}
+
+func (m *manual) pageRef(part, page int) ref {
+	return ref{m.pageNums[m.partFirst[part]+page], 0}
+}
+
+func (m *manual) destArray(part int, t target) array {
+	if t.top == "null" {
+		t.top = m.parts[part].pages[t.page].top()
+	}
+	return array{m.pageRef(part, t.page), name("XYZ"), t.left, t.top, number("0")}
+}
+
+// copyPart writes part i's pages and everything they use.
+func (m *manual) copyPart(i int) error {
+	a := m.parts[i]
+	r, err := openPDF(a.Path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	c := &copier{r: r, w: m.w, remap: map[int]int{}}
+	pageIndex := make(map[int]int, len(a.pages))
+	for j, p := range a.pages {
+		c.remap[p.num] = m.pageNums[m.partFirst[i]+j]
+		pageIndex[p.num] = j
+	}
+	for j, p := range a.pages {
+		page, err := r.dict(ref{p.num, 0})
+		if err != nil {
+			return err
+		}
+		out := &dict{}
+		for k, key := range page.keys {
+			switch key {
+			case "Parent", "StructParents", "Annots", "B", "Metadata", "PieceInfo":
+				continue // rewritten below, or about trees not copied
+			}
+			v, err := c.rewrite(page.vals[k])
+			if err != nil {
+				return err
+			}
+			out.set(key, v)
+		}
+		for _, k := range inheritable {
+			if out.get(k) == nil {
+				if v := p.inherit.get(k); v != nil {
+					rv, err := c.rewrite(v)
+					if err != nil {
+						return err
+					}
+					out.set(k, rv)
+				}
+			}
+		}
+		out.set("Parent", ref{m.pagesRoot, 0})
+		annots, err := m.annotations(c, i, page, pageIndex)
+		if err != nil {
+			return err
+		}
+		if len(annots) > 0 {
+			out.set("Annots", annots)
+		}
+		if err := m.w.object(m.pageNums[m.partFirst[i]+j], out); err != nil {
+			return err
+		}
+		if err := c.drain(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// annotations copies the annotations of a page: anchor marks dropped,
+// links to a part of the manual made internal, the rest as they are.
+func (m *manual) annotations(c *copier, part int, page *dict, pageIndex map[int]int) (array, error) {
+	list, err := c.r.array(page.get("Annots"))
+	if err != nil {
+		return nil, err
+	}
+	var out array
+	for _, av := range list {
+		an, err := c.r.dict(av)
+		if err != nil {
+			return nil, err
+		}
+		if an == nil {
+			continue
+		}
+		if _, isAnchor := anchorOf(c.r, an); isAnchor {
+			continue
+		}
+		nd := &dict{}
+		for k, key := range an.keys {
+			switch key {
+			case "StructParent", "P", "Parent":
+				continue
+			}
+			nd.set(key, an.vals[k])
+		}
+		var dest array // in the new numbering: set after the rewrite
+		if st, _ := an.get("Subtype").(name); st == "Link" {
+			var internal, keep bool
+			switch dest, internal, keep = m.linkDest(c.r, part, an, pageIndex); {
+			case !keep:
+				continue // a link inside the part to a place no longer known
+			case dest != nil:
+				nd.del("A")
+				nd.del("Dest")
+				if internal {
+					m.internalLinks++
+				}
+			}
+		}
+		v, err := c.rewrite(nd)
+		if err != nil {
+			return nil, err
+		}
+		if dest != nil {
+			v.(*dict).set("Dest", dest)
+		}
+		num := m.w.alloc()
+		if err := m.w.object(num, v); err != nil {
+			return nil, err
+		}
+		out = append(out, ref{num, 0})
+	}
+	return out, nil
+}
+
+// linkDest decides what a link of part points at: dest is the new
+// destination (nil: keep the link as it is); internal says it was made
+// internal from a URL; keep false drops the link.
+func (m *manual) linkDest(r *reader, part int, an *dict, pageIndex map[int]int) (dest array, internal, keep bool) {
+	a := m.parts[part]
+	if u, ok := linkURI(r, an); ok {
+		to, frag, ok := m.partOf(u)
+		if !ok {
+			return nil, false, true // outside the manual: as it is
+		}
+		t := target{page: 0, left: "0", top: "null"}
+		if frag != "" {
+			if at := m.parts[to].named(frag); at != nil {
+				t = *at
+			}
+		}
+		return m.destArray(to, t), true, true
+	}
+	if an.get("Dest") == nil && an.get("A") == nil {
+		return nil, false, true
+	}
+	t := a.destOf(r, an, pageIndex)
+	if t == nil {
+		act, _ := r.dict(an.get("A"))
+		if act != nil {
+			if s, _ := act.get("S").(name); s != "GoTo" {
+				return nil, false, true // another action: as it is
+			}
+		}
+		return nil, false, false
+	}
+	return m.destArray(part, *t), false, true
+}
+
+// partOf finds the part a URL names and its fragment.
+func (m *manual) partOf(u string) (part int, fragment string, ok bool) {
+	base, frag, _ := strings.Cut(u, "#")
+	if f, err := url.PathUnescape(frag); err == nil {
+		frag = f
+	}
+	if rest, isChapter := strings.CutPrefix(base, ChapterURL(0)[:len(ChapterURL(0))-1]); isChapter {
+		n, err := strconv.Atoi(rest)
+		if err != nil {
+			return 0, "", false
+		}
+		part, ok = m.byChapter[n]
+		return part, frag, ok
+	}
+	part, ok = m.byURL[canonical(base)]
+	return part, frag, ok
+}
+
+// canonical is spec.CanonicalURL's rule (scheme and host case, default
+// port, empty path), so a link and a chapter URL compare as the worker
+// keys them; the caller passes chapter URLs already canonical.
+func canonical(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	u.Host = host
+	if u.Path == "" {
+		u.Path = "/"
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u.String()
+}
+
+// writeOutline writes one entry per part (but NoEntry ones) with the
+// part's own outline beneath it.
+func (m *manual) writeOutline() (root, entries int, err error) {
+	var top []*outlineItem
+	var tops []int
+	for i, a := range m.parts {
+		if a.NoEntry {
+			continue
+		}
+		title := outlineTitle(a.Title, a.title, i)
+		t := target{page: 0, left: "0", top: "null"}
+		top = append(top, &outlineItem{title: title, dest: &t, children: a.outline})
+		tops = append(tops, i)
+	}
+	if len(top) == 0 {
+		return 0, 0, nil
+	}
+	root = m.w.alloc()
+	first, last, count, err := m.writeItems(root, top, func(k int) int { return tops[k] }, -1)
+	if err != nil {
+		return 0, 0, err
+	}
+	d := &dict{}
+	d.set("Type", name("Outlines"))
+	d.set("First", ref{first, 0})
+	d.set("Last", ref{last, 0})
+	d.set("Count", number(strconv.Itoa(count)))
+	return root, count, m.w.object(root, d)
+}
+
+// writeItems writes a list of sibling entries under parent. Entries of the
+// top level belong to the part partOfTop names; below it, to part.
+func (m *manual) writeItems(parent int, items []*outlineItem, partOfTop func(int) int, part int) (first, last, count int, err error) {
+	nums := make([]int, len(items))
+	for k := range items {
+		nums[k] = m.w.alloc()
+	}
+	for k, it := range items {
+		p := part
+		if p < 0 {
+			p = partOfTop(k)
+		}
+		d := &dict{}
+		d.set("Title", textString(it.title))
+		d.set("Parent", ref{parent, 0})
+		if k > 0 {
+			d.set("Prev", ref{nums[k-1], 0})
+		}
+		if k+1 < len(items) {
+			d.set("Next", ref{nums[k+1], 0})
+		}
+		if it.dest != nil {
+			d.set("Dest", m.destArray(p, *it.dest))
+		}
+		if len(it.children) > 0 {
+			cf, cl, cc, err := m.writeItems(nums[k], it.children, nil, p)
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			d.set("First", ref{cf, 0})
+			d.set("Last", ref{cl, 0})
+			// Negative: closed at first, so a reader sees the chapters.
+			d.set("Count", number(strconv.Itoa(-cc)))
+			count += cc
+		}
+		if err := m.w.object(nums[k], d); err != nil {
+			return 0, 0, 0, err
+		}
+		count++
+	}
+	return nums[0], nums[len(nums)-1], count, nil
+}
+
+// copier copies the objects a part's pages reference, renumbered.
+type copier struct {
+	r     *reader
+	w     *writer
+	remap map[int]int // old number → new
+	queue []int       // old numbers to copy
+}
+
+// rewrite returns v with every reference renumbered, queuing what it
+// references for copying.
+func (c *copier) rewrite(v value) (value, error) {
+	switch v := v.(type) {
+	case ref:
+		n, ok := c.remap[v.num]
+		if !ok {
+			n = c.w.alloc()
+			c.remap[v.num] = n
+			c.queue = append(c.queue, v.num)
+		}
+		return ref{n, 0}, nil
+	case array:
+		out := make(array, len(v))
+		for i, item := range v {
+			rv, err := c.rewrite(item)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = rv
+		}
+		return out, nil
+	case *dict:
+		out := &dict{keys: append([]name(nil), v.keys...), vals: make([]value, len(v.vals))}
+		for i, item := range v.vals {
+			rv, err := c.rewrite(item)
+			if err != nil {
+				return nil, err
+			}
+			out.vals[i] = rv
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// drain copies every queued object.
+func (c *copier) drain() error {
+	for len(c.queue) > 0 {
+		old := c.queue[len(c.queue)-1]
+		c.queue = c.queue[:len(c.queue)-1]
+		o, err := c.r.object(old)
+		if err != nil {
+			return err
+		}
+		num := c.remap[old]
+		if o.streamAt < 0 {
+			v, err := c.rewrite(o.val)
+			if err != nil {
+				return err
+			}
+			if err := c.w.object(num, v); err != nil {
+				return err
+			}
+			continue
+		}
+		d := *o.val.(*dict)
+		d.del("Length") // written as a direct number by stream
+		rv, err := c.rewrite(&d)
+		if err != nil {
+			return err
+		}
+		data := io.NewSectionReader(c.r.f, o.streamAt, o.streamSize)
+		if err := c.w.stream(num, rv.(*dict), data, o.streamSize); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outlineTitle is a part's outline entry: its given title, else its
+// PDF's, else its position.
+func outlineTitle(given, pdfTitle string, i int) string {
+	if given != "" {
+		return given
+	}
+	if pdfTitle != "" {
+		return pdfTitle
+	}
+	return "Chapter " + strconv.Itoa(i+1)
+}

@@ -1,0 +1,689 @@
+package assemble
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+)
+
+// This file reads the PDFs Chromium prints (Skia's writer): a classic
+// cross-reference table, no object or cross-reference streams, every object
+// reachable by its offset. It parses one object at a time from the file, so
+// reading a chapter costs the memory of its largest dictionary, never of
+// its content: stream data is left in the file and copied from there.
+
+// ErrUnsupported: the PDF uses a feature this reader does not read (a
+// cross-reference stream, an object stream). Chromium never writes one.
+var ErrUnsupported = errors.New("assemble: unsupported PDF")
+
+// ErrMalformed: the PDF cannot be parsed.
+var ErrMalformed = errors.New("assemble: malformed PDF")
+
+// value is a parsed PDF object: name, str, ref, number, keyword (true,
+// false, null), array or *dict.
+type value any
+
+type (
+	// name is a PDF name as written, without the slash (#xx escapes kept).
+	name string
+	// str is a string object as written, delimiters included: written
+	// back byte for byte.
+	str []byte
+	// number is a numeric token as written.
+	number string
+	// keyword is true, false or null.
+	keyword string
+	array   []value
+	ref     struct{ num, gen int }
+)
+
+// dict keeps its keys' order, so what is copied reads as it was written.
+type dict struct {
+	keys []name
+	vals []value
+}
+
+func (d *dict) get(k name) value {
+	if d == nil {
+		return nil
+	}
+	for i, key := range d.keys {
+		if key == k {
+			return d.vals[i]
+		}
+	}
+	return nil
+}
+
+func (d *dict) set(k name, v value) {
+	for i, key := range d.keys {
+		if key == k {
+			d.vals[i] = v
+			return
+		}
+	}
+	d.keys = append(d.keys, k)
+	d.vals = append(d.vals, v)
+}
+
+func (d *dict) del(k name) {
+	for i, key := range d.keys {
+		if key == k {
+			d.keys = append(d.keys[:i:i], d.keys[i+1:]...)
+			d.vals = append(d.vals[:i:i], d.vals[i+1:]...)
+			return
+		}
+	}
+}
+
+func (n number) float() float64 {
+	f, _ := strconv.ParseFloat(string(n), 64)
+	return f
+}
+
+// text decodes a string object: literal escapes, hex, and UTF-16BE with a
+// byte order mark, as PDF text strings are written. PDFDocEncoding is read
+// as Latin-1, which it is for every printable ASCII character.
+func (s str) text() string {
+	b := s.bytes()
+	if len(b) >= 2 && b[0] == 0xfe && b[1] == 0xff {
+		r := make([]rune, 0, len(b)/2)
+		for i := 2; i+1 < len(b); i += 2 {
+			c := rune(b[i])<<8 | rune(b[i+1])
+			if c >= 0xd800 && c < 0xdc00 && i+3 < len(b) {
+				lo := rune(b[i+2])<<8 | rune(b[i+3])
+				c = (c-0xd800)<<10 + (lo - 0xdc00) + 0x10000
+				i += 2
+			}
+			r = append(r, c)
+		}
+		return string(r)
+	}
+	if len(b) >= 3 && b[0] == 0xef && b[1] == 0xbb && b[2] == 0xbf {
+		return string(b[3:])
+	}
+	r := make([]rune, len(b))
+	for i, c := range b {
+		r[i] = rune(c)
+	}
+	return string(r)
+}
+
+// bytes decodes a string object into the bytes it stands for.
+func (s str) bytes() []byte {
+	if len(s) < 2 {
+		return nil
+	}
+	if s[0] == '<' {
+		var out []byte
+		var hi int = -1
+		for _, c := range s[1 : len(s)-1] {
+			v := unhex(c)
+			if v < 0 {
+				continue
+			}
+			if hi < 0 {
+				hi = v
+			} else {
+				out = append(out, byte(hi<<4|v))
+				hi = -1
+			}
+		}
+		if hi >= 0 {
+			out = append(out, byte(hi<<4))
+		}
+		return out
+	}
+	in := s[1 : len(s)-1]
+	out := make([]byte, 0, len(in))
+	for i := 0; i < len(in); i++ {
+		c := in[i]
+		if c != '\\' || i+1 == len(in) {
+			out = append(out, c)
+			continue
+		}
+		i++
+		switch c = in[i]; c {
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case '\r':
+			if i+1 < len(in) && in[i+1] == '\n' {
+				i++
+			}
+		case '\n':
+		default:
+			if c >= '0' && c <= '7' {
+				v := 0
+				for j := 0; j < 3 && i < len(in) && in[i] >= '0' && in[i] <= '7'; j++ {
+					v = v*8 + int(in[i]-'0')
+					i++
+				}
+				i--
+				out = append(out, byte(v))
+			} else {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c-'a') + 10
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// textString encodes s as a PDF text string: UTF-16BE with a byte order
+// mark, in hex, which needs no escaping.
+func textString(s string) str {
+	var b bytes.Buffer
+	b.WriteString("<FEFF")
+	for _, r := range s {
+		if r > 0xffff {
+			r -= 0x10000
+			fmt.Fprintf(&b, "%04X%04X", 0xd800+(r>>10), 0xdc00+(r&0x3ff))
+			continue
+		}
+		fmt.Fprintf(&b, "%04X", r)
+	}
+	b.WriteByte('>')
+	return str(b.Bytes())
+}
+
+// object is an indirect object as read: its value and, for a stream, where
+// its data lies in the file.
+type object struct {
+	val        value
+	streamAt   int64 // offset of the stream's data; -1 when not a stream
+	streamSize int64
+}
+
+// reader reads the objects of one PDF file by number.
+type reader struct {
+	f       *os.File
+	size    int64
+	offsets []int64 // by object number; 0: free or absent
+	trailer *dict
+}
+
+func openPDF(path string) (*reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &reader{f: f}
+	if err := r.init(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+func (r *reader) Close() error { return r.f.Close() }
+
+func (r *reader) init() error {
+	st, err := r.f.Stat()
+	if err != nil {
+		return err
+	}
+	r.size = st.Size()
+	tail := int64(1024)
+	if tail > r.size {
+		tail = r.size
+	}
+	buf := make([]byte, tail)
+	if _, err := r.f.ReadAt(buf, r.size-tail); err != nil && err != io.EOF {
+		return err
+	}
+	i := bytes.LastIndex(buf, []byte("startxref"))
+	if i < 0 {
+		return fmt.Errorf("%w: no startxref", ErrMalformed)
+	}
+	lx := newLexer(bytes.NewReader(buf[i+len("startxref"):]))
+	tok, err := lx.token()
+	if err != nil {
+		return fmt.Errorf("%w: startxref: %v", ErrMalformed, err)
+	}
+	at, err := strconv.ParseInt(string(tok), 10, 64)
+	if err != nil || at <= 0 || at >= r.size {
+		return fmt.Errorf("%w: startxref %q", ErrMalformed, tok)
+	}
+	seen := map[int64]bool{}
+	for at > 0 && !seen[at] {
+		seen[at] = true
+		trailer, err := r.readXref(at)
+		if err != nil {
+			return err
+		}
+		if r.trailer == nil {
+			r.trailer = trailer
+		}
+		prev, ok := trailer.get("Prev").(number)
+		if !ok {
+			break
+		}
+		at, _ = strconv.ParseInt(string(prev), 10, 64)
+	}
+	if _, ok := r.trailer.get("Root").(ref); !ok {
+		return fmt.Errorf("%w: trailer has no /Root", ErrMalformed)
+	}
+	return nil
+}
+
+// readXref reads one cross-reference section at offset at; entries already
+// known (from a newer section) are kept.
+func (r *reader) readXref(at int64) (*dict, error) {
+	lx := newLexer(io.NewSectionReader(r.f, at, r.size-at))
+	tok, err := lx.token()
+	if err != nil {
+		return nil, fmt.Errorf("%w: cross-reference table: %v", ErrMalformed, err)
+	}
+	if string(tok) != "xref" {
+		return nil, fmt.Errorf("%w: a cross-reference stream (only tables are read)", ErrUnsupported)
+	}
+	for {
+		tok, err := lx.token()
+		if err != nil {
+			return nil, fmt.Errorf("%w: cross-reference table: %v", ErrMalformed, err)
+		}
+		if string(tok) == "trailer" {
+			v, err := lx.value()
+			if err != nil {
+				return nil, fmt.Errorf("%w: trailer: %v", ErrMalformed, err)
+			}
+			d, ok := v.(*dict)
+			if !ok {
+				return nil, fmt.Errorf("%w: trailer is not a dictionary", ErrMalformed)
+			}
+			return d, nil
+		}
+		first, err1 := strconv.Atoi(string(tok))
+		ctok, err2 := lx.token()
+		count, err3 := strconv.Atoi(string(ctok))
+		if err1 != nil || err2 != nil || err3 != nil || first < 0 || count < 0 || count > 1<<24 {
+			return nil, fmt.Errorf("%w: cross-reference subsection %q", ErrMalformed, tok)
+		}
+		if need := first + count; need > len(r.offsets) {
+			grown := make([]int64, need)
+			copy(grown, r.offsets)
+			r.offsets = grown
+		}
+		for i := 0; i < count; i++ {
+			off, err1 := lx.token()
+			_, err2 := lx.token()
+			kind, err3 := lx.token()
+			if err := errors.Join(err1, err2, err3); err != nil {
+				return nil, fmt.Errorf("%w: cross-reference entry: %v", ErrMalformed, err)
+			}
+			n := first + i
+			if r.offsets[n] != 0 || string(kind) != "n" {
+				continue
+			}
+			o, err := strconv.ParseInt(string(off), 10, 64)
+			if err != nil || o <= 0 || o >= r.size {
+				return nil, fmt.Errorf("%w: cross-reference entry %d: offset %q", ErrMalformed, n, off)
+			}
+			r.offsets[n] = o
+		}
+	}
+}
+
+// object reads indirect object n.
+func (r *reader) object(n int) (object, error) {
+	if n <= 0 || n >= len(r.offsets) || r.offsets[n] == 0 {
+		return object{val: keyword("null"), streamAt: -1}, nil // a reference to a free object is null
+	}
+	at := r.offsets[n]
+	sr := io.NewSectionReader(r.f, at, r.size-at)
+	lx := newLexer(sr)
+	num, err1 := lx.token()
+	_, err2 := lx.token()
+	obj, err3 := lx.token()
+	if err := errors.Join(err1, err2, err3); err != nil || string(obj) != "obj" || string(num) != strconv.Itoa(n) {
+		if err == nil {
+			err = fmt.Errorf("expected %d 0 obj, found %q %q", n, num, obj)
+		}
+		return object{}, fmt.Errorf("%w: object %d: %v", ErrMalformed, n, err)
+	}
+	v, err := lx.value()
+	if err != nil {
+		return object{}, fmt.Errorf("%w: object %d: %v", ErrMalformed, n, err)
+	}
+	o := object{val: v, streamAt: -1}
+	d, isDict := v.(*dict)
+	if !isDict {
+		return o, nil
+	}
+	tok, err := lx.token()
+	if err != nil || string(tok) != "stream" {
+		return o, nil
+	}
+	// The data starts after the end of line that follows the keyword.
+	c, err := lx.readByte()
+	if err == nil && c == '\r' {
+		c, err = lx.readByte()
+	}
+	if err != nil || c != '\n' {
+		return object{}, fmt.Errorf("%w: object %d: no end of line after stream", ErrMalformed, n)
+	}
+	o.streamAt = at + lx.offset
+	length, err := r.intValue(d.get("Length"))
+	if err != nil || length < 0 || o.streamAt+length > r.size {
+		return object{}, fmt.Errorf("%w: object %d: stream /Length", ErrMalformed, n)
+	}
+	o.streamSize = length
+	return o, nil
+}
+
+// resolve follows a reference; other values are returned as they are.
+func (r *reader) resolve(v value) (value, error) {
+	for i := 0; i < 8; i++ {
+		rf, ok := v.(ref)
+		if !ok {
+			return v, nil
+		}
+		o, err := r.object(rf.num)
+		if err != nil {
+			return nil, err
+		}
+		v = o.val
+	}
+	return nil, fmt.Errorf("%w: a chain of references", ErrMalformed)
+}
+
+func (r *reader) dict(v value) (*dict, error) {
+	v, err := r.resolve(v)
+	if err != nil {
+		return nil, err
+	}
+	d, _ := v.(*dict)
+	return d, nil
+}
+
+func (r *reader) array(v value) (array, error) {
+	v, err := r.resolve(v)
+	if err != nil {
+		return nil, err
+	}
+	a, _ := v.(array)
+	return a, nil
+}
+
+func (r *reader) intValue(v value) (int64, error) {
+	v, err := r.resolve(v)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := v.(number)
+	if !ok {
+		return 0, fmt.Errorf("%w: not a number", ErrMalformed)
+	}
+	return strconv.ParseInt(string(n), 10, 64)
+}
+
+// lexer splits PDF syntax into tokens and values.
+type lexer struct {
+	r      *bufio.Reader
+	offset int64 // bytes consumed
+	peeked [][]byte
+}
+
+func newLexer(r io.Reader) *lexer { return &lexer{r: bufio.NewReaderSize(r, 4096)} }
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f' || c == 0
+}
+
+func isDelim(c byte) bool {
+	switch c {
+	case '(', ')', '<', '>', '[', ']', '{', '}', '/', '%':
+		return true
+	}
+	return false
+}
+
+func (l *lexer) readByte() (byte, error) {
+	c, err := l.r.ReadByte()
+	if err == nil {
+		l.offset++
+	}
+	return c, err
+}
+
+func (l *lexer) unread() {
+	_ = l.r.UnreadByte()
+	l.offset--
+}
+
+// maxToken bounds one token (a string, a name, a number), so a hostile
+// file cannot make the reader buffer without end.
+const maxToken = 1 << 20
+
+// token returns the next token: a delimiter ("<<", ">>", "[", "]"), a whole
+// string "(...)" or "<...>", a name "/X", or a run of regular characters.
+func (l *lexer) token() ([]byte, error) {
+	if n := len(l.peeked); n > 0 {
+		t := l.peeked[n-1]
+		l.peeked = l.peeked[:n-1]
+		return t, nil
+	}
+	var c byte
+	var err error
+	for {
+		if c, err = l.readByte(); err != nil {
+			return nil, err
+		}
+		if c == '%' {
+			for c != '\n' && c != '\r' {
+				if c, err = l.readByte(); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		if !isSpace(c) {
+			break
+		}
+	}
+	switch c {
+	case '[', ']', '{', '}':
+		return []byte{c}, nil
+	case '<', '>':
+		d, err := l.readByte()
+		if err == nil && d == c {
+			return []byte{c, c}, nil
+		}
+		if err == nil {
+			l.unread()
+		}
+		if c == '>' {
+			return []byte{c}, nil
+		}
+		tok := []byte{'<'}
+		for {
+			d, err := l.readByte()
+			if err != nil {
+				return nil, err
+			}
+			tok = append(tok, d)
+			if d == '>' {
+				return tok, nil
+			}
+			if len(tok) > maxToken {
+				return nil, fmt.Errorf("hex string longer than %d bytes", maxToken)
+			}
+		}
+	case '(':
+		tok := []byte{'('}
+		depth := 1
+		for depth > 0 {
+			d, err := l.readByte()
+			if err != nil {
+				return nil, err
+			}
+			tok = append(tok, d)
+			switch d {
+			case '\\':
+				e, err := l.readByte()
+				if err != nil {
+					return nil, err
+				}
+				tok = append(tok, e)
+			case '(':
+				depth++
+			case ')':
+				depth--
+			}
+			if len(tok) > maxToken {
+				return nil, fmt.Errorf("string longer than %d bytes", maxToken)
+			}
+		}
+		return tok, nil
+	}
+	tok := []byte{c}
+	for {
+		d, err := l.readByte()
+		if err == io.EOF {
+			return tok, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if isSpace(d) || isDelim(d) {
+			l.unread()
+			return tok, nil
+		}
+		tok = append(tok, d)
+		if len(tok) > maxToken {
+			return nil, fmt.Errorf("token longer than %d bytes", maxToken)
+		}
+	}
+}
+
+func (l *lexer) push(t []byte) { l.peeked = append(l.peeked, t) }
+
+// maxDepth bounds nesting, so a hostile file cannot exhaust the stack.
+const maxDepth = 64
+
+func (l *lexer) value() (value, error) { return l.valueAt(0) }
+
+func (l *lexer) valueAt(depth int) (value, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("nested deeper than %d", maxDepth)
+	}
+	tok, err := l.token()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case string(tok) == "<<":
+		d := &dict{}
+		for {
+			k, err := l.token()
+			if err != nil {
+				return nil, err
+			}
+			if string(k) == ">>" {
+				return d, nil
+			}
+			if len(k) == 0 || k[0] != '/' {
+				return nil, fmt.Errorf("dictionary key %q is not a name", k)
+			}
+			v, err := l.valueAt(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			d.keys = append(d.keys, name(k[1:]))
+			d.vals = append(d.vals, v)
+		}
+	case string(tok) == "[":
+		var a array
+		for {
+			t, err := l.token()
+			if err != nil {
+				return nil, err
+			}
+			if string(t) == "]" {
+				if a == nil {
+					a = array{}
+				}
+				return a, nil
+			}
+			l.push(t)
+			v, err := l.valueAt(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			a = append(a, v)
+		}
+	case tok[0] == '/':
+		return name(tok[1:]), nil
+	case tok[0] == '(' || tok[0] == '<':
+		return str(tok), nil
+	case string(tok) == "true" || string(tok) == "false" || string(tok) == "null":
+		return keyword(tok), nil
+	case isInteger(tok):
+		// "N G R" is a reference; anything else leaves N a number.
+		t2, err := l.token()
+		if err != nil {
+			return number(tok), nil
+		}
+		if !isInteger(t2) {
+			l.push(t2)
+			return number(tok), nil
+		}
+		t3, err := l.token()
+		if err != nil || string(t3) != "R" {
+			if err == nil {
+				l.push(t3)
+			}
+			l.push(t2)
+			return number(tok), nil
+		}
+		num, _ := strconv.Atoi(string(tok))
+		gen, _ := strconv.Atoi(string(t2))
+		return ref{num, gen}, nil
+	case isNumber(tok):
+		return number(tok), nil
+	}
+	return nil, fmt.Errorf("unexpected token %q", tok)
+}
+
+func isInteger(t []byte) bool {
+	if len(t) == 0 || len(t) > 10 {
+		return false
+	}
+	for _, c := range t {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func isNumber(t []byte) bool {
+	if len(t) == 0 {
+		return false
+	}
+	_, err := strconv.ParseFloat(string(t), 64)
+	return err == nil
+}
