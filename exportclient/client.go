@@ -46,6 +46,10 @@ type (
 	Encryption = spec.Encryption
 	// Cookie is a cookie of Request.Cookies.
 	Cookie = spec.Cookie
+	// Chapter is one chapter of a manual (Request.Chapters).
+	Chapter = spec.Chapter
+	// ChapterCounts are a manual's chapters in its Result.
+	ChapterCounts = spec.ChapterCounts
 	// Result is what a finished export reports.
 	Result = spec.Result
 	// Payload is the raw request (schema v1, the JSON body of POST
@@ -76,12 +80,18 @@ var (
 	ErrUnavailable = errors.New("exportclient: queue unavailable")
 )
 
-// Request asks for one manual version as PDF. Exactly one of URL and HTML is set.
+// Request asks for one manual version as PDF. Exactly one of URL, HTML and
+// Chapters is set.
 type Request struct {
-	ManualID  string
-	Version   string
-	URL       string // http(s), host on ALLOWED_HOSTS
-	HTML      string // an inline document, at most 2 MiB
+	ManualID string
+	Version  string
+	URL      string // http(s), host on ALLOWED_HOSTS
+	HTML     string // an inline document, at most 2 MiB
+	// Chapters make one PDF of many pages, in order (at most
+	// spec.MaxChapters): each chapter is printed on its own, by whichever
+	// worker takes it, and stored so that the next version of the manual,
+	// or another manual, reuses it while its Revision stays the same.
+	Chapters  []Chapter
 	Options   Options
 	Force     bool   // re-render even if the artifact is stored
 	RequestID string // optional caller correlation id, logged by the worker
@@ -100,7 +110,7 @@ type Request struct {
 // Payload converts the request to the raw request.
 func (r Request) Payload() Payload {
 	p := Payload{V: spec.PayloadVersion, ManualID: r.ManualID, Version: r.Version,
-		Source:  spec.RequestSource{URL: r.URL, HTML: r.HTML, Credentials: Credentials{Headers: r.Headers, Cookies: r.Cookies}},
+		Source:  spec.RequestSource{URL: r.URL, HTML: r.HTML, Chapters: r.Chapters, Credentials: Credentials{Headers: r.Headers, Cookies: r.Cookies}},
 		Options: r.Options, Force: r.Force, RequestID: r.RequestID}
 	if r.CallbackURL != "" {
 		p.Callback = &spec.Callback{URL: r.CallbackURL}

@@ -107,6 +107,14 @@ type Config struct {
 	// PublicURL is bin/api's base URL (API_PUBLIC_URL); when set, results
 	// carry download_url.
 	PublicURL string
+	// MaxPages and MaxBytes bound an assembled manual (RENDER_MAX_PAGES,
+	// RENDER_MAX_BYTES; the renderer bounds each chapter); 0: no limit.
+	MaxPages int
+	MaxBytes int64
+	// ChapterConcurrency is how many chapters of a manual one task works
+	// on at once (RENDER_CONCURRENCY: more would only wait for a tab).
+	// Default 1.
+	ChapterConcurrency int
 }
 
 // Handler processes pdf:export tasks. It is safe for concurrent use.

@@ -40,6 +40,11 @@ type job struct {
 	spec.Envelope
 	auth      spec.Credentials
 	passwords spec.Passwords // options.encryption's, from encryption_ref
+	// markAnchors: a chapter of a manual, printed with its anchor marks.
+	markAnchors bool
+	// manual: a manual whose chapters are stored; its "render" assembles
+	// them (manual.go).
+	manual *manualPlan
 }
 
 // ProcessTask implements asynq.Handler.
@@ -83,7 +88,12 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 	key := env.ArtifactKey()
 	log = log.With("manual_id", env.ManualID, "version", env.Version, "key", key, "request_id", env.RequestID)
 
-	r, err := h.export(ctx, log, j, key)
+	var r spec.Result
+	if j.Source.Chapters != nil {
+		r, err = h.exportManual(ctx, log, j, key)
+	} else {
+		r, err = h.export(ctx, log, j, key)
+	}
 	if err != nil {
 		// The error becomes the task's error (the dashboard, status): no
 		// password or query value of any URL in it.
@@ -250,7 +260,7 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 	var stored storage.Object
 	var storeErr error
 	settings := p.Options.Settings()
-	src := render.Source{URL: p.Source.URL, HTML: p.Source.HTML, Auth: p.auth}
+	src := render.Source{URL: p.Source.URL, HTML: p.Source.HTML, Auth: p.auth, MarkAnchors: p.markAnchors}
 	taskID, _ := asynq.GetTaskID(ctx) // the sink's context is the renderer's, not the task's
 	// upload streams a PDF into storage: Chromium's stream itself, or the
 	// post-processed file of an export with document options.
@@ -303,7 +313,13 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 	}
 	queue, _ := asynq.GetQueueName(ctx)
 	h.cfg.Observer.RenderInFlight(queue, 1)
-	stats, err := h.cfg.Renderer.Render(ctx, src, settings, sink)
+	var stats render.Stats
+	var err error
+	if p.manual != nil {
+		stats, err = h.assembleManual(ctx, p, settings, sink)
+	} else {
+		stats, err = h.cfg.Renderer.Render(ctx, src, settings, sink)
+	}
 	h.cfg.Observer.RenderInFlight(queue, -1)
 	h.cfg.Observer.RenderWait(queue, stats.QueueWait)
 	if err == nil && spooled != "" {
@@ -330,6 +346,11 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 		// store too, but the render's error is the cause.
 		if storeErr != nil && errors.Is(err, render.ErrSink) {
 			return spec.Result{}, fmt.Errorf("storing %s: %w", key, storeErr)
+		}
+		if p.manual != nil {
+			// The assembly marks what is final itself (a limit, a chapter
+			// it cannot read); the rest (storage, the disk) is retried.
+			return spec.Result{}, fmt.Errorf("assembling %s: %w", key, err)
 		}
 		// A render stopped by our own context (lease lost, task deadline,
 		// shutdown) says nothing about the document: retry. Only a failure the

@@ -64,15 +64,17 @@ type Callback struct {
 }
 
 // EnvelopeSource is what to print: a URL on ALLOWED_HOSTS, an inline HTML
-// document, or a reference to an HTML document stored beside the task (a
-// large inline document: it does not sit in the task for RESULT_RETENTION).
-// Exactly one is set. A URL may come with a reference to per-export
+// document, a reference to an HTML document stored beside the task (a
+// large inline document: it does not sit in the task for RESULT_RETENTION),
+// or the chapters of a manual. Exactly one is set. A URL may come with a reference to per-export
 // credentials stored beside the task.
 type EnvelopeSource struct {
 	URL         string          `json:"url,omitempty"`
 	HTML        string          `json:"html,omitempty"`
 	HTMLRef     *HTMLRef        `json:"html_ref,omitempty"`
 	Credentials *CredentialsRef `json:"credentials_ref,omitempty"`
+	// Chapters make the export a manual of many pages (chapters.go).
+	Chapters []Chapter `json:"chapters,omitempty"`
 }
 
 // HTMLRef names an HTML document stored beside the task by its SHA-256: the
@@ -103,6 +105,16 @@ type Result struct {
 	// A reuser reports the warnings of that render.
 	Warnings        []Warning `json:"warnings,omitempty"`
 	WarningsOmitted int       `json:"warnings_omitted,omitempty"`
+	// Chapters counts a manual's chapters (source.chapters only): how
+	// many this export printed and how many it found stored.
+	Chapters *ChapterCounts `json:"chapters,omitempty"`
+}
+
+// ChapterCounts are a manual's chapters in its result.
+type ChapterCounts struct {
+	Total    int `json:"total"`
+	Rendered int `json:"rendered"`
+	Reused   int `json:"reused"`
 }
 
 // Warning kinds.

@@ -50,6 +50,8 @@ func (p Envelope) contentHash(credentials, passwords string) string {
 		// Credentials is the keyed hash of per-export credentials: a
 		// page rendered as one user is never reused for another.
 		Credentials string `json:"credentials,omitempty"`
+		// Chapters are a manual's chapters: their keys and titles.
+		Chapters []chapterIdentity `json:"chapters,omitempty"`
 	}
 	canonical := struct {
 		V        int            `json:"v"`
@@ -62,6 +64,8 @@ func (p Envelope) contentHash(credentials, passwords string) string {
 		canonical.Source.HTMLSHA256 = hex.EncodeToString(sum[:])
 	case p.Source.HTMLRef != nil:
 		canonical.Source.HTMLSHA256 = p.Source.HTMLRef.SHA256
+	case p.Source.Chapters != nil:
+		canonical.Source.Chapters = p.chaptersIdentity()
 	default:
 		canonical.Source.URL = CanonicalURL(p.Source.URL)
 	}

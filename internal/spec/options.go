@@ -66,6 +66,9 @@ type Options struct {
 	Metadata   *Metadata   `json:"metadata,omitempty"`
 	Watermark  *Watermark  `json:"watermark,omitempty"`
 	Encryption *Encryption `json:"encryption,omitempty"`
+	// TOC puts a table of contents, with the manual's page numbers, before
+	// the first chapter (source.chapters only).
+	TOC bool `json:"toc,omitempty"`
 }
 
 // HasDocumentOptions reports whether o asks for metadata, a watermark or
@@ -98,6 +101,9 @@ type PrintSettings struct {
 	// Document is the resolved document options, nil when there are none
 	// (so the canonical form of other exports is what it always was).
 	Document *DocumentSettings `json:"document,omitempty"`
+	// TOC: a manual's table of contents (omitted when false, for the same
+	// reason).
+	TOC bool `json:"toc,omitempty"`
 	// FailOn is not part of the artifact's identity (json "-"): it does not
 	// change the PDF, only whether one with warnings is acceptable.
 	FailOn FailOn `json:"-"`
@@ -142,6 +148,7 @@ func (o Options) Settings() PrintSettings {
 		MarginBottomMM:    DefaultMarginMM,
 		MarginLeftMM:      DefaultMarginMM,
 		Document:          o.documentSettings(),
+		TOC:               o.TOC,
 	}
 	if s.Paper == "" {
 		s.Paper = DefaultPaper

@@ -22,11 +22,13 @@ type Request struct {
 }
 
 // RequestSource is what to print: a URL on ALLOWED_HOSTS (with, optionally,
-// per-export credentials for its origin) or an inline HTML document. Exactly
-// one of URL and HTML is set.
+// per-export credentials for its origin), an inline HTML document, or the
+// chapters of a manual. Exactly one of URL, HTML and Chapters is set.
 type RequestSource struct {
 	URL  string `json:"url,omitempty"`
 	HTML string `json:"html,omitempty"`
+	// Chapters make the export a manual of many pages (chapters.go).
+	Chapters []Chapter `json:"chapters,omitempty"`
 	// Credentials (source.headers, source.cookies) render URL as one of
 	// the caller's users.
 	Credentials
@@ -102,8 +104,9 @@ func (r Request) Encode() ([]byte, error) { return json.Marshal(r) }
 // ErrInvalid.
 func (r Request) Validate(hosts Hosts) error {
 	errs := r.common().validate(hosts)
-	errs = append(errs, validateSource(r.Source.URL, r.Source.HTML, nil, hosts.Sources)...)
+	errs = append(errs, validateSource(r.Source.URL, r.Source.HTML, nil, r.Source.Chapters, hosts.Sources)...)
 	errs = append(errs, r.Source.Credentials.validate(r.Source.URL)...)
+	errs = append(errs, r.Options.validateManual(r.Source.Chapters != nil)...)
 	errs = append(errs, r.Options.validateDocument(false)...)
 	return errors.Join(errs...)
 }
@@ -118,7 +121,7 @@ func (r Request) Envelope() Envelope {
 		opts.Encryption = &Encryption{Allow: e.Allow}
 	}
 	return Envelope{V: r.V, ManualID: r.ManualID, Version: r.Version,
-		Source:  EnvelopeSource{URL: r.Source.URL, HTML: r.Source.HTML},
+		Source:  EnvelopeSource{URL: r.Source.URL, HTML: r.Source.HTML, Chapters: r.Source.Chapters},
 		Options: opts, Force: r.Force, RequestID: r.RequestID, Callback: r.Callback}
 }
 

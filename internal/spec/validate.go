@@ -58,8 +58,9 @@ type HostList interface {
 // ErrInvalid.
 func (e Envelope) Validate(hosts Hosts) error {
 	errs := e.common().validate(hosts)
-	errs = append(errs, validateSource(e.Source.URL, e.Source.HTML, e.Source.HTMLRef, hosts.Sources)...)
+	errs = append(errs, validateSource(e.Source.URL, e.Source.HTML, e.Source.HTMLRef, e.Source.Chapters, hosts.Sources)...)
 	errs = append(errs, e.Source.Credentials.validate(e.Source.URL)...)
+	errs = append(errs, e.Options.validateManual(e.Source.Chapters != nil)...)
 	errs = append(errs, e.validateTraceContext()...)
 	errs = append(errs, e.Options.validateDocument(true)...)
 	errs = append(errs, e.EncryptionRef.validate(e.Options.Encryption)...)
@@ -103,20 +104,26 @@ func validateIdentifier(field, v string) *FieldError {
 	return nil
 }
 
-// validateSource checks a source: exactly one of a URL, an inline document
-// and (envelopes only) a stored document's reference.
-func validateSource(srcURL, html string, ref *HTMLRef, allowed HostList) []error {
+// validateSource checks a source: exactly one of a URL, an inline
+// document, a manual's chapters and (envelopes only) a stored document's
+// reference.
+func validateSource(srcURL, html string, ref *HTMLRef, chapters []Chapter, allowed HostList) []error {
 	n := 0
-	for _, set := range []bool{srcURL != "", html != "", ref != nil} {
+	for _, set := range []bool{srcURL != "", html != "", ref != nil, chapters != nil} {
 		if set {
 			n++
 		}
 	}
 	switch {
 	case n == 0:
-		return []error{fieldErr("source", "one of source.url or source.html is required")}
+		return []error{fieldErr("source", "one of source.url, source.html or source.chapters is required")}
 	case n > 1:
-		return []error{fieldErr("source", "exactly one of source.url and source.html, not both")}
+		return []error{fieldErr("source", "exactly one of source.url, source.html and source.chapters, not both")}
+	case chapters != nil:
+		if len(chapters) == 0 {
+			return []error{fieldErr("source.chapters", "must list at least one chapter")}
+		}
+		return validateChapters(chapters, allowed)
 	case html != "":
 		if len(html) > MaxHTMLBytes {
 			return []error{fieldErr("source.html", "larger than %d bytes (2 MiB)", MaxHTMLBytes)}

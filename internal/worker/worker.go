@@ -290,6 +290,8 @@ func (w *Worker) Start(ctx context.Context) error {
 			Finisher:      finisher,
 			Cancellations: outcome.Cancels{RDB: queueRDB},
 			PublicURL:     cfg.APIPublicURL,
+			MaxPages:      cfg.RenderMaxPages, MaxBytes: cfg.RenderMaxBytes,
+			ChapterConcurrency: cfg.RenderConcurrency,
 		})
 	}
 	handler, err := newHandler(renderer)

@@ -1,0 +1,345 @@
+package export
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/pdfexport/pdfexport/internal/assemble"
+	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+// A manual from chapters (source.chapters) is exported in two steps:
+//
+//  1. Its chapters, each a job of its own under its own key
+//     (spec.Envelope.ChapterKey): stored already → reused; otherwise
+//     through the render gate like any export, so a chapter is printed
+//     once in the whole fleet however many manuals and workers want it.
+//     The task works through them ChapterConcurrency at a time; it holds
+//     no tab while it waits at a chapter's gate.
+//  2. The manual itself under the manual's key, through the gate too:
+//     its holder downloads the stored chapters into a private directory,
+//     prints the table of contents (options.toc) and assembles the PDF
+//     file to file (internal/assemble), streaming it into storage (or
+//     through the document options' post-processing) like a render.
+
+// manualPlan is what the chapter step leaves for the assembly.
+type manualPlan struct {
+	chapters []chapterDone
+}
+
+// chapterDone is a chapter stored under its key.
+type chapterDone struct {
+	key      string
+	pages    int
+	rendered bool
+	warnings []spec.Warning
+}
+
+// errManualLimit: the manual would exceed RENDER_MAX_PAGES or
+// RENDER_MAX_BYTES. Never retried.
+var errManualLimit = errors.New("manual over a limit")
+
+func (h *Handler) exportManual(ctx context.Context, log *slog.Logger, p job, key string) (spec.Result, error) {
+	total := len(p.Source.Chapters)
+	if obj, err := h.cfg.Store.Stat(ctx, key); err == nil && (!p.Force || storedBy(ctx, obj)) {
+		res, err := h.reuse(ctx, key, obj, 0, false, p.Options.Settings().FailOn)
+		res.Chapters = &spec.ChapterCounts{Total: total, Reused: total}
+		return res, err
+	}
+	plan, err := h.chapters(ctx, log, p)
+	if err != nil {
+		return spec.Result{}, err
+	}
+	p.manual = plan
+	res, err := h.export(ctx, log, p, key)
+	if err != nil {
+		return res, err
+	}
+	counts := &spec.ChapterCounts{Total: total}
+	for _, c := range plan.chapters {
+		if c.rendered {
+			counts.Rendered++
+		} else {
+			counts.Reused++
+		}
+	}
+	res.Chapters = counts
+	return res, nil
+}
+
+// chapters makes sure every chapter of p is stored. A chapter that fails
+// for good fails the manual at once, naming it; one that fails otherwise
+// lets the others go on (they stay stored for the next attempt), and the
+// manual is retried.
+func (h *Handler) chapters(ctx context.Context, log *slog.Logger, p job) (*manualPlan, error) {
+	n := len(p.Source.Chapters)
+	plan := &manualPlan{chapters: make([]chapterDone, n)}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var (
+		mu        sync.Mutex
+		final     error
+		retryable []error
+		wg        sync.WaitGroup
+	)
+	// The same chapter listed twice is one job; its copies take its result.
+	first := map[string]int{}
+	var todo []int
+	for i := range n {
+		k := p.ChapterKey(i)
+		if _, dup := first[k]; !dup {
+			first[k] = i
+			todo = append(todo, i)
+		}
+	}
+	workers := min(max(h.cfg.ChapterConcurrency, 1), len(todo))
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				key := p.ChapterKey(i)
+				cj := job{Envelope: p.ChapterEnvelope(i), markAnchors: true}
+				res, err := h.export(ctx, log.With("chapter", i, "chapter_key", key), cj, key)
+				if err == nil {
+					plan.chapters[i] = chapterDone{key: key, pages: res.Pages, rendered: res.Rendered, warnings: res.Warnings}
+					continue
+				}
+				err = fmt.Errorf("source.chapters[%d] (%s): %w", i, chapterName(p.Source.Chapters[i]), err)
+				mu.Lock()
+				if errors.Is(err, asynq.SkipRetry) && ctx.Err() == nil {
+					if final == nil {
+						final = err
+					}
+					cancel(err)
+				} else {
+					retryable = append(retryable, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, i := range todo {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if final != nil {
+		return nil, final
+	}
+	if err := context.Cause(ctx); err != nil && len(retryable) == 0 {
+		return nil, err
+	}
+	if len(retryable) > 0 {
+		return nil, fmt.Errorf("%d of %d chapters not stored yet (the others are kept for the next attempt): %w", len(retryable), n, errors.Join(retryable...))
+	}
+	for i := range n {
+		if plan.chapters[i].key == "" {
+			plan.chapters[i] = plan.chapters[first[p.ChapterKey(i)]]
+		}
+	}
+	return plan, nil
+}
+
+// chapterName is how errors and logs name a chapter: its URL (redacted
+// later with the error), or the size of its HTML.
+func chapterName(c spec.Chapter) string {
+	if c.URL != "" {
+		return c.URL
+	}
+	return "inline HTML of " + strconv.Itoa(len(c.HTML)) + " bytes"
+}
+
+// assembleManual is the "render" of a manual: it streams the assembled
+// PDF to sink.
+func (h *Handler) assembleManual(ctx context.Context, p job, settings spec.PrintSettings, sink func(context.Context, io.Reader) error) (render.Stats, error) {
+	plan := p.manual
+	pages := 0
+	for _, c := range plan.chapters {
+		pages += c.pages
+	}
+	if h.cfg.MaxPages > 0 && pages > h.cfg.MaxPages {
+		return render.Stats{}, fmt.Errorf("%w: its chapters have %d pages, more than RENDER_MAX_PAGES (%d): %w", errManualLimit, pages, h.cfg.MaxPages, asynq.SkipRetry)
+	}
+	dir, err := os.MkdirTemp("", "pdfexport-manual-")
+	if err != nil {
+		return render.Stats{}, fmt.Errorf("a directory for the manual's chapters: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	parts := make([]assemble.Part, 0, len(plan.chapters)+1)
+	for i, c := range plan.chapters {
+		path := filepath.Join(dir, "chapter-"+strconv.Itoa(i)+".pdf")
+		if err := h.download(ctx, c.key, path); err != nil {
+			return render.Stats{}, fmt.Errorf("reading chapter %d (%s) from storage: %w", i, c.key, err)
+		}
+		ch := p.Source.Chapters[i]
+		part := assemble.Part{Path: path, Title: ch.Title, Chapter: i}
+		if ch.URL != "" {
+			part.URL = spec.CanonicalURL(ch.URL)
+		}
+		parts = append(parts, part)
+	}
+	if settings.TOC {
+		toc, err := h.tableOfContents(ctx, p, settings, dir, parts)
+		if err != nil {
+			return render.Stats{}, err
+		}
+		parts = append([]assemble.Part{toc}, parts...)
+	}
+	title := p.ManualID + " " + p.Version
+	if d := settings.Document; d != nil && d.Metadata != nil && d.Metadata.Title != "" {
+		title = d.Metadata.Title
+	}
+	pr, pw := io.Pipe()
+	var st assemble.Stats
+	var asmErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		out := io.Writer(pw)
+		if h.cfg.MaxBytes > 0 {
+			out = &limitWriter{w: pw, left: h.cfg.MaxBytes}
+		}
+		st, asmErr = assemble.Assemble(ctx, out, parts, assemble.Options{Title: title, Outline: settings.Outline})
+		pw.CloseWithError(asmErr) // nil: EOF
+	}()
+	sinkErr := sink(ctx, pr)
+	pr.CloseWithError(errors.New("the sink stopped reading")) // ends Assemble if the sink stopped early
+	<-done
+	stats := render.Stats{Pages: st.Pages, Bytes: st.Bytes}
+	for _, c := range plan.chapters {
+		for _, w := range c.warnings {
+			if len(stats.Warnings) < spec.MaxWarnings {
+				stats.Warnings = append(stats.Warnings, w)
+			} else {
+				stats.WarningsOmitted++
+			}
+		}
+	}
+	switch {
+	case errors.Is(asmErr, errManualLimit):
+		return stats, fmt.Errorf("%w: %w", asmErr, asynq.SkipRetry)
+	case errors.Is(asmErr, assemble.ErrMalformed), errors.Is(asmErr, assemble.ErrUnsupported):
+		return stats, fmt.Errorf("assembling the manual: %w: %w", asmErr, asynq.SkipRetry)
+	case asmErr != nil:
+		return stats, fmt.Errorf("assembling the manual: %w", asmErr)
+	case sinkErr != nil:
+		return stats, fmt.Errorf("%w: %w", render.ErrSink, sinkErr)
+	}
+	return stats, nil
+}
+
+// limitWriter fails once more than left bytes were written.
+type limitWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (l *limitWriter) Write(b []byte) (int, error) {
+	if int64(len(b)) > l.left {
+		return 0, fmt.Errorf("%w: the manual is larger than RENDER_MAX_BYTES", errManualLimit)
+	}
+	l.left -= int64(len(b))
+	return l.w.Write(b)
+}
+
+// download copies a stored artifact to a new file at path.
+func (h *Handler) download(ctx context.Context, key, path string) error {
+	rc, err := h.cfg.Store.Open(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, rc)
+	return errors.Join(err, f.Close())
+}
+
+// maxTOCPasses bounds how often the table of contents is printed again
+// because its own length moved the page numbers it lists.
+const maxTOCPasses = 3
+
+// tableOfContents prints the manual's table of contents, its page numbers
+// the final ones: the first pass assumes it takes one page, and a pass
+// that finds otherwise prints it again with the length it found.
+func (h *Handler) tableOfContents(ctx context.Context, p job, settings spec.PrintSettings, dir string, parts []assemble.Part) (assemble.Part, error) {
+	type entry struct {
+		title string
+		pages int
+	}
+	entries := make([]entry, len(parts))
+	for i, part := range parts {
+		info, err := assemble.Inspect(part.Path)
+		if err != nil {
+			return assemble.Part{}, fmt.Errorf("chapter %d: %w: %w", i, err, asynq.SkipRetry)
+		}
+		entries[i] = entry{title: part.Title, pages: info.Pages}
+		if entries[i].title == "" {
+			entries[i].title = info.Title
+		}
+		if entries[i].title == "" {
+			entries[i].title = "Chapter " + strconv.Itoa(i+1)
+		}
+	}
+	tocPages := 1
+	path := filepath.Join(dir, "contents.pdf")
+	for pass := 1; ; pass++ {
+		var b strings.Builder
+		b.WriteString(`<!doctype html><html><head><meta charset="utf-8"><title>Contents</title><style>
+body{font-family:sans-serif;font-size:11pt;margin:0}
+h1{font-size:20pt;margin:0 0 12pt}
+ol{list-style:none;margin:0;padding:0}
+li{display:flex;align-items:baseline;margin:0 0 4pt;break-inside:avoid}
+li a{color:inherit;text-decoration:none;flex:0 1 auto}
+li .dots{flex:1 1 auto;border-bottom:1px dotted #888;margin:0 4pt}
+li .page{flex:0 0 auto;font-variant-numeric:tabular-nums}
+</style></head><body><h1>Contents</h1><ol>`)
+		page := tocPages + 1
+		for i, e := range entries {
+			fmt.Fprintf(&b, `<li><a href="%s">%s</a><span class="dots"></span><a class="page" href="%s">%d</a></li>`,
+				assemble.ChapterURL(i), html.EscapeString(e.title), assemble.ChapterURL(i), page)
+			page += e.pages
+		}
+		b.WriteString(`</ol></body></html>`)
+		_ = os.Remove(path)
+		// Printed without an outline: the manual's lists it as one entry.
+		tocSettings := spec.ChapterSettings(settings)
+		tocSettings.Outline, tocSettings.Tagged = false, false
+		st, err := h.cfg.Renderer.Render(ctx, render.Source{HTML: b.String()}, tocSettings, func(_ context.Context, pdf io.Reader) error {
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(f, pdf)
+			return errors.Join(err, f.Close())
+		})
+		if err != nil {
+			return assemble.Part{}, fmt.Errorf("printing the table of contents: %w", err)
+		}
+		if st.Pages == tocPages || pass == maxTOCPasses {
+			return assemble.Part{Path: path, Title: "Contents", Chapter: -1}, nil
+		}
+		tocPages = st.Pages
+	}
+}

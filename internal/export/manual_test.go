@@ -1,0 +1,438 @@
+package export_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/export"
+	"github.com/pdfexport/pdfexport/internal/lock"
+	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
+)
+
+// chapterSite serves a small manual of linked chapters and counts the
+// requests of each page.
+type chapterSite struct {
+	srv  *httptest.Server
+	hits map[string]*atomic.Int64
+}
+
+var chapterPages = map[string]string{
+	"intro.html": `<h1>Introduction</h1><p>Start here. Then read <a href="guide.html#deep-section">the deep section of the guide</a>
+and <a href="/docs/reference.html">the reference</a>, or <a href="https://example.org/elsewhere">somewhere else</a>.</p>`,
+	"guide.html": `<h1>Guide</h1><h2 id="first-section">First section</h2>` + strings.Repeat(`<p>Filler paragraph of the guide.</p>`, 90) +
+		`<h2 id="deep-section">Deep section</h2><p>DEEP-SECTION-TEXT is here.</p><p><a href="intro.html">Back to the start</a></p>`,
+	"reference.html": `<h1>Reference</h1><h2 id="api">API</h2><p>REFERENCE-TEXT. See <a href="#api">the API</a> and <a href="guide.html">the guide</a>.</p>`,
+}
+
+func startChapterSite(t *testing.T) *chapterSite {
+	t.Helper()
+	s := &chapterSite{hits: map[string]*atomic.Int64{}}
+	for name := range chapterPages {
+		s.hits[name] = &atomic.Int64{}
+	}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(r.URL.Path, "/docs/")
+		body, ok := chapterPages[name]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		s.hits[name].Add(1)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html><head><title>%s page</title></head><body>%s</body></html>`, strings.TrimSuffix(name, ".html"), body)
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *chapterSite) url(name string) string { return s.srv.URL + "/docs/" + name }
+
+// manualEnv is a worker's handler with a Chromium, a file store, a lock
+// Redis and a queue Redis, allowed to reach the site.
+type manualEnv struct {
+	client *exportclient.Client
+	dir    string
+}
+
+func startManualEnv(t *testing.T, site *chapterSite, asynqConcurrency, chapterConcurrency int) *manualEnv {
+	t.Helper()
+	queue, locks := testsupport.StartRedis(t), testsupport.StartRedis(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dir := t.TempDir()
+	files, err := storage.NewFile(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(site.srv.Listener.Addr().String())
+	hosts := egress.MustParse("127.0.0.1:" + port)
+	renderer, err := render.New(render.Config{ChromiumPath: testsupport.ChromiumPath(t), Concurrency: 2, Timeout: 30 * time.Second, Logger: log, AllowedHosts: hosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = renderer.Close() })
+	lockRedis := redis.NewClient(&redis.Options{Addr: locks.Addr(), DialTimeout: 300 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = lockRedis.Close() })
+	gate := lock.NewGate(lock.NewMutex(lockRedis, lock.Config{TTL: 5 * time.Second, FailOpen: true, OpTimeout: time.Second, Logger: log}))
+	h, err := export.NewHandler(export.Config{Store: files, Renderer: renderer, Gate: gate, Logger: log, Namespace: dir,
+		Hosts: spec.Hosts{Sources: hosts}, ChapterConcurrency: chapterConcurrency, MaxPages: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := asynq.NewServer(asynq.RedisClientOpt{Addr: queue.Addr()}, asynq.Config{
+		Concurrency: asynqConcurrency, TaskCheckInterval: 20 * time.Millisecond, Logger: testsupport.QuietAsynq{}, LogLevel: asynq.FatalLevel,
+		RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 100 * time.Millisecond },
+	})
+	mux := asynq.NewServeMux()
+	mux.Handle(spec.TaskType, h)
+	if err := srv.Start(mux); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	client, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: queue.Addr()}, MaxRetry: 2, AllowedHosts: hosts.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	return &manualEnv{client: client, dir: dir}
+}
+
+func (e *manualEnv) export(t *testing.T, r exportclient.Request) exportclient.Status {
+	t.Helper()
+	job, err := e.client.Enqueue(context.Background(), r)
+	if err != nil {
+		t.Fatalf("enqueue: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	st, err := e.client.Wait(ctx, job.TaskID, 20*time.Millisecond)
+	if err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	return st
+}
+
+// pdfLinks is what qpdf (an independent reader) sees of a PDF's
+// navigation: its pages, its outline, and every link of every page.
+type pdfNav struct {
+	pages   int
+	outline []navEntry
+	links   []navLink
+}
+
+type navEntry struct {
+	title string
+	page  int
+	kids  []navEntry
+}
+
+type navLink struct {
+	onPage int    // 1-based
+	uri    string // an external link
+	toPage int    // an internal one, 1-based
+}
+
+func readNav(t *testing.T, path string) pdfNav {
+	t.Helper()
+	out, err := exec.Command("qpdf", "--json=2", "--json-key=pages", "--json-key=outlines", "--json-key=qpdf", path).Output()
+	if err != nil {
+		t.Fatalf("qpdf --json %s: %v", path, err)
+	}
+	var doc struct {
+		Pages []struct {
+			Object string `json:"object"`
+		} `json:"pages"`
+		Outlines []json.RawMessage `json:"outlines"`
+		QPDF     []json.RawMessage `json:"qpdf"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var objects map[string]struct {
+		Value map[string]json.RawMessage `json:"value"`
+	}
+	if len(doc.QPDF) < 2 {
+		t.Fatal("qpdf json without objects")
+	}
+	if err := json.Unmarshal(doc.QPDF[1], &objects); err != nil {
+		t.Fatal(err)
+	}
+	pageOf := map[string]int{}
+	for i, p := range doc.Pages {
+		pageOf[p.Object] = i + 1
+	}
+	nav := pdfNav{pages: len(doc.Pages)}
+	var entries func(raw []json.RawMessage) []navEntry
+	entries = func(raw []json.RawMessage) []navEntry {
+		var es []navEntry
+		for _, r := range raw {
+			var o struct {
+				Title string            `json:"title"`
+				Page  int               `json:"destpageposfrom1"`
+				Kids  []json.RawMessage `json:"kids"`
+			}
+			if err := json.Unmarshal(r, &o); err != nil {
+				t.Fatal(err)
+			}
+			es = append(es, navEntry{title: o.Title, page: o.Page, kids: entries(o.Kids)})
+		}
+		return es
+	}
+	nav.outline = entries(doc.Outlines)
+	for i, p := range doc.Pages {
+		var annots []string
+		_ = json.Unmarshal(objects["obj:"+p.Object].Value["/Annots"], &annots)
+		for _, a := range annots {
+			v := objects["obj:"+a].Value
+			l := navLink{onPage: i + 1}
+			var dest []any
+			if json.Unmarshal(v["/Dest"], &dest) == nil && len(dest) > 0 {
+				ref, _ := dest[0].(string)
+				l.toPage = pageOf[ref]
+			}
+			var action map[string]any
+			if json.Unmarshal(v["/A"], &action) == nil {
+				uri, _ := action["/URI"].(string)
+				l.uri = strings.TrimPrefix(uri, "u:")
+			}
+			nav.links = append(nav.links, l)
+		}
+	}
+	return nav
+}
+
+// pageText is the text of one page (pdftotext).
+func pageText(t *testing.T, path string, page int) string {
+	t.Helper()
+	n := strconv.Itoa(page)
+	out, err := exec.Command("pdftotext", "-f", n, "-l", n, "-layout", path, "-").Output()
+	if err != nil {
+		t.Fatalf("pdftotext: %v", err)
+	}
+	return string(out)
+}
+
+func (e *manualEnv) artifact(st exportclient.Status) string {
+	return filepath.Join(e.dir, filepath.FromSlash(st.Result.ArtifactKey))
+}
+
+// TestManual_ChaptersBecomeOneNavigablePDF: three linked chapters become
+// one PDF whose outline has an entry per chapter with its headings beneath,
+// whose table of contents lists the real page numbers, and whose links
+// between chapters, with or without a fragment, land inside it.
+func TestManual_ChaptersBecomeOneNavigablePDF(t *testing.T) {
+	site := startChapterSite(t)
+	e := startManualEnv(t, site, 2, 2)
+	req := exportclient.Request{ManualID: "guide", Version: "1.0", Options: exportclient.Options{Outline: true, TOC: true},
+		Chapters: []exportclient.Chapter{
+			{URL: site.url("intro.html"), Title: "Getting started", Revision: "r1"},
+			{URL: site.url("guide.html"), Revision: "r1"},
+			{URL: site.url("reference.html"), Title: "Reference", Revision: "r1"},
+		}}
+	st := e.export(t, req)
+	if st.State != "completed" || st.Result == nil {
+		t.Fatalf("export: %s %s", st.State, st.Error)
+	}
+	if c := st.Result.Chapters; c == nil || *c != (exportclient.ChapterCounts{Total: 3, Rendered: 3}) {
+		t.Fatalf("chapters = %+v, want 3 rendered", st.Result.Chapters)
+	}
+	path := e.artifact(st)
+	nav := readNav(t, path)
+	if nav.pages != st.Result.Pages {
+		t.Fatalf("qpdf counts %d pages, the result says %d", nav.pages, st.Result.Pages)
+	}
+
+	// Outline: Contents, then one entry per chapter, in order, with the
+	// chapter's own headings beneath it.
+	titles := []string{"Contents", "Getting started", "guide page", "Reference"}
+	if len(nav.outline) != len(titles) {
+		t.Fatalf("outline has %d top-level entries, want %d: %+v", len(nav.outline), len(titles), nav.outline)
+	}
+	for i, want := range titles {
+		if nav.outline[i].title != want {
+			t.Errorf("outline entry %d = %q, want %q", i, nav.outline[i].title, want)
+		}
+	}
+	guide := nav.outline[2]
+	deepPage := 0
+	var walk func([]navEntry)
+	walk = func(es []navEntry) {
+		for _, e := range es {
+			if e.title == "Deep section" {
+				deepPage = e.page
+			}
+			walk(e.kids)
+		}
+	}
+	walk(guide.kids)
+	if deepPage == 0 {
+		t.Fatalf("the guide's heading 'Deep section' is not beneath its chapter entry: %+v", guide)
+	}
+	if !strings.Contains(pageText(t, path, deepPage), "DEEP-SECTION-TEXT") {
+		t.Fatalf("the outline's 'Deep section' points at page %d, which does not show it", deepPage)
+	}
+	if deepPage == guide.page {
+		t.Fatalf("the deep section should be pages after the guide's start (%d)", guide.page)
+	}
+
+	// Table of contents: page 1, listing each chapter with the page the
+	// outline says it starts on.
+	toc := pageText(t, path, 1)
+	for _, entry := range nav.outline[1:] {
+		line := ""
+		for _, l := range strings.Split(toc, "\n") {
+			if strings.Contains(l, entry.title) {
+				line = l
+			}
+		}
+		fields := strings.Fields(line)
+		if len(fields) == 0 || fields[len(fields)-1] != strconv.Itoa(entry.page) {
+			t.Errorf("contents line for %q = %q, want it to end with page %d", entry.title, line, entry.page)
+		}
+	}
+
+	// Links: none points back at a chapter's URL; the intro's link to the
+	// guide's deep section lands on that section's page; the external one
+	// stays external.
+	var toDeep, external, internal int
+	for _, l := range nav.links {
+		if strings.HasPrefix(l.uri, site.srv.URL) {
+			t.Errorf("page %d still links to %s", l.onPage, l.uri)
+		}
+		if strings.HasPrefix(l.uri, "https://anchor.") {
+			t.Errorf("page %d kept an anchor mark %s", l.onPage, l.uri)
+		}
+		if l.uri == "https://example.org/elsewhere" {
+			external++
+		}
+		if l.toPage > 0 {
+			internal++
+		}
+		if l.onPage == nav.outline[1].page && l.toPage == deepPage {
+			toDeep++
+		}
+	}
+	if toDeep != 1 || external != 1 {
+		t.Fatalf("intro → deep section links: %d, external links: %d; want 1 and 1 (links %+v)", toDeep, external, nav.links)
+	}
+	// Contents (3 titles + 3 numbers), intro → guide#deep and → reference,
+	// guide → intro, reference → #api and → guide.
+	if internal < 6+2+1+2 {
+		t.Fatalf("%d internal links, want at least 11: %+v", internal, nav.links)
+	}
+}
+
+// TestManual_ChangedChapterIsTheOnlyOneRendered: the next version of a
+// manual whose chapters keep their revisions but one reuses the others,
+// and an identical export reuses the whole manual.
+func TestManual_ChangedChapterIsTheOnlyOneRendered(t *testing.T) {
+	site := startChapterSite(t)
+	e := startManualEnv(t, site, 2, 2)
+	req := func(version, guideRevision string) exportclient.Request {
+		return exportclient.Request{ManualID: "guide", Version: version, Options: exportclient.Options{Outline: true},
+			Chapters: []exportclient.Chapter{
+				{URL: site.url("intro.html"), Revision: "r1"},
+				{URL: site.url("guide.html"), Revision: guideRevision},
+				{URL: site.url("reference.html"), Revision: "r1"},
+			}}
+	}
+	first := e.export(t, req("1.0", "r1"))
+	second := e.export(t, req("1.1", "r2"))
+	again := e.export(t, req("1.1", "r2"))
+	for _, st := range []exportclient.Status{first, second, again} {
+		if st.State != "completed" {
+			t.Fatalf("export: %s %s", st.State, st.Error)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		got  *exportclient.ChapterCounts
+		want exportclient.ChapterCounts
+	}{
+		{"first version", first.Result.Chapters, exportclient.ChapterCounts{Total: 3, Rendered: 3}},
+		{"next version, guide revised", second.Result.Chapters, exportclient.ChapterCounts{Total: 3, Rendered: 1, Reused: 2}},
+		{"the same again", again.Result.Chapters, exportclient.ChapterCounts{Total: 3, Reused: 3}},
+	} {
+		if c.got == nil || *c.got != c.want {
+			t.Errorf("%s: chapters = %+v, want %+v", c.name, c.got, c.want)
+		}
+	}
+	if second.Result.ArtifactKey == first.Result.ArtifactKey || again.Result.ArtifactKey != second.Result.ArtifactKey || again.Result.Rendered {
+		t.Errorf("keys: %s, %s, %s (again rendered: %v)", first.Result.ArtifactKey, second.Result.ArtifactKey, again.Result.ArtifactKey, again.Result.Rendered)
+	}
+	for name, want := range map[string]int64{"intro.html": 1, "guide.html": 2, "reference.html": 1} {
+		if got := site.hits[name].Load(); got != want {
+			t.Errorf("%s fetched %d times, want %d", name, got, want)
+		}
+	}
+}
+
+// TestManual_OneSlotWorkerCompletesManyManuals: a manual waiting for its
+// chapters holds no slot they need, so a worker with one handler slot and
+// one chapter at a time completes manuals enqueued all at once.
+func TestManual_OneSlotWorkerCompletesManyManuals(t *testing.T) {
+	site := startChapterSite(t)
+	e := startManualEnv(t, site, 1, 1)
+	var ids []string
+	for i := range 8 {
+		job, err := e.client.Enqueue(context.Background(), exportclient.Request{ManualID: "m" + strconv.Itoa(i), Version: "1",
+			Chapters: []exportclient.Chapter{{URL: site.url("intro.html"), Revision: "r1"}, {HTML: "<h1>Own chapter " + strconv.Itoa(i) + "</h1>"}, {URL: site.url("reference.html"), Revision: "r1"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, job.TaskID)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, id := range ids {
+		st, err := e.client.Wait(ctx, id, 50*time.Millisecond)
+		if err != nil || st.State != "completed" {
+			t.Fatalf("manual %s: %v %s %s", id, err, st.State, st.Error)
+		}
+	}
+	if got := site.hits["intro.html"].Load(); got != 1 {
+		t.Errorf("the shared chapter was fetched %d times, want 1", got)
+	}
+}
+
+// TestManual_FailedChapterNamesItself: a chapter that fails for good
+// fails the manual, naming its index and URL; the chapters that did
+// render stay stored.
+func TestManual_FailedChapterNamesItself(t *testing.T) {
+	site := startChapterSite(t)
+	e := startManualEnv(t, site, 2, 1)
+	missing := site.url("missing.html")
+	st := e.export(t, exportclient.Request{ManualID: "broken", Version: "1",
+		Chapters: []exportclient.Chapter{{URL: site.url("intro.html"), Revision: "r1"}, {URL: missing}}})
+	if st.State != "failed" || !strings.Contains(st.Error, "source.chapters[1]") || !strings.Contains(st.Error, "/docs/missing.html") {
+		t.Fatalf("state %s, error %q: want failed naming source.chapters[1] and its URL", st.State, st.Error)
+	}
+	stored, _ := filepath.Glob(filepath.Join(e.dir, "_chapters", "*.pdf"))
+	if len(stored) != 1 {
+		t.Fatalf("stored chapters: %v, want the intro's", stored)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "broken")); !os.IsNotExist(err) {
+		t.Fatalf("a manual was stored for a failed export: %v", err)
+	}
+}

@@ -1,0 +1,192 @@
+package spec
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// A manual from chapters: source.chapters lists 1 to MaxChapters pages,
+// each printed on its own (by whichever worker of the fleet takes it) and
+// stored under a key of its own, ChapterKey, that depends on what the
+// chapter is and how it is printed, never on the manual or version that
+// asked for it: a chapter whose revision did not change is printed once
+// for every version and every manual that includes it. The manual's own
+// key (ArtifactKey) hashes the chapters' keys and titles, so the manual is
+// assembled once per version, like any export.
+
+// MaxChapters bounds source.chapters.
+const MaxChapters = 1000
+
+// MaxChapterTitleBytes and MaxRevisionBytes bound a chapter's title and
+// revision.
+const (
+	MaxChapterTitleBytes = 512
+	MaxRevisionBytes     = 128
+)
+
+// ChapterKeyPrefix starts every chapter's storage key. A manual_id starts
+// with a letter or digit, so no export's key starts with it.
+const ChapterKeyPrefix = "_chapters/"
+
+// Chapter is one chapter of a manual: exactly one of URL and HTML.
+type Chapter struct {
+	URL  string `json:"url,omitempty"`
+	HTML string `json:"html,omitempty"`
+	// Title is the chapter's entry in the outline and the table of
+	// contents; "" takes the title of the printed page.
+	Title string `json:"title,omitempty"`
+	// Revision names the chapter's content. A URL chapter without one is
+	// taken to change with every version of the manual; with one, it is
+	// printed again only when the revision changes. An HTML chapter is
+	// named by its content, and a revision adds to that.
+	Revision string `json:"revision,omitempty"`
+}
+
+// validateChapters checks source.chapters; the caller checked that it is
+// the only source given.
+func validateChapters(chapters []Chapter, allowed HostList) []error {
+	var errs []error
+	if len(chapters) > MaxChapters {
+		return []error{fieldErr("source.chapters", "more than %d chapters (%d)", MaxChapters, len(chapters))}
+	}
+	for i, c := range chapters {
+		field := "source.chapters[" + strconv.Itoa(i) + "]"
+		switch {
+		case c.URL != "" && c.HTML != "":
+			errs = append(errs, fieldErr(field, "exactly one of url and html, not both"))
+		case c.URL == "" && c.HTML == "":
+			errs = append(errs, fieldErr(field, "one of url or html is required"))
+		case c.URL != "":
+			if e := validateWebURL(field+".url", "ALLOWED_HOSTS", c.URL, allowed); e != nil {
+				errs = append(errs, e)
+			}
+		case len(c.HTML) > MaxHTMLBytes:
+			errs = append(errs, fieldErr(field+".html", "larger than %d bytes (2 MiB)", MaxHTMLBytes))
+		case !utf8.ValidString(c.HTML):
+			errs = append(errs, fieldErr(field+".html", "must be valid UTF-8 (convert the document, e.g. from Latin-1)"))
+		}
+		if len(c.Title) > MaxChapterTitleBytes {
+			errs = append(errs, fieldErr(field+".title", "longer than %d bytes", MaxChapterTitleBytes))
+		} else if !printable(c.Title) || !utf8.ValidString(c.Title) {
+			errs = append(errs, fieldErr(field+".title", "must be printable text without control characters"))
+		}
+		if len(c.Revision) > MaxRevisionBytes {
+			errs = append(errs, fieldErr(field+".revision", "longer than %d bytes", MaxRevisionBytes))
+		} else if !printable(c.Revision) || !utf8.ValidString(c.Revision) {
+			errs = append(errs, fieldErr(field+".revision", "must be printable text without control characters"))
+		}
+	}
+	return errs
+}
+
+// validateManualOptions refuses the options a manual from chapters does
+// not take (yet), and options.toc without chapters.
+func (o Options) validateManual(chapters bool) []error {
+	if !chapters {
+		if o.TOC {
+			return []error{fieldErr("options.toc", "only a manual from source.chapters has a table of contents")}
+		}
+		return nil
+	}
+	var errs []error
+	for _, f := range []struct {
+		name string
+		set  bool
+		why  string
+	}{
+		{"options.header_html", o.HeaderHTML != "", "headers of a manual from chapters are not supported yet: they would count pages per chapter"},
+		{"options.footer_html", o.FooterHTML != "", "footers of a manual from chapters are not supported yet: they would count pages per chapter"},
+		{"options.tagged", o.Tagged, "a manual from chapters is not tagged yet: its chapters' structure trees are not merged (options.outline works)"},
+		{"options.page_ranges", o.PageRanges != "", "not supported with source.chapters: list the chapters you want"},
+	} {
+		if f.set {
+			errs = append(errs, fieldErr(f.name, "%s", f.why))
+		}
+	}
+	return errs
+}
+
+// ChapterSettings are the print settings of every chapter of a manual
+// with settings s: the manual's, without what applies to the assembled
+// file only (the document options, the table of contents).
+func ChapterSettings(s PrintSettings) PrintSettings {
+	s.Document = nil
+	s.TOC = false
+	return s
+}
+
+// ChapterKey is the storage key of chapter i of the envelope's manual:
+// ChapterKeyPrefix plus 32 hex digits of SHA-256 over the chapter's
+// identity (its canonical URL or its content's hash, its revision, or the
+// manual's version for a URL chapter without one) and its print settings.
+// The envelope must have passed Validate.
+func (p Envelope) ChapterKey(i int) string {
+	return ChapterKeyPrefix + p.chapterHash(i)[:32] + ".pdf"
+}
+
+func (p Envelope) chapterHash(i int) string {
+	c := p.Source.Chapters[i]
+	type identity struct {
+		URL        string `json:"url,omitempty"`
+		HTMLSHA256 string `json:"html_sha256,omitempty"`
+		Revision   string `json:"revision,omitempty"`
+		// Version is the manual's, for a URL chapter without a revision:
+		// nothing else says its content changed.
+		Version string `json:"version,omitempty"`
+	}
+	canonical := struct {
+		V        int           `json:"v"`
+		Kind     string        `json:"kind"`
+		Source   identity      `json:"source"`
+		Settings PrintSettings `json:"settings"`
+		// Anchors: a chapter is printed with its anchor marks.
+		Anchors bool `json:"anchors"`
+	}{V: PayloadVersion, Kind: "chapter", Settings: ChapterSettings(p.Options.Settings()), Anchors: true}
+	canonical.Source.Revision = c.Revision
+	if c.HTML != "" {
+		sum := sha256.Sum256([]byte(c.HTML))
+		canonical.Source.HTMLSHA256 = hex.EncodeToString(sum[:])
+	} else {
+		canonical.Source.URL = CanonicalURL(c.URL)
+		if c.Revision == "" {
+			canonical.Source.Version = p.Version
+		}
+	}
+	b, err := json.Marshal(canonical)
+	if err != nil {
+		panic("spec: canonical form is always marshalable: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// chaptersIdentity is what a manual's key hashes of its chapters: each
+// one's key and title, in order.
+func (p Envelope) chaptersIdentity() []chapterIdentity {
+	if len(p.Source.Chapters) == 0 {
+		return nil
+	}
+	ids := make([]chapterIdentity, len(p.Source.Chapters))
+	for i, c := range p.Source.Chapters {
+		ids[i] = chapterIdentity{Key: p.ChapterKey(i), Title: c.Title}
+	}
+	return ids
+}
+
+type chapterIdentity struct {
+	Key   string `json:"key"`
+	Title string `json:"title,omitempty"`
+}
+
+// ChapterEnvelope is the envelope of chapter i printed on its own: the
+// manual's identity and print settings, the chapter as its source.
+func (p Envelope) ChapterEnvelope(i int) Envelope {
+	c := p.Source.Chapters[i]
+	opts := p.Options
+	opts.Metadata, opts.Watermark, opts.Encryption, opts.TOC = nil, nil, nil, false
+	return Envelope{V: p.V, ManualID: p.ManualID, Version: p.Version,
+		Source: EnvelopeSource{URL: c.URL, HTML: c.HTML}, Options: opts, Force: p.Force, RequestID: p.RequestID}
+}
