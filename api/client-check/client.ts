@@ -47,6 +47,27 @@ export async function enqueue(): Promise<string> {
   return data.task_id;
 }
 
+// A whole manual from its chapters, with a table of contents; the result
+// counts the chapters printed and reused.
+export async function enqueueManual(): Promise<number | undefined> {
+  const body: ExportRequest = {
+    v: 1,
+    manual_id: "py-tutorial",
+    version: "3.13",
+    source: {
+      chapters: [
+        { url: "https://docs.example.com/py/3.13/tutorial/appetite.html", title: "Whetting Your Appetite", revision: "r7" },
+        { html: "<h1>Errata</h1>" },
+      ],
+    },
+    options: { outline: true, toc: true },
+  };
+  const { data, error } = await api.POST("/v1/exports", { body });
+  if (error) throw new Error(error.error);
+  const status = await waitFor(data.task_id);
+  return status.result?.chapters?.reused;
+}
+
 // Long-poll: the answer comes as soon as the export is final, or after 30 s.
 export async function waitFor(id: string): Promise<Status> {
   for (;;) {
