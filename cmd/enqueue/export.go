@@ -54,6 +54,7 @@ func runExport(ctx context.Context, e env, args []string) int {
 	var (
 		req                    exportclient.Request
 		htmlFile, queue        string
+		chaptersFile           string
 		headerFile, footerFile string
 		marginMM, scale        string
 		noBackground, jsonOut  bool
@@ -63,6 +64,8 @@ func runExport(ctx context.Context, e env, args []string) int {
 	fs.StringVar(&req.Version, "version", "", "manual version (required), e.g. 2026.11.3")
 	fs.StringVar(&req.URL, "url", "", "http(s) URL of the printable page (host must be on ALLOWED_HOSTS)")
 	fs.StringVar(&htmlFile, "html-file", "", "print this HTML file instead of a URL (- for stdin, at most 2 MiB)")
+	fs.StringVar(&chaptersFile, "chapters", "", `export a whole manual: this file lists its chapters in order, one "URL [rev=REVISION] [title]" a line (- for stdin)`)
+	fs.BoolVar(&req.Options.TOC, "toc", false, "with --chapters: a table of contents with the final page numbers before the first chapter")
 	fs.StringVar(&req.Options.Paper, "paper", "", "paper: A4 (default), Letter, Legal, A3, A5")
 	fs.BoolVar(&req.Options.Landscape, "landscape", false, "landscape orientation")
 	fs.StringVar(&marginMM, "margin-mm", "", "all four margins in mm (default 10)")
@@ -101,6 +104,20 @@ func runExport(ctx context.Context, e env, args []string) int {
 	}
 	if code := fillOptions(e, &req, htmlFile, headerFile, footerFile, marginMM, scale, noBackground); code != exitOK {
 		return code
+	}
+	if chaptersFile != "" {
+		if req.URL != "" || req.HTML != "" {
+			fmt.Fprintf(e.stderr, "enqueue export: invalid request: --chapters: give --url, --html-file or --chapters, one of them\n")
+			return exitInvalid
+		}
+		b, err := readLimited(e, chaptersFile, chaptersFileLimit)
+		if err == nil {
+			req.Chapters, err = parseChapters(b)
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "enqueue export: invalid request: --chapters %s: %v\n", chaptersFile, err)
+			return exitInvalid
+		}
 	}
 	if err := fillCredentials(&req, srcHeaders, srcCookies); err != nil {
 		fmt.Fprintf(e.stderr, "enqueue export: %v\n", err)
@@ -160,8 +177,12 @@ func printFinal(e env, st exportclient.Status, jsonOut bool) int {
 	if r.Rendered {
 		how = "rendered"
 	}
-	fmt.Fprintf(e.stdout, "task %s: %s %s (%d pages, %d bytes, render %d ms, waited %d ms)\n%s\n",
-		st.TaskID, how, r.ArtifactKey, r.Pages, r.Bytes, r.RenderMS, r.WaitedMS, r.URL)
+	fmt.Fprintf(e.stdout, "task %s: %s %s (%d pages, %d bytes, render %d ms, waited %d ms)\n",
+		st.TaskID, how, r.ArtifactKey, r.Pages, r.Bytes, r.RenderMS, r.WaitedMS)
+	if c := r.Chapters; c != nil {
+		fmt.Fprintf(e.stdout, "chapters: %d (%d rendered, %d reused)\n", c.Total, c.Rendered, c.Reused)
+	}
+	fmt.Fprintln(e.stdout, r.URL)
 	printWarnings(e, r)
 	return exitOK
 }
