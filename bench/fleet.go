@@ -173,6 +173,7 @@ type workerSpec struct {
 	asynqDefault  bool
 	noDoorbell    bool          // TASK_DOORBELL=false: poll only
 	stub          *stubRenderer // replaces Chromium
+	extraEnv      []string      // more of the workers' environment (ALLOWED_HOSTS=…)
 }
 
 // fleet is a set of workers sharing one Redis database and one storage
@@ -264,7 +265,7 @@ func (f *fleet) startInProcWorkers(ctx context.Context, env []string, name strin
 		return err
 	}
 	f.cl.add(func() { logFile.Close() })
-	cfg, err := config.Load(env)
+	cfg, err := config.Load(append(env, ws.extraEnv...))
 	if err != nil {
 		return err
 	}

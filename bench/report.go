@@ -59,6 +59,7 @@ type report struct {
 	fairness *fairnessResult
 	costs    *costsResult
 	docopts  *docoptsResult
+	manual   *manualResult
 	idle     *idleResult
 }
 
@@ -202,6 +203,9 @@ func (r *report) rows() []row {
 	if r.docopts != nil {
 		rows = append(rows, r.docopts.rows()...)
 	}
+	if r.manual != nil {
+		rows = append(rows, r.manual.rows()...)
+	}
 	if r.idle != nil {
 		rows = append(rows, r.idle.rows()...)
 	}
@@ -297,6 +301,9 @@ func (r *report) markdown() string {
 	}
 	if r.docopts != nil {
 		w("%s", r.docopts.markdown())
+	}
+	if r.manual != nil {
+		w("%s", r.manual.markdown())
 	}
 	if r.goBench != nil {
 		w("\n## 5. Lock, render and tracing Go benchmarks\n\n")

@@ -21,6 +21,8 @@ have_cmd pdfinfo || missing+=(poppler-utils)
 have_cmd qpdf || missing+=(qpdf)
 have_cmd promtool || missing+=(prometheus)
 have_cmd node || missing+=(nodejs)
+# The Node.js API docs: real manual pages the manual tests and benchmark print.
+[ -f /usr/share/doc/nodejs/api/all.html ] || missing+=(nodejs)
 have_cmd npm || missing+=(npm)
 for font in fonts-dejavu-core fonts-liberation; do
 	have_pkg "$font" || missing+=("$font")

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	stdnet "net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pdfcpu/pdfcpu/pkg/api"
+
+	"github.com/pdfexport/pdfexport/bench/peer"
+	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/chromium"
+	"github.com/pdfexport/pdfexport/internal/harness"
+	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+// nodeDocs is where Debian's nodejs package installs the Node.js API
+// documentation: 64 module pages linking each other, and all.html, the
+// same content as one page.
+const nodeDocs = "/usr/share/doc/nodejs/api"
+
+// manualResult is section M: a whole manual.
+type manualResult struct {
+	chapters int
+	measured []manualRow
+}
+
+type manualRow struct {
+	label       string
+	cpu, wallMS float64
+	pages       int
+	outline     int // outline entries
+	webLinks    int // links to a chapter's URL left pointing at the web server
+	heapMiB     float64
+	note        string
+}
+
+// scenarioManual (M): the Node.js API documentation as one PDF, on one
+// in-process worker with real Chromium, against what a user would do
+// instead, in the same run: the pipeline printing all.html as one page,
+// and a peer's bare design printing the 64 pages two at a time in tabs of
+// one shared browser and merging them with pdfcpu (Gotenberg's per-page
+// conversion and merge route). Then the re-export of the next version
+// with one chapter's revision changed.
+func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
+	pages, err := nodeChapterPages()
+	if err != nil {
+		return err
+	}
+	ln, err := (&stdnet.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: http.FileServer(http.Dir(nodeDocs)), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	base := "http://" + ln.Addr().String() + "/"
+	allowed := "ALLOWED_HOSTS=" + ln.Addr().String()
+
+	f, err := startInProcFleet(ctx, e, "manual", 1, workerSpec{extraEnv: []string{allowed, "TASK_TIMEOUT=10m", "RENDER_TIMEOUT=5m"}})
+	if err != nil {
+		return err
+	}
+	defer f.stop()
+	client, err := exportclient.New(exportclient.Config{Redis: f.queueOpt, AllowedHosts: ln.Addr().String(), Timeout: 10 * time.Minute})
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	res := &manualResult{chapters: len(pages)}
+	rep.manual = res
+
+	measure := func(label string, r exportclient.Request) (exportclient.Status, manualRow, error) {
+		runtime.GC()
+		heap0 := heapBytes()
+		stopHeap := sampleHeap()
+		_, cpu0 := proctree.CPU(os.Getpid())
+		t0 := time.Now()
+		job, err := client.Enqueue(ctx, r)
+		if err != nil {
+			stopHeap()
+			return exportclient.Status{}, manualRow{}, err
+		}
+		st, err := client.Wait(ctx, job.TaskID, 20*time.Millisecond)
+		wall := time.Since(t0)
+		peak := stopHeap()
+		time.Sleep(docSettle)
+		_, cpu1 := proctree.CPU(os.Getpid())
+		if err != nil {
+			return st, manualRow{}, err
+		}
+		if st.State != exportclient.StateCompleted || st.Result == nil {
+			return st, manualRow{}, fmt.Errorf("%s: %s %s: %w", label, st.State, st.Error, errScenario)
+		}
+		row := manualRow{label: label, cpu: (cpu1 - cpu0).Seconds(), wallMS: msOf(wall), pages: st.Result.Pages,
+			heapMiB: float64(max(peak, heap0)-heap0) / (1 << 20)}
+		path := filepath.Join(f.dir, "artifacts", filepath.FromSlash(st.Result.ArtifactKey))
+		row.outline, row.webLinks, err = pdfNavigation(path, base, pages)
+		return st, row, err
+	}
+
+	warm := exportclient.Request{ManualID: "warm", Version: freshVersion("w"), URL: base + "documentation.html"}
+	if _, _, err := measure("warm-up", warm); err != nil {
+		return err
+	}
+
+	_, one, err := measure("pipeline, all.html as one page", exportclient.Request{ManualID: "node-all", Version: freshVersion("a"),
+		URL: base + "all.html", Options: exportclient.Options{Outline: true}})
+	if err != nil {
+		return err
+	}
+	res.measured = append(res.measured, one)
+	logf("   %s: %.1f s, CPU %.1f s, %d pages", one.label, one.wallMS/1000, one.cpu, one.pages)
+
+	version := freshVersion("m")
+	chapters := func(revised string) []exportclient.Chapter {
+		cs := make([]exportclient.Chapter, len(pages))
+		for i, p := range pages {
+			cs[i] = exportclient.Chapter{URL: base + p, Revision: version}
+			if p == revised {
+				cs[i].Revision = version + "-revised"
+			}
+		}
+		return cs
+	}
+	st, whole, err := measure("pipeline, the 64 pages as one manual (chapters)", exportclient.Request{ManualID: "node", Version: "20",
+		Chapters: chapters(""), Options: exportclient.Options{Outline: true, TOC: true}})
+	if err != nil {
+		return err
+	}
+	whole.note = chapterNote(st)
+	res.measured = append(res.measured, whole)
+	logf("   %s: %.1f s, CPU %.1f s, %d pages, %s", whole.label, whole.wallMS/1000, whole.cpu, whole.pages, whole.note)
+
+	st, again, err := measure("↳ next version, one chapter revised", exportclient.Request{ManualID: "node", Version: "20.1",
+		Chapters: chapters("fs.html"), Options: exportclient.Options{Outline: true, TOC: true}})
+	if err != nil {
+		return err
+	}
+	again.note = chapterNote(st)
+	res.measured = append(res.measured, again)
+	logf("   %s: %.1f s, CPU %.1f s, %s", again.label, again.wallMS/1000, again.cpu, again.note)
+
+	peerRow, err := peerManual(ctx, e, base, pages)
+	if err != nil {
+		return err
+	}
+	res.measured = append(res.measured, peerRow)
+	logf("   %s: %.1f s, CPU %.1f s, %d pages", peerRow.label, peerRow.wallMS/1000, peerRow.cpu, peerRow.pages)
+	return nil
+}
+
+func chapterNote(st exportclient.Status) string {
+	if c := st.Result.Chapters; c != nil {
+		return fmt.Sprintf("%d chapters rendered, %d reused", c.Rendered, c.Reused)
+	}
+	return ""
+}
+
+// nodeChapterPages lists the module pages of the Node.js docs (all.html
+// and index.html aside), sorted.
+func nodeChapterPages() ([]string, error) {
+	paths, err := filepath.Glob(filepath.Join(nodeDocs, "*.html"))
+	if err != nil || len(paths) == 0 {
+		return nil, fmt.Errorf("no Node.js documentation in %s (Debian's nodejs package installs it; make setup does): %w", nodeDocs, errScenario)
+	}
+	var pages []string
+	for _, p := range paths {
+		name := filepath.Base(p)
+		if name != "all.html" && name != "index.html" {
+			pages = append(pages, name)
+		}
+	}
+	sort.Strings(pages)
+	return pages, nil
+}
+
+// peerManual is the peer's bare design: every page printed in a tab of
+// one shared browser, two at a time, then merged with pdfcpu.
+func peerManual(ctx context.Context, e *benchEnv, base string, pages []string) (manualRow, error) {
+	path, err := chromium.Find()
+	if err != nil {
+		return manualRow{}, err
+	}
+	row := manualRow{label: "peer: a tab per page, 2 at a time, then pdfcpu merge"}
+	dir, err := os.MkdirTemp(e.work, "peer-manual-")
+	if err != nil {
+		return row, err
+	}
+	runtime.GC()
+	heap0 := heapBytes()
+	stopHeap := sampleHeap()
+	_, cpu0 := proctree.CPU(os.Getpid())
+	t0 := time.Now()
+	b, err := peer.Start(ctx, path)
+	if err != nil {
+		stopHeap()
+		return row, err
+	}
+	params := render.PrintParams(spec.Options{Outline: true}.Settings()) // as the chapters print
+	files := make([]string, len(pages))
+	errs := make([]error, len(pages))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				files[i] = filepath.Join(dir, fmt.Sprintf("%03d.pdf", i))
+				out, err := os.Create(files[i])
+				if err != nil {
+					errs[i] = err
+					continue
+				}
+				_, errs[i] = b.PrintURL(ctx, base+pages[i], nil, params, out)
+				out.Close()
+			}
+		}()
+	}
+	for i := range pages {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	b.Close()
+	for _, err := range errs {
+		if err != nil {
+			stopHeap()
+			return row, err
+		}
+	}
+	merged := filepath.Join(dir, "merged.pdf")
+	err = api.MergeCreateFile(files, merged, false, nil)
+	row.wallMS = msOf(time.Since(t0))
+	peak := stopHeap()
+	time.Sleep(docSettle)
+	_, cpu1 := proctree.CPU(os.Getpid())
+	if err != nil {
+		return row, fmt.Errorf("pdfcpu merge: %w", err)
+	}
+	row.cpu = (cpu1 - cpu0).Seconds()
+	row.heapMiB = float64(max(peak, heap0)-heap0) / (1 << 20)
+	if row.pages, err = harness.PDFPages(merged); err != nil {
+		return row, err
+	}
+	row.outline, row.webLinks, err = pdfNavigation(merged, base, pages)
+	return row, err
+}
+
+// pdfNavigation counts a PDF's outline entries (qpdf) and its links still
+// pointing at one of the chapters on the web server.
+func pdfNavigation(path, base string, pages []string) (outline, webLinks int, err error) {
+	raw, err := exec.Command("qpdf", "--json=2", "--json-key=outlines", "--json-key=qpdf", path).Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("qpdf --json %s: %w", path, err)
+	}
+	out := string(raw)
+	outline = strings.Count(out, `"destpageposfrom1"`)
+	for _, p := range pages {
+		webLinks += strings.Count(out, `"u:`+base+p)
+	}
+	return outline, webLinks, nil
+}
+
+func (m *manualResult) rows() []row {
+	if m == nil || len(m.measured) < 4 {
+		return nil
+	}
+	one, whole, again, peerRow := m.measured[0], m.measured[1], m.measured[2], m.measured[3]
+	ratio := func(a, b float64) string { return fmt.Sprintf("%.2f×", a/b) }
+	return []row{
+		{"M", fmt.Sprintf("whole manual: Node.js docs, %d chapters → %d pages, outline %d entries, %d links left to chapter URLs", m.chapters, whole.pages, whole.outline, whole.webLinks),
+			fmt.Sprintf("%.1f s · CPU %.1f s", whole.wallMS/1000, whole.cpu),
+			fmt.Sprintf("peer per page + merge %.1f s · CPU %.1f s (outline %d, %d links to chapter URLs)", peerRow.wallMS/1000, peerRow.cpu, peerRow.outline, peerRow.webLinks),
+			ratio(whole.wallMS, peerRow.wallMS), "≤ 0.75× wall " + verdict(whole.wallMS <= 0.75*peerRow.wallMS)},
+		{"M", "↳ against the pipeline on all.html (one page)", fmt.Sprintf("%.1f s · CPU %.1f s", whole.wallMS/1000, whole.cpu),
+			fmt.Sprintf("%.1f s · CPU %.1f s, %d pages", one.wallMS/1000, one.cpu, one.pages), ratio(whole.wallMS, one.wallMS), "≤ 0.6× wall " + verdict(whole.wallMS <= 0.6*one.wallMS)},
+		{"M", "↳ next version, one chapter revised (" + again.note + ")", fmt.Sprintf("%.1f s · CPU %.1f s", again.wallMS/1000, again.cpu),
+			"the first export", ratio(again.wallMS, whole.wallMS), "≤ 0.15× wall " + verdict(again.wallMS <= 0.15*whole.wallMS)},
+	}
+}
+
+func (m *manualResult) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## M. A whole manual from chapters\n\n")
+	fmt.Fprintf(&b, "The Node.js API documentation of Debian's nodejs package (%s): %d module pages that link each\n", nodeDocs, m.chapters)
+	fmt.Fprintf(&b, "other, and all.html, the same content as one page, served on loopback. One in-process worker\n")
+	fmt.Fprintf(&b, "(RENDER_CONCURRENCY 2) with real Chromium; one run each. CPU is the whole process tree's (worker,\n")
+	fmt.Fprintf(&b, "Chromium, redis-server); heap is the peak of the Go heap above the idle heap. The peer prints each\n")
+	fmt.Fprintf(&b, "page in a tab of one shared browser, two at a time, and merges the files with pdfcpu, as\n")
+	fmt.Fprintf(&b, "Gotenberg's per-page conversion and merge route do. \"Links to chapter URLs\" are link annotations that\n")
+	fmt.Fprintf(&b, "still open a chapter on the web server instead of its page in the PDF.\n\n")
+	fmt.Fprintf(&b, "| what | wall s | CPU-s | pages | outline entries | links to chapter URLs | peak heap MiB | |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range m.measured {
+		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %d | %d | %d | %.0f | %s |\n", r.label, r.wallMS/1000, r.cpu, r.pages, r.outline, r.webLinks, r.heapMiB, r.note)
+	}
+	return b.String()
+}
