@@ -133,6 +133,9 @@ func (k *Keys) seal(redisKey, owner string, plain []byte) (string, error) {
 		return string(plain), nil
 	}
 	aead := k.byID[k.sealID]
+	// A random 96-bit nonce per seal: an export seals at most two values,
+	// far below the 2^32 seals per key at which GCM's nonce collisions
+	// start to matter, and keys rotate.
 	nonce := make([]byte, aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		return "", fmt.Errorf("credstore: sealing: %w", err)
