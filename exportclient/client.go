@@ -155,7 +155,19 @@ type Config struct {
 	MaxRetry         int           // default 5; -1 for none
 	Timeout          time.Duration // per-attempt deadline of the task, default 10m
 	Retention        time.Duration // how long the result stays readable, default 24h
+
+	// SecretsKey is the workers' SECRETS_KEY (whsec_<base64 key> entries):
+	// per-export credentials and an encryption's passwords are sealed with
+	// its first key before they are stored beside the task. Empty: they are
+	// stored in clear, readable by anyone who reads Redis, its files or its
+	// replicas while the export waits and runs.
+	SecretsKey string
 }
+
+// ErrInvalidSecretsKey matches New's error for a Config.SecretsKey that is
+// not whsec_<base64 key> entries of 32 bytes or more; it names the entry,
+// never the value.
+var ErrInvalidSecretsKey = spec.ErrInvalidSecretsKey
 
 // Client enqueues exports and reads their state. Safe for concurrent use.
 type Client struct {
@@ -209,6 +221,10 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Retention <= 0 {
 		cfg.Retention = spec.DefaultResultRetention
 	}
+	keys, err := credstore.ParseKeys(cfg.SecretsKey)
+	if err != nil {
+		return nil, fmt.Errorf("exportclient: SecretsKey: %w", err) // names the entry, never its value
+	}
 	rdb, ok := cfg.Redis.MakeRedisClient().(redis.UniversalClient)
 	if !ok {
 		return nil, fmt.Errorf("exportclient: Config.Redis (%T) does not make a go-redis client", cfg.Redis)
@@ -220,7 +236,7 @@ func New(cfg Config) (*Client, error) {
 	// process dials once, not three times.
 	client := asynq.NewClientFromRedisClient(rdb)
 	return &Client{cfg: cfg, hosts: spec.Hosts{Sources: sources, Callbacks: callbacks}, client: client,
-		inspector: asynq.NewInspectorFromRedisClient(rdb), rdb: rdb, finals: outcome.NewListener(rdb), creds: &credstore.Store{RDB: rdb},
+		inspector: asynq.NewInspectorFromRedisClient(rdb), rdb: rdb, finals: outcome.NewListener(rdb), creds: &credstore.Store{RDB: rdb, Keys: keys},
 		finisher: &outcome.Finisher{RDB: rdb, Client: client, CallbackMaxRetry: cfg.CallbackMaxRetry, Retention: cfg.Retention}}, nil
 }
 

@@ -97,6 +97,8 @@ type Config struct {
 	CallbackTimeout      time.Duration `env:"CALLBACK_TIMEOUT" envDefault:"10s" help:"Deadline of one callback POST (connect, send, response header)."`
 	CallbackMaxRetry     int           `env:"CALLBACK_MAX_RETRY" help:"Retries of a callback the receiver did not accept (non-2xx, network error), backing off from 1s to 1h: about 9 hours of attempts."`
 
+	SecretsKey string `env:"SECRETS_KEY" help:"Keys sealing the secrets an export stores beside its task in Redis (per-export source.headers and source.cookies, options.encryption's passwords) with AES-256-GCM: one or more whsec_<base64 key> entries (keys of at least 32 bytes, e.g. whsec_$(openssl rand -base64 32)), space- or comma-separated; the first seals, every one opens, so a key rotates: prepend the new key on workers, then on enqueuers, and drop the old one once exports sealed with it are final (SOURCE_TTL at most). Set the same list on workers and on every enqueuer (bin/api, bin/enqueue, exportclient's Config.SecretsKey), workers first. Empty: those secrets sit in clear in Redis while the export waits and runs (its memory, RDB/AOF files, replicas, MONITOR), and workers warn at start. Values stored in clear are read either way; a worker that cannot open a sealed value fails that export for good."`
+
 	// Parsed forms, filled by Load.
 	Allowed         egress.List    `env:"-"`
 	CallbackAllowed egress.List    `env:"-"`
@@ -317,6 +319,11 @@ func (c *Config) validate() []VarError {
 	c.CallbackAllowed = callbacks
 	if c.CallbackTimeout <= 0 || c.CallbackTimeout > 5*time.Minute {
 		bad("CALLBACK_TIMEOUT", "must be between 1ms and 5m")
+	}
+	if c.SecretsKey != "" {
+		if _, err := spec.ParseSecretsKey(c.SecretsKey); err != nil {
+			bad("SECRETS_KEY", "%v", err) // names the entry, never its value
+		}
 	}
 	if c.CallbackMaxRetry < 0 || c.CallbackMaxRetry > 100 {
 		bad("CALLBACK_MAX_RETRY", "must be between 0 and 100")

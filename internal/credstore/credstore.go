@@ -25,6 +25,8 @@
 // flushed Redis (a new key) costs renders, never failed exports.
 //
 // The passwords of options.encryption are kept the same way (passwords.go).
+// With SECRETS_KEY (Store.Keys) both are sealed with AES-256-GCM before
+// they reach Redis (seal.go).
 package credstore
 
 import (
@@ -96,6 +98,10 @@ return 0
 // Store implements the worker's and the client's side on one Redis.
 type Store struct {
 	RDB redis.UniversalClient
+	// Keys seal what Put and PutPasswords store and open what Get and
+	// GetPasswords read (SECRETS_KEY); nil stores in clear and fails on a
+	// sealed value. Release needs none.
+	Keys *Keys
 
 	mu      sync.Mutex
 	hmacKey []byte
@@ -157,9 +163,13 @@ func (s *Store) Put(ctx context.Context, owner string, c spec.Credentials, ttl t
 		return spec.CredentialsRef{}, err
 	}
 	ref := spec.CredentialsRef{ID: owner, Identity: ident, HeaderNames: c.HeaderNames(), CookieNames: c.CookieNames()}
-	body, err := json.Marshal(c.Canonical())
+	plain, err := json.Marshal(c.Canonical())
 	if err != nil {
 		return spec.CredentialsRef{}, fmt.Errorf("credstore: %w", err)
+	}
+	body, err := s.Keys.seal(key(owner), owner, plain)
+	if err != nil {
+		return spec.CredentialsRef{}, err
 	}
 	if _, err := s.RDB.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, key(owner))
@@ -173,8 +183,8 @@ func (s *Store) Put(ctx context.Context, owner string, c spec.Credentials, ttl t
 }
 
 // Get reads the credentials ref names for the task owner, checks that owner
-// stored them (ErrNotOwner) and that they hash to the reference's identity.
-// Gone: ErrMissing.
+// stored them (ErrNotOwner), opens them if sealed (ErrCannotOpen) and checks
+// that they hash to the reference's identity. Gone: ErrMissing.
 func (s *Store) Get(ctx context.Context, owner string, ref spec.CredentialsRef) (spec.Credentials, error) {
 	res, err := getScript.Run(ctx, s.RDB, []string{key(ref.ID)}, owner).Slice()
 	if err != nil {
@@ -186,9 +196,13 @@ func (s *Store) Get(ctx context.Context, owner string, ref spec.CredentialsRef) 
 	case code == 2 || len(res) < 2:
 		return spec.Credentials{}, ErrNotOwner
 	}
-	body, _ := res[1].(string)
+	stored, _ := res[1].(string)
+	body, err := s.Keys.open(key(ref.ID), owner, stored)
+	if err != nil {
+		return spec.Credentials{}, err
+	}
 	var c spec.Credentials
-	if err := json.Unmarshal([]byte(body), &c); err != nil {
+	if err := json.Unmarshal(body, &c); err != nil {
 		return spec.Credentials{}, fmt.Errorf("credstore: stored credentials are malformed: %w", err)
 	}
 	for attempt := 0; ; attempt++ {

@@ -20,7 +20,7 @@ import (
 // ("pdfexport:passwords:{<task id>}", a hash of the owner and the data, TTL
 // SOURCE_TTL), read and released only by that task, their identity
 // HMAC-SHA256 under the same Redis-held key (spec.Passwords.IdentityBytes
-// keeps them apart from credentials).
+// keeps them apart from credentials), sealed with the same Keys.
 
 func passwordsKey(id string) string { return "pdfexport:passwords:{" + id + "}" }
 
@@ -45,9 +45,13 @@ func (s *Store) PutPasswords(ctx context.Context, owner string, p spec.Passwords
 	if err != nil {
 		return spec.EncryptionRef{}, err
 	}
-	body, err := json.Marshal(p)
+	plain, err := json.Marshal(p)
 	if err != nil {
 		return spec.EncryptionRef{}, fmt.Errorf("credstore: %w", err)
+	}
+	body, err := s.Keys.seal(passwordsKey(owner), owner, plain)
+	if err != nil {
+		return spec.EncryptionRef{}, err
 	}
 	if _, err := s.RDB.TxPipelined(ctx, func(pl redis.Pipeliner) error {
 		pl.Del(ctx, passwordsKey(owner))
@@ -61,8 +65,9 @@ func (s *Store) PutPasswords(ctx context.Context, owner string, p spec.Passwords
 }
 
 // GetPasswords reads the passwords ref names for the task owner, checks
-// that owner stored them (ErrNotOwner) and that they hash to the
-// reference's identity. Gone: ErrMissing.
+// that owner stored them (ErrNotOwner), opens them if sealed
+// (ErrCannotOpen) and checks that they hash to the reference's identity.
+// Gone: ErrMissing.
 func (s *Store) GetPasswords(ctx context.Context, owner string, ref spec.EncryptionRef) (spec.Passwords, error) {
 	res, err := getScript.Run(ctx, s.RDB, []string{passwordsKey(ref.ID)}, owner).Slice()
 	if err != nil {
@@ -74,9 +79,13 @@ func (s *Store) GetPasswords(ctx context.Context, owner string, ref spec.Encrypt
 	case code == 2 || len(res) < 2:
 		return spec.Passwords{}, ErrNotOwner
 	}
-	body, _ := res[1].(string)
+	stored, _ := res[1].(string)
+	body, err := s.Keys.open(passwordsKey(ref.ID), owner, stored)
+	if err != nil {
+		return spec.Passwords{}, err
+	}
 	var p spec.Passwords
-	if err := json.Unmarshal([]byte(body), &p); err != nil {
+	if err := json.Unmarshal(body, &p); err != nil {
 		return spec.Passwords{}, errors.New("credstore: stored passwords are malformed")
 	}
 	for attempt := 0; ; attempt++ {

@@ -404,8 +404,8 @@ func (h *Handler) source(ctx context.Context, taskID string, ref spec.HTMLRef) (
 }
 
 // credentials fetches per-export credentials named by reference. Ones that
-// are gone, or are not this task's, are bad input (never retried); a Redis
-// error is not.
+// are gone, are not this task's, or are sealed in a way this worker cannot
+// open are bad input (never retried); a Redis error is not.
 func (h *Handler) credentials(ctx context.Context, taskID string, ref spec.CredentialsRef) (spec.Credentials, error) {
 	if h.cfg.Credentials == nil {
 		return spec.Credentials{}, &spec.FieldError{Field: "source.credentials_ref", Rule: "this worker has no store of source credentials"}
@@ -416,6 +416,8 @@ func (h *Handler) credentials(ctx context.Context, taskID string, ref spec.Crede
 		return c, &spec.FieldError{Field: "source.credentials_ref", Rule: "the export's credentials are gone: they expired (SOURCE_TTL) before the export ran, or the export was final already; enqueue it again"}
 	case errors.Is(err, credstore.ErrNotOwner):
 		return spec.Credentials{}, &spec.FieldError{Field: "source.credentials_ref", Rule: "the credentials were not stored for this export: a task reads only what its enqueuer stored for it"}
+	case errors.Is(err, credstore.ErrCannotOpen):
+		return spec.Credentials{}, cannotOpen("source.credentials_ref", "credentials", err)
 	}
 	return c, err
 }
@@ -432,8 +434,22 @@ func (h *Handler) passwords(ctx context.Context, taskID string, ref spec.Encrypt
 		return pw, &spec.FieldError{Field: "encryption_ref", Rule: "the export's passwords are gone: they expired (SOURCE_TTL) before the export ran, or the export was final already; enqueue it again"}
 	case errors.Is(err, credstore.ErrNotOwner):
 		return spec.Passwords{}, &spec.FieldError{Field: "encryption_ref", Rule: "the passwords were not stored for this export: a task reads only what its enqueuer stored for it"}
+	case errors.Is(err, credstore.ErrCannotOpen):
+		return spec.Passwords{}, cannotOpen("encryption_ref", "passwords", err)
 	}
 	return pw, err
+}
+
+// cannotOpen is the final error of sealed secrets this worker cannot open:
+// no retry opens them (the keys are the process's, the value is Redis's),
+// so it is bad input naming the field and why, never the value.
+func cannotOpen(field, what string, err error) *spec.FieldError {
+	reason := err.Error()
+	var oe *credstore.OpenError
+	if errors.As(err, &oe) {
+		reason = oe.Reason
+	}
+	return &spec.FieldError{Field: field, Rule: fmt.Sprintf("the export's %s are sealed and cannot be opened: %s; enqueuers and workers need the same SECRETS_KEY (workers hold every key enqueuers seal with)", what, reason)}
 }
 
 // taskIDMeta is the artifact metadata naming the task that stored it.

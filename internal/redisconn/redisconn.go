@@ -155,8 +155,9 @@ func trim(addrs []string) []string {
 }
 
 // ExportClient returns the exportclient of the CLI and the HTTP API: the
-// queue Redis of c and the worker's allowlist, retry count, task deadline and
-// result retention, so that what they enqueue is what the worker expects.
+// queue Redis of c and the worker's allowlist, retry count, task deadline,
+// result retention and SECRETS_KEY, so that what they enqueue is what the
+// worker expects.
 func ExportClient(c config.Config) (*exportclient.Client, error) {
 	opt, err := QueueOpt(c)
 	if err != nil {
@@ -177,7 +178,8 @@ func ExportClient(c config.Config) (*exportclient.Client, error) {
 	}
 	return exportclient.New(exportclient.Config{Redis: opt, AllowedHosts: c.AllowedHosts, CallbackAllowedHosts: c.CallbackAllowedHosts,
 		CallbackMaxRetry: c.CallbackMaxRetry, MaxRetry: maxRetry,
-		Timeout: c.TaskTimeout, Retention: c.ResultRetention, Queues: queues, Queue: queue, SourceTTL: c.SourceTTL})
+		Timeout: c.TaskTimeout, Retention: c.ResultRetention, Queues: queues, Queue: queue, SourceTTL: c.SourceTTL,
+		SecretsKey: c.SecretsKey})
 }
 
 // Describe names the Redis deployment of c for messages: hosts and master

@@ -93,22 +93,45 @@ var ErrInvalidSecret = errors.New("callback secret invalid")
 // rotated without a gap (sign with both, then drop the old). The error
 // (ErrInvalidSecret) names the entry by position, never by value.
 func ParseCallbackSecrets(s string) ([][]byte, error) {
+	return parseKeyList(s, ErrInvalidSecret, minKeyBytes)
+}
+
+// ErrInvalidSecretsKey: SECRETS_KEY is not a list of whsec_<base64 key>
+// entries of at least SecretsKeyBytes bytes. Its message never shows the
+// value.
+var ErrInvalidSecretsKey = errors.New("secrets key invalid")
+
+// SecretsKeyBytes is the shortest key a SECRETS_KEY entry may decode to:
+// it seals with AES-256, whose strength is its 32 bytes of key.
+const SecretsKeyBytes = 32
+
+// ParseSecretsKey parses SECRETS_KEY, the keys sealing the secrets an
+// enqueuer stores beside a task: CALLBACK_SECRET's form (so one rotation
+// procedure serves both), the first entry sealing and every entry opening.
+// The error (ErrInvalidSecretsKey) names the entry by position.
+func ParseSecretsKey(s string) ([][]byte, error) {
+	return parseKeyList(s, ErrInvalidSecretsKey, SecretsKeyBytes)
+}
+
+// parseKeyList reads "whsec_<base64 key>" entries separated by spaces or
+// commas, each at least min bytes of key; its errors wrap invalid.
+func parseKeyList(s string, invalid error, min int) ([][]byte, error) {
 	entries := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' })
 	if len(entries) == 0 {
-		return nil, fmt.Errorf("%w: no whsec_<base64 key> entry", ErrInvalidSecret)
+		return nil, fmt.Errorf("%w: no whsec_<base64 key> entry", invalid)
 	}
 	keys := make([][]byte, 0, len(entries))
 	for i, e := range entries {
 		b64, ok := strings.CutPrefix(e, secretPrefix)
 		if !ok {
-			return nil, fmt.Errorf("%w: entry %d of %d does not start with %s (the form is whsec_<base64 key>)", ErrInvalidSecret, i+1, len(entries), secretPrefix)
+			return nil, fmt.Errorf("%w: entry %d of %d does not start with %s (the form is whsec_<base64 key>)", invalid, i+1, len(entries), secretPrefix)
 		}
 		key, err := base64.StdEncoding.DecodeString(b64)
 		if err != nil {
-			return nil, fmt.Errorf("%w: entry %d of %d is not whsec_ followed by standard base64", ErrInvalidSecret, i+1, len(entries))
+			return nil, fmt.Errorf("%w: entry %d of %d is not whsec_ followed by standard base64", invalid, i+1, len(entries))
 		}
-		if len(key) < minKeyBytes {
-			return nil, fmt.Errorf("%w: entry %d of %d decodes to %d bytes, want at least %d (e.g. whsec_$(openssl rand -base64 32))", ErrInvalidSecret, i+1, len(entries), len(key), minKeyBytes)
+		if len(key) < min {
+			return nil, fmt.Errorf("%w: entry %d of %d decodes to %d bytes, want at least %d (e.g. whsec_$(openssl rand -base64 32))", invalid, i+1, len(entries), len(key), min)
 		}
 		keys = append(keys, key)
 	}

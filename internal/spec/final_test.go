@@ -113,6 +113,31 @@ func TestParseCallbackSecrets(t *testing.T) {
 	}
 }
 
+// TestParseSecretsKey: SECRETS_KEY takes CALLBACK_SECRET's form, but each
+// key is at least 32 bytes (AES-256), and its errors are its own.
+func TestParseSecretsKey(t *testing.T) {
+	key32 := "whsec_" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	for _, tt := range []struct {
+		in   string
+		keys int    // 0: refused
+		want string // a word of the refusal
+	}{
+		{key32, 1, ""},
+		{key32 + "," + key32, 2, ""},
+		{"", 0, "no whsec_"},
+		{key24, 0, "entry 1 of 1 decodes to 24 bytes, want at least 32"},
+		{key32 + " whsec_not*base64", 0, "entry 2 of 2 is not whsec_ followed by standard base64"},
+	} {
+		keys, err := ParseSecretsKey(tt.in)
+		switch {
+		case tt.keys > 0 && (err != nil || len(keys) != tt.keys):
+			t.Errorf("%q: %d keys, %v; want %d", tt.in, len(keys), err, tt.keys)
+		case tt.keys == 0 && (!errors.Is(err, ErrInvalidSecretsKey) || errors.Is(err, ErrInvalidSecret) || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%q: %v, want ErrInvalidSecretsKey saying %q", tt.in, err, tt.want)
+		}
+	}
+}
+
 func TestVerifyCallback(t *testing.T) {
 	keys := mustKeys(t, key16)
 	old := mustKeys(t, key24)

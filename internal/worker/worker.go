@@ -281,12 +281,23 @@ func (w *Worker) Start(ctx context.Context) error {
 	outcomes := asynq.NewClientFromRedisClient(queueRDB) // closed with queueRDB
 	finisher := &outcome.Finisher{RDB: queueRDB, Client: outcomes, CallbackMaxRetry: cfg.CallbackMaxRetry,
 		Retention: cfg.ResultRetention}
+	// SECRETS_KEY opens what enqueuers sealed; without it secrets stored
+	// beside their tasks are in clear, which operators should hear once.
+	secretKeys, err := credstore.ParseKeys(cfg.SecretsKey)
+	if err != nil {
+		return fmt.Errorf("SECRETS_KEY: %w", err) // config.Load refuses it first; never the value
+	}
+	if secretKeys == nil {
+		log.Warn("SECRETS_KEY is not set: per-export credentials and encryption passwords are stored in clear in Redis while their exports wait and run (its RDB/AOF files, replicas and MONITOR show them); set it on workers, then on every enqueuer")
+	} else {
+		log.Info("per-export secrets in Redis are sealed", "seal_key_id", secretKeys.SealKeyID())
+	}
 	newHandler := func(renderer export.Renderer) (*export.Handler, error) {
 		return export.NewHandler(export.Config{Store: store, Renderer: renderer, Gate: gate,
 			Hosts:     spec.Hosts{Sources: cfg.Allowed, Callbacks: cfg.CallbackAllowed},
 			Namespace: cfg.StorageURL, Logger: log, Observer: w.metrics, Hostname: w.opts.Hostname,
-			Sources:       htmlstore.Store{RDB: queueRDB},  // documents sent by reference live beside the tasks
-			Credentials:   &credstore.Store{RDB: queueRDB}, // and so do per-export credentials
+			Sources:       htmlstore.Store{RDB: queueRDB},                    // documents sent by reference live beside the tasks
+			Credentials:   &credstore.Store{RDB: queueRDB, Keys: secretKeys}, // and so do per-export credentials
 			Finisher:      finisher,
 			Cancellations: outcome.Cancels{RDB: queueRDB},
 			PublicURL:     cfg.APIPublicURL,
