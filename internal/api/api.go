@@ -154,7 +154,10 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) e
 
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/healthz" {
-		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !bearer {
+			got = "" // a token without the scheme, or another scheme, is no token
+		}
 		c, ok := a.auth.Authenticate(got)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="pdfexport"`)
