@@ -56,7 +56,8 @@ type (
 	// /v1/exports), for callers that already hold one, such as the HTTP
 	// enqueue API. It is what a caller may send: the fields only an
 	// enqueuer writes into the queued envelope (source.credentials_ref,
-	// source.html_ref, traceparent, tracestate) are not in it, and
+	// source.html_ref, traceparent, tracestate, encryption_ref, client)
+	// are not in it, and
 	// DecodePayload refuses them.
 	Payload = spec.Request
 	// FieldError names a rejected field and the rule it broke.
@@ -125,7 +126,7 @@ func DecodePayload(b []byte) (Payload, error) { return spec.DecodeRequest(b) }
 
 // ErrEnvelopeOnly matches the error of a raw request naming a field only an
 // enqueuer writes (source.credentials_ref, source.html_ref, traceparent,
-// tracestate); it also matches ErrInvalid.
+// tracestate, encryption_ref, client); it also matches ErrInvalid.
 var ErrEnvelopeOnly = spec.ErrEnvelopeOnly
 
 // Config configures a Client. Zero values take the defaults shown.
@@ -246,16 +247,25 @@ func (c *Client) Close() error {
 	return errors.Join(c.finals.Close(), c.rdb.Close())
 }
 
+// Queue is the queue Enqueue puts a task on without the Queue option.
+func (c *Client) Queue() string { return c.cfg.Queue }
+
 // Validate checks a request with the worker's rules and this client's allowlists.
 func (c *Client) Validate(p Payload) error { return p.Validate(c.hosts) }
 
 // EnqueueOption changes one enqueue.
 type EnqueueOption func(*enqueueSettings)
 
-type enqueueSettings struct{ queue string }
+type enqueueSettings struct{ queue, client string }
 
 // Queue puts the task on a named queue (e.g. critical, default, batch).
 func Queue(name string) EnqueueOption { return func(s *enqueueSettings) { s.queue = name } }
+
+// ForClient records the HTTP API client (API_CLIENTS_FILE) the export
+// belongs to in its envelope (spec.Envelope.Client); Status reports it, and
+// the API shows the export to that client only. An export enqueued without
+// it belongs to nobody in particular: the API shows it to API_TOKEN.
+func ForClient(name string) EnqueueOption { return func(s *enqueueSettings) { s.client = name } }
 
 // Enqueued identifies an accepted export.
 type Enqueued struct {
@@ -291,8 +301,14 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	if !slices.Contains(c.cfg.Queues, s.queue) {
 		return Enqueued{}, &FieldError{Field: "queue", Rule: fmt.Sprintf("%q is not a queue the workers serve (%s)", s.queue, strings.Join(c.cfg.Queues, ", "))}
 	}
+	if s.client != "" {
+		if err := spec.ValidateClientName(s.client); err != nil {
+			return Enqueued{}, err
+		}
+	}
 	taskID := uuid.NewString()
 	env := p.Envelope()
+	env.Client = s.client
 	// What this call stored beside the task; given back if no task is
 	// queued to own it.
 	var stored []func(context.Context)

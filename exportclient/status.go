@@ -2,6 +2,7 @@ package exportclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -36,6 +37,9 @@ type Status struct {
 	Error    string  `json:"error,omitempty"`
 	Retried  int     `json:"retried"`
 	MaxRetry int     `json:"max_retry"`
+	// Client is the HTTP API client the export belongs to (ForClient);
+	// empty for one enqueued without it.
+	Client string `json:"client,omitempty"`
 }
 
 // Final reports whether the export will not change state any more.
@@ -118,7 +122,8 @@ func (c *Client) taskInfo(ctx context.Context, taskID string) (*asynq.TaskInfo, 
 }
 
 func statusOf(info *asynq.TaskInfo) (Status, error) {
-	s := Status{TaskID: info.ID, Queue: info.Queue, Error: info.LastErr, Retried: info.Retried, MaxRetry: info.MaxRetry}
+	s := Status{TaskID: info.ID, Queue: info.Queue, Error: info.LastErr, Retried: info.Retried, MaxRetry: info.MaxRetry,
+		Client: clientOf(info.Payload)}
 	switch info.State {
 	case asynq.TaskStateCompleted:
 		s.State, s.Error = StateCompleted, ""
@@ -141,6 +146,16 @@ func statusOf(info *asynq.TaskInfo) (Status, error) {
 		s.State = StatePending
 	}
 	return s, nil
+}
+
+// clientOf reads the envelope's client, leniently: an envelope no worker
+// can read (it fails for good) still belongs to whoever enqueued it.
+func clientOf(payload []byte) string {
+	var e struct {
+		Client string `json:"client"`
+	}
+	_ = json.Unmarshal(payload, &e)
+	return e.Client
 }
 
 // Wait returns once the export is final or ctx ends. It wakes on the

@@ -138,3 +138,13 @@ export const refusedRef: ExportRequest = {
   // @ts-expect-error encryption_ref is envelope-only
   encryption_ref: { id: "another-export", identity: "x" },
 };
+
+// So is the client an export belongs to: the API records the caller's.
+export const refusedClient: ExportRequest = {
+  v: 1,
+  manual_id: "ops-guide",
+  version: "2026.11.3",
+  source: { url: "https://docs.example.com/print" },
+  // @ts-expect-error client is envelope-only
+  client: "another-client",
+};

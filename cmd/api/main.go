@@ -72,7 +72,11 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return exitUsage
 	}
 	defer client.Close()
+	var bad *config.Error
 	switch err := api.Run(ctx, cfg, cfg.APIAddr, client, log); {
+	case errors.As(err, &bad):
+		fmt.Fprintf(stderr, "api: %v\n", err)
+		return exitUsage
 	case errors.Is(err, api.ErrListen):
 		fmt.Fprintf(stderr, "api: API_ADDR: %v\n", err)
 		return exitUsage

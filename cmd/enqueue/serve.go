@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/pdfexport/pdfexport/internal/api"
+	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/logging"
 )
 
@@ -28,7 +29,11 @@ func runServe(ctx context.Context, e env, args []string) int {
 		return exitInvalid
 	}
 	log := logging.New(e.stderr, cfg.LogLevel, cfg.LogFormat)
+	var bad *config.Error
 	switch err := api.Run(ctx, cfg, *addr, client, log); {
+	case errors.As(err, &bad):
+		fmt.Fprintf(e.stderr, "enqueue serve: %v\n", err)
+		return exitInvalid
 	case errors.Is(err, api.ErrListen):
 		fmt.Fprintf(e.stderr, "enqueue serve: --addr: %v\n", err)
 		return exitInvalid

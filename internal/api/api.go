@@ -3,14 +3,18 @@
 // validation as exportclient), GET /v1/exports/{id} reports its state and
 // result (?wait=30s: as soon as it is final), GET /v1/exports/{id}/pdf
 // delivers the PDF, DELETE /v1/exports/{id} cancels it, GET /healthz answers
-// 200. With a token, every route but /healthz wants "Authorization: Bearer
-// <token>". Its contract is api/openapi.yaml; the tests check the two
-// against each other. bin/api serves it (enqueue serve is an alias).
+// 200. With a token (API_TOKEN, API_CLIENTS_FILE), every route but /healthz
+// wants "Authorization: Bearer <token>", which names the client
+// (internal/apiauth): an export belongs to the client that enqueued it, and
+// another client's read, cancel, download or long-poll of it is a 404, as
+// for an export that does not exist; a queue outside the client's set is a
+// 403 naming it. At most MaxWaiters long-polls wait at once; more are a
+// 429. Its contract is api/openapi.yaml; the tests check the two against
+// each other. bin/api serves it (enqueue serve is an alias).
 package api
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,9 +25,14 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/apiauth"
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -33,8 +42,15 @@ import (
 // Config configures the API.
 type Config struct {
 	Client *exportclient.Client // required
-	// Token, when set, is the bearer token every route but /healthz wants.
+	// Auth authenticates callers (API_TOKEN and API_CLIENTS_FILE); nil:
+	// Token alone.
+	Auth *apiauth.Authenticator
+	// Token, when set and Auth is nil, is the bearer token every route but
+	// /healthz wants (the API_TOKEN client).
 	Token string
+	// MaxWaiters bounds the ?wait= long-polls waiting at once
+	// (API_MAX_WAITERS); 0: DefaultMaxWaiters.
+	MaxWaiters int
 	// Store is the artifact storage (STORAGE_URL) GET /v1/exports/{id}/pdf
 	// reads; nil answers that route 501.
 	Store Artifacts
@@ -44,19 +60,51 @@ type Config struct {
 
 // api is an http.Handler with no global state.
 type api struct {
-	client *exportclient.Client
-	token  string
-	store  Artifacts
-	log    *slog.Logger
-	mux    *http.ServeMux
+	client  *exportclient.Client
+	auth    *apiauth.Authenticator
+	store   Artifacts
+	log     *slog.Logger
+	mux     *http.ServeMux
+	waiters chan struct{} // one token per long-poll waiting
+	// refusedWaits counts the long-polls refused since the last warning,
+	// which is logged at most every waitWarnEvery.
+	refusedWaits atomic.Int64
+	lastWarn     atomic.Int64 // unix nanoseconds
 }
+
+// DefaultMaxWaiters is API_MAX_WAITERS' default. A waiting long-poll holds
+// a goroutine, a connection and one Redis read a second (plus its share of
+// the one subscription per process): 1000 of them measured 1000 Redis
+// commands a second, about 1% of a Redis core, and 35 MiB of heap with
+// their HTTP clients in the same process, while a flood of ?wait= past
+// the cap answers 429 at once instead of growing both without bound.
+const DefaultMaxWaiters = 1000
+
+// waitRetryAfter is the Retry-After of a long-poll refused for the cap:
+// a waiter holds its place at most MaxWait, most far less.
+const waitRetryAfter = 2 * time.Second
+
+const waitWarnEvery = 10 * time.Second
 
 // New returns the API's handler.
 func New(cfg Config) http.Handler {
+	a := newAPI(cfg)
+	return traced(a, a.mux)
+}
+
+func newAPI(cfg Config) *api {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	a := &api{client: cfg.Client, token: cfg.Token, store: cfg.Store, log: cfg.Logger, mux: http.NewServeMux()}
+	if cfg.Auth == nil {
+		// Without a clients file nothing can fail.
+		cfg.Auth, _ = apiauth.New(cfg.Token, "", nil, cfg.Logger)
+	}
+	if cfg.MaxWaiters <= 0 {
+		cfg.MaxWaiters = DefaultMaxWaiters
+	}
+	a := &api{client: cfg.Client, auth: cfg.Auth, store: cfg.Store, log: cfg.Logger, mux: http.NewServeMux(),
+		waiters: make(chan struct{}, cfg.MaxWaiters)}
 	a.mux.HandleFunc("POST /v1/exports", a.create)
 	a.mux.HandleFunc("GET /v1/exports/{id}", a.get)
 	a.mux.HandleFunc("DELETE /v1/exports/{id}", a.cancel)
@@ -64,7 +112,7 @@ func New(cfg Config) http.Handler {
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	return traced(a, a.mux)
+	return a
 }
 
 // ErrListen wraps a failure to listen on the address: a configuration error
@@ -105,15 +153,45 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) e
 }
 
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if a.token != "" && r.URL.Path != "/healthz" {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1 {
+	if r.URL.Path != "/healthz" {
+		got, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !bearer {
+			got = "" // a token without the scheme, or another scheme, is no token
+		}
+		c, ok := a.auth.Authenticate(got)
+		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="pdfexport"`)
 			writeJSON(w, http.StatusUnauthorized, apiError{Error: "missing or wrong bearer token"})
 			return
 		}
+		trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("pdfexport.client", c.Name))
+		r = r.WithContext(context.WithValue(r.Context(), clientKey{}, c))
 	}
 	a.mux.ServeHTTP(w, r)
+}
+
+type clientKey struct{}
+
+// caller is the client ServeHTTP authenticated.
+func caller(r *http.Request) apiauth.Client {
+	c, _ := r.Context().Value(clientKey{}).(apiauth.Client)
+	return c
+}
+
+// notFound is the answer for an unknown export, and for another client's:
+// the same words, so that a client cannot tell one from the other.
+var notFound = apiError{Error: "no export with this id (unknown, or its retention ended)"}
+
+// foreign answers 404 when st is not the caller's export, and reports
+// whether it did.
+func (a *api) foreign(w http.ResponseWriter, r *http.Request, st exportclient.Status) bool {
+	c := caller(r)
+	if c.Owns(st.Client) {
+		return false
+	}
+	a.log.DebugContext(r.Context(), "export of another client", "client", c.Name, "task_id", st.TaskID)
+	writeJSON(w, http.StatusNotFound, notFound)
+	return true
 }
 
 type apiError struct {
@@ -155,21 +233,31 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		a.badRequest(w, err)
 		return
 	}
-	var opts []exportclient.EnqueueOption
-	if q := r.URL.Query().Get("queue"); q != "" {
-		opts = append(opts, exportclient.Queue(q))
+	c := caller(r)
+	q := r.URL.Query().Get("queue")
+	if q == "" {
+		q = a.client.Queue()
+		if !c.MayEnqueue(q) {
+			q = c.Queues[0] // the client's first queue stands in for the default it may not use
+		}
 	}
-	job, err := a.client.EnqueuePayload(r.Context(), p, opts...)
+	if !c.MayEnqueue(q) {
+		a.log.InfoContext(r.Context(), "enqueue refused: queue not allowed", "client", c.Name, "queue", q)
+		writeJSON(w, http.StatusForbidden, apiError{Field: "queue",
+			Error: fmt.Sprintf("client %s may not enqueue to queue %q (its queues: %s)", c.Name, q, strings.Join(c.Queues, ", "))})
+		return
+	}
+	job, err := a.client.EnqueuePayload(r.Context(), p, exportclient.Queue(q), exportclient.ForClient(c.Owner))
 	switch {
 	case errors.Is(err, exportclient.ErrInvalid):
 		a.badRequest(w, err)
 		return
 	case err != nil:
-		a.log.ErrorContext(r.Context(), "enqueue failed", "err", err)
+		a.log.ErrorContext(r.Context(), "enqueue failed", "client", c.Name, "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "queue unavailable, retry later"})
 		return
 	}
-	a.log.InfoContext(r.Context(), "export enqueued", "task_id", job.TaskID, "manual_id", p.ManualID, "version", p.Version, "key", job.ArtifactKey)
+	a.log.InfoContext(r.Context(), "export enqueued", "client", c.Name, "queue", job.Queue, "task_id", job.TaskID, "manual_id", p.ManualID, "version", p.Version, "key", job.ArtifactKey)
 	w.Header().Set("Location", "/v1/exports/"+job.TaskID)
 	writeJSON(w, http.StatusAccepted, createResponse{TaskID: job.TaskID, StatusURL: "/v1/exports/" + job.TaskID, ArtifactKey: job.ArtifactKey})
 }
@@ -183,12 +271,25 @@ const MaxWait = 60 * time.Second
 
 func (a *api) get(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	var st exportclient.Status
-	var err error
+	var wait time.Duration
 	if raw := r.URL.Query().Get("wait"); raw != "" {
-		wait, perr := parseWait(raw)
-		if perr != nil {
-			writeJSON(w, http.StatusBadRequest, apiError{Error: perr.Error(), Field: "wait"})
+		var err error
+		if wait, err = parseWait(raw); err != nil {
+			writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error(), Field: "wait"})
+			return
+		}
+	}
+	// Whose it is first: another client's export is not waited for.
+	st, err := a.client.Status(r.Context(), id)
+	if a.failed(w, r, err) || a.foreign(w, r, st) {
+		return
+	}
+	if wait > 0 && !st.Final() {
+		select {
+		case a.waiters <- struct{}{}:
+			defer func() { <-a.waiters }()
+		default:
+			a.refuseWait(w, r)
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), wait)
@@ -197,13 +298,26 @@ func (a *api) get(w http.ResponseWriter, r *http.Request) {
 		if err != nil && ctx.Err() != nil && r.Context().Err() == nil && st.TaskID != "" {
 			err = nil // the wait ended first: answer with the state it had
 		}
-	} else {
-		st, err = a.client.Status(r.Context(), id)
-	}
-	if a.failed(w, r, err) {
-		return
+		if a.failed(w, r, err) {
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, statusResponse{State: st.State, Result: st.Result, Error: st.Error})
+}
+
+// refuseWait answers a long-poll past MaxWaiters: 429, Retry-After. The
+// refusals are logged at most every waitWarnEvery, with how many there
+// were, so a flood does not flood the log too.
+func (a *api) refuseWait(w http.ResponseWriter, r *http.Request) {
+	a.refusedWaits.Add(1)
+	now := time.Now().UnixNano()
+	if last := a.lastWarn.Load(); now-last >= int64(waitWarnEvery) && a.lastWarn.CompareAndSwap(last, now) {
+		a.log.WarnContext(r.Context(), "long-polls refused: API_MAX_WAITERS are waiting already",
+			"max_waiters", cap(a.waiters), "refused", a.refusedWaits.Swap(0), "client", caller(r).Name)
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(waitRetryAfter/time.Second)))
+	writeJSON(w, http.StatusTooManyRequests, apiError{Field: "wait",
+		Error: fmt.Sprintf("too many long-polls waiting (%d); retry after %s, or ask without ?wait=", cap(a.waiters), waitRetryAfter)})
 }
 
 // parseWait reads ?wait= as a Go duration ("30s", "1m") or whole seconds.
@@ -223,7 +337,11 @@ func parseWait(raw string) (time.Duration, error) {
 }
 
 func (a *api) cancel(w http.ResponseWriter, r *http.Request) {
-	st, err := a.client.Cancel(r.Context(), r.PathValue("id"))
+	st, err := a.client.Status(r.Context(), r.PathValue("id"))
+	if a.failed(w, r, err) || a.foreign(w, r, st) {
+		return
+	}
+	st, err = a.client.Cancel(r.Context(), r.PathValue("id"))
 	if errors.Is(err, exportclient.ErrFinal) {
 		writeJSON(w, http.StatusConflict, statusResponse{State: st.State, Result: st.Result,
 			Error: fmt.Sprintf("the export is %s already; there is nothing to cancel", st.State)})
@@ -236,7 +354,7 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request) {
 	if !st.Final() {
 		code = http.StatusAccepted // still stopping
 	}
-	a.log.Info("export cancel requested", "task_id", r.PathValue("id"), "state", st.State)
+	a.log.InfoContext(r.Context(), "export cancel requested", "client", caller(r).Name, "task_id", r.PathValue("id"), "state", st.State)
 	writeJSON(w, code, statusResponse{State: st.State, Result: st.Result, Error: st.Error})
 }
 
@@ -246,11 +364,11 @@ func (a *api) failed(w http.ResponseWriter, r *http.Request, err error) bool {
 	case err == nil:
 		return false
 	case errors.Is(err, exportclient.ErrNotFound):
-		writeJSON(w, http.StatusNotFound, apiError{Error: "no export with this id (unknown, or its retention ended)"})
+		writeJSON(w, http.StatusNotFound, notFound)
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads an answer.
 	default:
-		a.log.Error("request failed", "path", r.URL.Path, "err", err)
+		a.log.ErrorContext(r.Context(), "request failed", "client", caller(r).Name, "path", r.URL.Path, "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "queue unavailable, retry later"})
 	}
 	return true
@@ -266,9 +384,26 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 var ErrStorage = errors.New("api: artifact storage")
 
 // Run serves the API of cfg on addr until ctx ends: bin/api and enqueue
-// serve. It opens the artifact storage (STORAGE_URL) for downloads; an error
-// wraps ErrStorage or ErrListen, or is the server's.
+// serve. It loads API_CLIENTS_FILE and keeps it current, and opens the
+// artifact storage (STORAGE_URL) for downloads; an error is a
+// *config.Error (exit 2), wraps ErrStorage or ErrListen, or is the
+// server's.
 func Run(ctx context.Context, cfg config.Config, addr string, client *exportclient.Client, log *slog.Logger) error {
+	if err := cfg.CheckAPI(); err != nil {
+		return err
+	}
+	auth, err := apiauth.New(cfg.APIToken, cfg.APIClientsFile, cfg.QueueNames(), log)
+	if err != nil {
+		return &config.Error{Vars: []config.VarError{{Var: "API_CLIENTS_FILE", Reason: err.Error()}}}
+	}
+	if n := auth.Clients().Len(); n > 0 {
+		log.Info("API clients loaded", "file", cfg.APIClientsFile, "clients", n, "api_token", cfg.APIToken != "")
+	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); auth.Run(wctx) }()
+	defer func() { stopWatch(); <-watched }()
+
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	storeCfg := cfg.Storage()
 	storeCfg.Logger = log
@@ -277,5 +412,5 @@ func Run(ctx context.Context, cfg config.Config, addr string, client *exportclie
 	if err != nil {
 		return fmt.Errorf("%w: opening %s: %w", ErrStorage, redact.URL(cfg.StorageURL), err)
 	}
-	return Serve(ctx, addr, New(Config{Client: client, Token: cfg.APIToken, Store: store, Logger: log}), log)
+	return Serve(ctx, addr, New(Config{Client: client, Auth: auth, MaxWaiters: cfg.APIMaxWaiters, Store: store, Logger: log}), log)
 }

@@ -36,7 +36,9 @@ func do(t *testing.T, method, url, token, body string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
+	if raw, ok := strings.CutPrefix(token, "raw:"); ok {
+		req.Header.Set("Authorization", raw) // the header as given, no Bearer scheme added
+	} else if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -136,6 +138,8 @@ func TestAPI_Rejections(t *testing.T) {
 	}{
 		{"no token", "POST", "/v1/exports", "", `{}`, http.StatusUnauthorized, ""},
 		{"wrong token", "POST", "/v1/exports", "nope", `{}`, http.StatusUnauthorized, ""},
+		{"token without Bearer", "POST", "/v1/exports", "raw:s3cret", `{}`, http.StatusUnauthorized, ""},
+		{"token as Basic", "POST", "/v1/exports", "raw:Basic s3cret", `{}`, http.StatusUnauthorized, ""},
 		{"malformed", "POST", "/v1/exports", "s3cret", `{"v":1,`, http.StatusBadRequest, "payload"},
 		{"unknown field", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"x":1}`, http.StatusBadRequest, "x"},
 		{"wrong type", "POST", "/v1/exports", "s3cret", `{"v":1,"manual_id":7,"version":"1","source":{"html":"x"}}`, http.StatusBadRequest, "manual_id"},

@@ -39,7 +39,7 @@ func (a *api) download(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	st, key, err := a.client.Artifact(r.Context(), id)
-	if a.failed(w, r, err) {
+	if a.failed(w, r, err) || a.foreign(w, r, st) {
 		return
 	}
 	if st.State != exportclient.StateCompleted {

@@ -11,13 +11,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"slices"
 	"strings"
 
 	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/reload"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -69,12 +69,12 @@ type fileRule struct {
 }
 
 // MaxFileBytes bounds SOURCE_AUTH_FILE and every file a value names.
-const MaxFileBytes = 1 << 20
+const MaxFileBytes = reload.MaxFileBytes
 
 // Env and ReadFile resolve env: and file: values; Load uses the process's.
 type (
-	Env      func(name string) (string, bool)
-	ReadFile func(path string) ([]byte, error)
+	Env      = reload.Env
+	ReadFile = reload.ReadFile
 )
 
 // Load reads and parses SOURCE_AUTH_FILE.
@@ -93,21 +93,7 @@ func load(path string) (*Rules, []string, error) {
 	return parse(data, os.LookupEnv, readBounded)
 }
 
-func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxFileBytes {
-		return nil, fmt.Errorf("larger than %d bytes", MaxFileBytes)
-	}
-	return b, nil
-}
+func readBounded(path string) ([]byte, error) { return reload.ReadBounded(path) }
 
 // Parse parses the JSON of SOURCE_AUTH_FILE: {"rules": [{"hosts": "<origins>",
 // "headers": {"Name": "value"}, "cookies": [{"name", "value", "path"}]}]},
@@ -209,29 +195,5 @@ func ResolveValue(raw string) (string, error) {
 // resolveValue turns "env:NAME", "file:PATH" or a literal into the value; file
 // is the path a file: value read.
 func resolveValue(raw string, env Env, readFile ReadFile) (value, file string, err error) {
-	switch {
-	case strings.HasPrefix(raw, "env:"):
-		name := strings.TrimPrefix(raw, "env:")
-		v, ok := env(name)
-		if !ok || v == "" {
-			return "", "", fmt.Errorf("environment variable %s is not set", name)
-		}
-		return v, "", nil
-	case strings.HasPrefix(raw, "file:"):
-		path := strings.TrimPrefix(raw, "file:")
-		b, err := readFile(path)
-		if err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return "", "", fmt.Errorf("reading %s: %w", path, err)
-		}
-		v := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-		if v == "" {
-			return "", "", fmt.Errorf("%s is empty", path)
-		}
-		return v, path, nil
-	}
-	return raw, "", nil
+	return reload.Value(raw, env, readFile)
 }

@@ -67,6 +67,7 @@ func TestDecodeRequest_RefusesEnvelopeOnlyFields(t *testing.T) {
 		{"html_ref", `{"v":1,"manual_id":"m","version":"1","source":{"html_ref":{"sha256":"` + id + `","bytes":10}}}`, "source.html_ref"},
 		{"traceparent", `{"v":1,"manual_id":"m","version":"1","source":{"html":"x"},"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`, "traceparent"},
 		{"tracestate", `{"v":1,"manual_id":"m","version":"1","source":{"html":"x"},"tracestate":"a=b"}`, "tracestate"},
+		{"client", `{"v":1,"manual_id":"m","version":"1","source":{"html":"x"},"client":"portal"}`, "client"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := DecodeRequest([]byte(tc.body))

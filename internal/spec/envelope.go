@@ -55,6 +55,14 @@ type Envelope struct {
 	// beside the task (envelope-only; the options keep only the
 	// permissions).
 	EncryptionRef *EncryptionRef `json:"encryption_ref,omitempty"`
+	// Client is the name of the HTTP API client (API_CLIENTS_FILE) that
+	// enqueued the export, which alone may read, cancel and download it
+	// through the API. Envelope-only: the API writes the authenticated
+	// client's name; empty for API_TOKEN, bin/enqueue and exportclient
+	// callers, whose envelopes stay readable by workers of an earlier
+	// release (which reject unknown fields). Not part of the artifact's
+	// identity.
+	Client string `json:"client,omitempty"`
 }
 
 // Callback asks for the outcome to be POSTed to URL (a host on

@@ -42,6 +42,7 @@ var envelopeOnly = map[string]string{
 	"traceparent":     "traceparent",
 	"tracestate":      "tracestate",
 	"encryption_ref":  "encryption_ref",
+	"client":          "client",
 }
 
 // ErrEnvelopeOnly is matched by the FieldError of a request that names a
@@ -67,6 +68,8 @@ func envelopeOnlyErr(field string) error {
 		rule += "; send the passwords in options.encryption (they are stored beside the export, owned by it)"
 	case "source.html_ref":
 		rule += "; send the document in source.html (a large one is stored beside the export, owned by it)"
+	case "client":
+		rule += "; the HTTP API records the client whose bearer token enqueued the export"
 	default:
 		rule += "; send the trace context as the traceparent/tracestate HTTP headers, or in the context of exportclient's Enqueue"
 	}
@@ -77,7 +80,7 @@ func envelopeOnlyErr(field string) error {
 // fields, wrong types, trailing data and bodies over MaxPayloadBytes are
 // refused with a FieldError naming the field. A field only an envelope
 // carries (source.credentials_ref, source.html_ref, traceparent,
-// tracestate) is refused with an error that also matches ErrEnvelopeOnly.
+// tracestate, encryption_ref, client) is refused with an error that also matches ErrEnvelopeOnly.
 // It does not validate values; call Validate for that.
 func DecodeRequest(data []byte) (Request, error) {
 	if len(data) > MaxPayloadBytes {

@@ -64,7 +64,22 @@ func (e Envelope) Validate(hosts Hosts) error {
 	errs = append(errs, e.validateTraceContext()...)
 	errs = append(errs, e.Options.validateDocument(true)...)
 	errs = append(errs, e.EncryptionRef.validate(e.Options.Encryption)...)
+	if e.Client != "" {
+		if fe := validateIdentifier("client", e.Client); fe != nil {
+			errs = append(errs, fe)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// ValidateClientName checks the name of an HTTP API client (Envelope.Client,
+// API_CLIENTS_FILE) with the rule of manual_id: it is logged and labels
+// metrics, so it must be a plain identifier.
+func ValidateClientName(name string) error {
+	if fe := validateIdentifier("client", name); fe != nil {
+		return fe
+	}
+	return nil
 }
 
 // validate checks the fields requests and envelopes share.
