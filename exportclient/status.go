@@ -40,6 +40,15 @@ type Status struct {
 	// Client is the HTTP API client the export belongs to (ForClient);
 	// empty for one enqueued without it.
 	Client string `json:"client,omitempty"`
+	// Progress is a manual's (source.chapters) while it is not final.
+	Progress *Progress `json:"progress,omitempty"`
+}
+
+// Progress counts the chapters of a manual that are stored, by whichever
+// worker stored them, out of its distinct chapters.
+type Progress struct {
+	ChaptersDone  int `json:"chapters_done"`
+	ChaptersTotal int `json:"chapters_total"`
 }
 
 // Final reports whether the export will not change state any more.
@@ -74,6 +83,16 @@ func (c *Client) statusOf(ctx context.Context, info *asynq.TaskInfo) (Status, er
 	}
 	if ok {
 		return s.with(f), nil
+	}
+	if n := chaptersOf(info.Payload); n > 0 && !s.Final() {
+		done, total, started, err := outcome.ChaptersDone(ctx, c.rdb, info.ID)
+		if err != nil {
+			return s, fmt.Errorf("%w: reading the progress of %s: %w", ErrUnavailable, info.ID, err)
+		}
+		if !started {
+			total = n
+		}
+		s.Progress = &Progress{ChaptersDone: done, ChaptersTotal: total}
 	}
 	if s.State == StateFailed {
 		// Archived without a record: by the previous release's canceller,
@@ -150,6 +169,18 @@ func statusOf(info *asynq.TaskInfo) (Status, error) {
 
 // clientOf reads the envelope's client, leniently: an envelope no worker
 // can read (it fails for good) still belongs to whoever enqueued it.
+// chaptersOf counts the chapters of a manual's envelope; 0 for another
+// export.
+func chaptersOf(payload []byte) int {
+	var e struct {
+		Source struct {
+			Chapters []json.RawMessage `json:"chapters"`
+		} `json:"source"`
+	}
+	_ = json.Unmarshal(payload, &e)
+	return len(e.Source.Chapters)
+}
+
 func clientOf(payload []byte) string {
 	var e struct {
 		Client string `json:"client"`

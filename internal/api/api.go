@@ -206,9 +206,10 @@ type createResponse struct {
 }
 
 type statusResponse struct {
-	State  exportclient.State   `json:"state"`
-	Result *exportclient.Result `json:"result"`
-	Error  string               `json:"error,omitempty"`
+	State    exportclient.State     `json:"state"`
+	Result   *exportclient.Result   `json:"result"`
+	Error    string                 `json:"error,omitempty"`
+	Progress *exportclient.Progress `json:"progress,omitempty"`
 }
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
@@ -302,7 +303,7 @@ func (a *api) get(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, statusResponse{State: st.State, Result: st.Result, Error: st.Error})
+	writeJSON(w, http.StatusOK, statusResponse{State: st.State, Result: st.Result, Error: st.Error, Progress: st.Progress})
 }
 
 // refuseWait answers a long-poll past MaxWaiters: 429, Retry-After. The

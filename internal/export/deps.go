@@ -115,6 +115,24 @@ type Config struct {
 	// on at once (RENDER_CONCURRENCY: more would only wait for a tab).
 	// Default 1.
 	ChapterConcurrency int
+	// ChapterTasks queues the chapters of a manual that are not stored as
+	// pdf:chapter tasks, so that every worker of the fleet prints them;
+	// nil: the manual's task prints them alone.
+	ChapterTasks ChapterQueue
+	// Progress counts a manual's stored chapters for status readers
+	// (outcome.Progress); nil: none.
+	Progress ProgressCounter
+}
+
+// ChapterQueue queues chapter tasks (a manual's, on the manual's queue).
+type ChapterQueue interface {
+	EnqueueChapters(ctx context.Context, queue string, tasks []spec.ChapterTask) error
+}
+
+// ProgressCounter counts the stored chapters of a manual.
+type ProgressCounter interface {
+	Start(ctx context.Context, taskID string, total int) error
+	ChapterStored(ctx context.Context, taskID, key string) error
 }
 
 // Handler processes pdf:export tasks. It is safe for concurrent use.

@@ -261,7 +261,7 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 	var storeErr error
 	settings := p.Options.Settings()
 	src := render.Source{URL: p.Source.URL, HTML: p.Source.HTML, Auth: p.auth, MarkAnchors: p.markAnchors}
-	taskID, _ := asynq.GetTaskID(ctx) // the sink's context is the renderer's, not the task's
+	taskID := ownerTask(ctx) // the sink's context is the renderer's, not the task's
 	// upload streams a PDF into storage: Chromium's stream itself, or the
 	// post-processed file of an export with document options.
 	upload := func(ctx context.Context, pdf io.Reader) error {
@@ -456,10 +456,29 @@ func cannotOpen(field, what string, err error) *spec.FieldError {
 const taskIDMeta = "task-id"
 
 // storedBy reports whether obj was stored by the task of ctx (an earlier
-// attempt of it).
+// attempt of it, or a chapter task of the manual ctx renders for).
 func storedBy(ctx context.Context, obj storage.Object) bool {
-	id, ok := asynq.GetTaskID(ctx)
-	return ok && id != "" && obj.Metadata[taskIDMeta] == id
+	id := ownerTask(ctx)
+	return id != "" && obj.Metadata[taskIDMeta] == id
+}
+
+type ownerKey struct{}
+
+// forManual makes what ctx stores the manual task's: a chapter task
+// stores its chapter for the manual that queued it, which then counts it
+// as rendered, not reused.
+func forManual(ctx context.Context, manualTask string) context.Context {
+	return context.WithValue(ctx, ownerKey{}, manualTask)
+}
+
+// ownerTask is the task what ctx stores belongs to: the manual's, for a
+// chapter task; else the task of ctx.
+func ownerTask(ctx context.Context) string {
+	if id, ok := ctx.Value(ownerKey{}).(string); ok {
+		return id
+	}
+	id, _ := asynq.GetTaskID(ctx)
+	return id
 }
 
 func (h *Handler) reuse(ctx context.Context, key string, obj storage.Object, waited time.Duration, failOpen bool, failOn spec.FailOn) (spec.Result, error) {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/internal/assemble"
+	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -105,6 +107,12 @@ func (h *Handler) chapters(ctx context.Context, log *slog.Logger, p job) (*manua
 			todo = append(todo, i)
 		}
 	}
+	manualTask, _ := asynq.GetTaskID(ctx)
+	h.fanOut(ctx, log, p, manualTask, todo)
+	// The fleet takes the queued chapters from the first on; this task
+	// works from the last, so the two meet rather than wait for each other
+	// at the gate.
+	slices.Reverse(todo)
 	workers := min(max(h.cfg.ChapterConcurrency, 1), len(todo))
 	for range workers {
 		wg.Add(1)
@@ -116,6 +124,7 @@ func (h *Handler) chapters(ctx context.Context, log *slog.Logger, p job) (*manua
 				res, err := h.export(ctx, log.With("chapter", i, "chapter_key", key), cj, key)
 				if err == nil {
 					plan.chapters[i] = chapterDone{key: key, pages: res.Pages, rendered: res.Rendered, warnings: res.Warnings}
+					h.chapterStored(ctx, log, manualTask, key)
 					continue
 				}
 				err = fmt.Errorf("source.chapters[%d] (%s): %w", i, chapterName(p.Source.Chapters[i]), err)
@@ -157,6 +166,115 @@ feed:
 		}
 	}
 	return plan, nil
+}
+
+// fanOut records the manual's progress and queues its chapters that are
+// not stored as tasks of their own, once per manual (their task ids are
+// the manual's plus the index, so a retry queues nothing new). Neither is
+// needed for the manual to complete: a failure is logged, not returned.
+func (h *Handler) fanOut(ctx context.Context, log *slog.Logger, p job, manualTask string, todo []int) {
+	if manualTask == "" {
+		return
+	}
+	if h.cfg.Progress != nil {
+		if err := h.cfg.Progress.Start(ctx, manualTask, len(todo)); err != nil {
+			log.WarnContext(ctx, "recording the manual's progress failed", "err", err)
+		}
+	}
+	if h.cfg.ChapterTasks == nil || len(todo) < 2 {
+		return
+	}
+	missing := h.unstored(ctx, p, todo)
+	if len(missing) == 0 {
+		return
+	}
+	tasks := make([]spec.ChapterTask, len(missing))
+	for k, i := range missing {
+		tasks[k] = p.ChapterTask(manualTask, i)
+	}
+	queue, _ := asynq.GetQueueName(ctx)
+	if err := h.cfg.ChapterTasks.EnqueueChapters(ctx, queue, tasks); err != nil {
+		log.WarnContext(ctx, "queuing the manual's chapters for the fleet failed; this task prints them", "err", err)
+	}
+}
+
+// unstored are the chapters of todo that storage does not have (a forced
+// manual: all of them), looked up a few at a time.
+func (h *Handler) unstored(ctx context.Context, p job, todo []int) []int {
+	if p.Force {
+		return todo
+	}
+	missing := make([]bool, len(todo))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(8, len(todo)) {
+		wg.Go(func() {
+			for k := range next {
+				_, err := h.cfg.Store.Stat(ctx, p.ChapterKey(todo[k]))
+				missing[k] = err != nil
+			}
+		})
+	}
+	for k := range todo {
+		next <- k
+	}
+	close(next)
+	wg.Wait()
+	var out []int
+	for k, i := range todo {
+		if missing[k] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func (h *Handler) chapterStored(ctx context.Context, log *slog.Logger, manualTask, key string) {
+	if h.cfg.Progress == nil || manualTask == "" {
+		return
+	}
+	if err := h.cfg.Progress.ChapterStored(ctx, manualTask, key); err != nil {
+		log.WarnContext(ctx, "counting a stored chapter failed", "err", err)
+	}
+}
+
+// ChapterTasks returns the handler of pdf:chapter tasks: a chapter a
+// manual queued for the fleet, printed through the gate like any export
+// and counted in the manual's progress. One whose manual is final already
+// (completed, failed, canceled) ends at once. A chapter that fails for
+// good is not retried: the manual's task meets the same failure and fails
+// naming it.
+func (h *Handler) ChapterTasks() asynq.Handler { return asynq.HandlerFunc(h.processChapter) }
+
+func (h *Handler) processChapter(ctx context.Context, t *asynq.Task) error {
+	taskID, _ := asynq.GetTaskID(ctx)
+	log := h.cfg.Logger.With("task_id", taskID)
+	ct, err := spec.DecodeChapterTask(t.Payload())
+	if err != nil {
+		return fmt.Errorf("%w: %w", redact.Error(err), asynq.SkipRetry)
+	}
+	env := ct.Manual()
+	if err := env.Validate(h.cfg.Hosts); err != nil {
+		return fmt.Errorf("%w: %w", redact.Error(err), asynq.SkipRetry)
+	}
+	log = log.With("manual_task", ct.ManualTask, "chapter", ct.Index, "manual_id", ct.ManualID, "version", ct.Version)
+	if h.cfg.Finisher != nil {
+		if f, ok, err := h.cfg.Finisher.Recorded(ctx, ct.ManualTask); err == nil && ok {
+			log.InfoContext(ctx, "the manual is final already; its chapter is not needed", "state", f.State)
+			return nil
+		}
+	}
+	if h.canceledBeforeStart(ctx, ct.ManualTask) {
+		log.InfoContext(ctx, "the manual was canceled; its chapter is not needed")
+		return nil
+	}
+	key := env.ChapterKey(0)
+	ctx = forManual(ctx, ct.ManualTask)
+	if _, err := h.export(ctx, log.With("chapter_key", key), job{Envelope: env.ChapterEnvelope(0), markAnchors: true}, key); err != nil {
+		return redact.Error(err)
+	}
+	h.chapterStored(ctx, log, ct.ManualTask, key)
+	return nil
 }
 
 // chapterName is how errors and logs name a chapter: its URL (redacted

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -189,4 +190,58 @@ func (p Envelope) ChapterEnvelope(i int) Envelope {
 	opts.Metadata, opts.Watermark, opts.Encryption, opts.TOC = nil, nil, nil, false
 	return Envelope{V: p.V, ManualID: p.ManualID, Version: p.Version,
 		Source: EnvelopeSource{URL: c.URL, HTML: c.HTML}, Options: opts, Force: p.Force, RequestID: p.RequestID}
+}
+
+// ChapterTaskType is the asynq task type of one chapter of a manual,
+// queued by the manual's task so that every worker of the fleet can print
+// its chapters; the manual's task works through them too.
+const ChapterTaskType = "pdf:chapter"
+
+// ChapterTask is the payload of a pdf:chapter task: one chapter, with what
+// its key depends on (the manual's version and options), and the manual's
+// task, whose progress it counts and whose end makes it moot. Only a
+// worker writes one.
+type ChapterTask struct {
+	V          int     `json:"v"`
+	ManualTask string  `json:"manual_task"`
+	Index      int     `json:"index"`
+	ManualID   string  `json:"manual_id"`
+	Version    string  `json:"version"`
+	Chapter    Chapter `json:"chapter"`
+	Options    Options `json:"options,omitzero"`
+	Force      bool    `json:"force,omitempty"`
+}
+
+// ChapterTask is chapter i of the manual p as a task of its own.
+func (p Envelope) ChapterTask(manualTask string, i int) ChapterTask {
+	opts := p.Options
+	opts.Metadata, opts.Watermark, opts.Encryption, opts.TOC = nil, nil, nil, false
+	return ChapterTask{V: PayloadVersion, ManualTask: manualTask, Index: i, ManualID: p.ManualID, Version: p.Version,
+		Chapter: p.Source.Chapters[i], Options: opts, Force: p.Force}
+}
+
+// Manual is the one-chapter manual the task stands for: its ChapterKey(0)
+// and ChapterEnvelope(0) are the chapter's.
+func (c ChapterTask) Manual() Envelope {
+	return Envelope{V: c.V, ManualID: c.ManualID, Version: c.Version,
+		Source: EnvelopeSource{Chapters: []Chapter{c.Chapter}}, Options: c.Options, Force: c.Force}
+}
+
+// DecodeChapterTask parses a pdf:chapter payload strictly, like
+// DecodeEnvelope.
+func DecodeChapterTask(data []byte) (ChapterTask, error) {
+	if len(data) > MaxPayloadBytes {
+		return ChapterTask{}, fieldErr("payload", "larger than %d bytes", MaxPayloadBytes)
+	}
+	var c ChapterTask
+	if err := decodeStrict(bytes.NewReader(data), &c); err != nil {
+		return ChapterTask{}, err
+	}
+	if c.ManualTask == "" || len(c.ManualTask) > maxIdentifierLength || !printable(c.ManualTask) {
+		return ChapterTask{}, fieldErr("manual_task", "must name the manual's task")
+	}
+	if c.Index < 0 || c.Index >= MaxChapters {
+		return ChapterTask{}, fieldErr("index", "must be between 0 and %d", MaxChapters-1)
+	}
+	return c, nil
 }

@@ -303,6 +303,10 @@ func (w *Worker) Start(ctx context.Context) error {
 			PublicURL:     cfg.APIPublicURL,
 			MaxPages:      cfg.RenderMaxPages, MaxBytes: cfg.RenderMaxBytes,
 			ChapterConcurrency: cfg.RenderConcurrency,
+			// A manual's chapters go to the fleet as tasks of their own; a
+			// failed one is retried by the manual's next attempt too.
+			ChapterTasks: chapterQueue{client: outcomes, rdb: queueRDB, retries: 2, timeout: cfg.TaskTimeout},
+			Progress:     outcome.Progress{RDB: queueRDB},
 		})
 	}
 	handler, err := newHandler(renderer)
@@ -339,12 +343,13 @@ func (w *Worker) Start(ctx context.Context) error {
 			BaseContext:       func() context.Context { return base },
 		})
 	}
-	newMux := func(h asynq.Handler) *asynq.ServeMux {
+	newMux := func(h *export.Handler) *asynq.ServeMux {
 		mux := asynq.NewServeMux()
 		mux.Use(w.track)
 		mux.Use(w.opts.Middleware...)
 		mux.Use(taskDeadline(cfg.TaskTimeout))
 		mux.Handle(spec.TaskType, h)
+		mux.Handle(spec.ChapterTaskType, h.ChapterTasks())
 		mux.Handle(spec.CallbackTaskType, callbacks)
 		return mux
 	}

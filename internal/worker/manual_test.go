@@ -1,0 +1,111 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
+)
+
+// TestWorker_ManualChaptersSpreadOverTheFleet: the chapters of one manual
+// are printed by both workers of a fleet (the manual's task queues them
+// as tasks of their own), each exactly once; status shows the progress
+// while it runs; the result counts every chapter as this export's render.
+func TestWorker_ManualChaptersSpreadOverTheFleet(t *testing.T) {
+	const chapters = 8
+	var hits [chapters]atomic.Int64
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var i int
+		if _, err := fmt.Sscanf(r.URL.Path, "/chapter-%d.html", &i); err != nil || i < 0 || i >= chapters {
+			http.NotFound(w, r)
+			return
+		}
+		hits[i].Add(1)
+		time.Sleep(400 * time.Millisecond) // a slow docs server: the fleet's help shows
+		fmt.Fprintf(w, `<!doctype html><title>Chapter %d</title><h1 id="top">Chapter %d</h1><p><a href="chapter-%d.html#top">next</a></p>`, i, i, (i+1)%chapters)
+	}))
+	t.Cleanup(site.Close)
+	redis := testsupport.StartRedis(t)
+	storeDir := t.TempDir()
+	siteHost := strings.TrimPrefix(site.URL, "http://")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, name := range []string{"w1", "w2"} {
+		cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+storeDir, "ADMIN_ADDR=",
+			"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "ALLOWED_HOSTS="+siteHost, "RENDER_CONCURRENCY=1", "WORKER_CONCURRENCY=3")
+		w := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Hostname: name})
+		if err := w.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Shutdown)
+	}
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, AllowedHosts: siteHost})
+	req := exportclient.Request{ManualID: "fleet", Version: "1", Options: exportclient.Options{Outline: true}}
+	for i := range chapters {
+		req.Chapters = append(req.Chapters, exportclient.Chapter{URL: fmt.Sprintf("%s/chapter-%d.html", site.URL, i), Revision: "r1"})
+	}
+	job, err := c.Enqueue(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progressSeen bool
+	var st exportclient.Status
+	testsupport.Eventually(t, time.Minute, func() error {
+		st, err = c.Status(ctx, job.TaskID)
+		if err != nil {
+			return err
+		}
+		if p := st.Progress; p != nil {
+			if p.ChaptersTotal != chapters || p.ChaptersDone < 0 || p.ChaptersDone > chapters {
+				t.Fatalf("progress %+v, want 0..%d of %d", *p, chapters, chapters)
+			}
+			progressSeen = progressSeen || p.ChaptersDone > 0
+		}
+		if !st.Final() {
+			return fmt.Errorf("state %s, progress %+v", st.State, st.Progress)
+		}
+		return nil
+	})
+	if st.State != exportclient.StateCompleted {
+		t.Fatalf("manual %s: %s", st.State, st.Error)
+	}
+	if !progressSeen {
+		t.Error("no status showed a chapter done while the manual ran")
+	}
+	if got := *st.Result.Chapters; got != (exportclient.ChapterCounts{Total: chapters, Rendered: chapters}) {
+		t.Errorf("chapters %+v, want all %d rendered by this export", got, chapters)
+	}
+	for i := range chapters {
+		if n := hits[i].Load(); n != 1 {
+			t.Errorf("chapter %d fetched %d times, want 1", i, n)
+		}
+	}
+	files, err := storage.NewFile(storeDir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, _ := filepath.Glob(filepath.Join(storeDir, "_chapters", "*.pdf"))
+	renderers := map[string]int{}
+	for _, p := range paths {
+		obj, err := files.Stat(ctx, "_chapters/"+filepath.Base(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		renderers[obj.Metadata["renderer"]]++
+	}
+	if len(paths) != chapters || renderers["w1"] == 0 || renderers["w2"] == 0 {
+		t.Fatalf("%d chapters stored, by %v: want %d, by both workers", len(paths), renderers, chapters)
+	}
+}
