@@ -32,7 +32,7 @@ type benchRun struct {
 
 var benchLineRE = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+(\d+)\s+(.+)$`)
 
-// runGoBenchmarks runs the lock, render and tracing benchmarks of the repository as
+// runGoBenchmarks runs the lock, render, tracing and peer guard benchmarks of the repository as
 // go test subprocesses (whatever benchmarks those packages have: new ones
 // are picked up, missing ones are simply absent) and parses their lines.
 //
@@ -55,6 +55,9 @@ func runGoBenchmarks(ctx context.Context, o options, rep *report) error {
 		// What tracing costs when it is off (the default) and on: one span,
 		// and the export handler (in-memory storage, renderer and gate).
 		{"-bench", "Span|ProcessTask", "-benchmem", "-benchtime", fmt.Sprintf("%dx", opsN*10), "-count", strconv.Itoa(opsCount), "./internal/tracing", "./internal/export"},
+		// One check of the egress proxy's peer guard below a running
+		// Chromium: own, foreign and flooded connections.
+		{"-bench", "PeerGuard", "-benchtime", "1s", "-count", strconv.Itoa(opsCount), "./internal/egress"},
 	}
 	res := &goBenchResult{lines: map[string][]benchRun{}}
 	rep.goBench = res

@@ -428,11 +428,13 @@ enqueue → pick-up → storage check → gate → render streamed into file sto
 result → the client reading it; `+"`Renderer.Render`"+` alone (a browser context per render, guard,
 readiness) into `+"`io.Discard`"+` is shown too. The three rotate, %[7]d of each; ratio = median / median.
 
-**5. Lock, render and tracing benchmarks** are the repository's Go benchmarks, run as above; whatever benchmarks
+**5. Lock, render, tracing and peer guard benchmarks** are the repository's Go benchmarks, run as above; whatever benchmarks
 those packages have are included (lock: wake-up latency of the gate vs a 500 ms polling loop,
 acquire+release ops/s vs redislock and redsync; render: see the benchmark names; tracing: one span with
 tracing off through tracing.Start vs OpenTelemetry's own no-op provider, and on; the export handler with
-in-memory storage, renderer and gate, tracing off (the default) vs on).
+in-memory storage, renderer and gate, tracing off (the default) vs on; egress: one check of the proxy's
+peer guard below a running Chromium, for the worker's own connection, another process's of the same user
+and another user's, and the own one while two goroutines check a foreign one without pause, with CPU per check).
 
 **7. Distinct documents** (every first export of a version, every catalogue re-render: no gate saves
 these). For the Go specification (no script, 50 pages) and the manual (with `+"`wait_for`"+`), every system

@@ -147,7 +147,12 @@ type workerProc struct{ *harness.Proc }
 
 func startWorker(t *testing.T, bin string, environ []string) *workerProc {
 	t.Helper()
-	admin := "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t))
+	return startWorkerOn(t, bin, environ, "127.0.0.1:"+strconv.Itoa(testsupport.FreePort(t)))
+}
+
+// startWorkerOn starts a worker whose admin listens on admin.
+func startWorkerOn(t *testing.T, bin string, environ []string, admin string) *workerProc {
+	t.Helper()
 	p, err := harness.Start("worker", "", filepath.Join(bin, "worker"), append(environ, "ADMIN_ADDR="+admin))
 	if err != nil {
 		t.Fatal(err)
@@ -338,4 +343,76 @@ func TestBinaries_TLSAndACLRedis(t *testing.T) {
 	if s := string(out); !strings.Contains(s, srv.Addr()) || !strings.Contains(s, "WRONGPASS") || strings.Contains(s, wrong) {
 		t.Errorf("the message must name %s and the refusal, never the password:\n%s", srv.Addr(), s)
 	}
+}
+
+// TestBinaries_PagesCannotReachTheWorkersOwnPorts: even with the admin
+// address listed exactly on ALLOWED_HOSTS, an inline document that frames
+// the dashboard's list of completed exports (other callers' manual ids,
+// callback URLs, results) or the metrics prints neither into its own PDF:
+// the worker refuses its own endpoints whatever the allowlist says, and
+// the result's warnings say the requests were blocked.
+func TestBinaries_PagesCannotReachTheWorkersOwnPorts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	bin := testsupport.Binaries(t)
+	srv := testsupport.StartRedis(t)
+	dir := t.TempDir()
+	admin := "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t))
+	environ := append(os.Environ(), "REDIS_URL="+srv.URL(), "STORAGE_URL=file://"+filepath.Join(dir, "artifacts"),
+		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "LOG_FORMAT=text", "TASK_CHECK_INTERVAL=20ms",
+		"DASHBOARD=true", "ALLOWED_HOSTS=docs.example.com,"+admin)
+	w := startWorkerOn(t, bin, environ, admin)
+
+	// Another caller's export, which the dashboard lists once completed.
+	const victim = "victim-manual-4711"
+	victimFile := filepath.Join(dir, "victim.html")
+	if err := os.WriteFile(victimFile, []byte(`<!doctype html><h1>Private</h1>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exportConcurrently(t, bin, environ, 1, "--manual", victim, "--version", "1", "--html-file", victimFile)
+	// The data is there for the taking: the dashboard lists the victim.
+	testsupport.Eventually(t, 10*time.Second, func() error {
+		resp, err := http.Get("http://" + admin + "/monitoring/api/queues/default/completed_tasks")
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return testsupport.Unless(strings.Contains(string(body), victim), "the dashboard does not list %s yet: %s", victim, body)
+	})
+
+	for _, tc := range []struct{ name, path, secret string }{
+		{"dashboard", "/monitoring/api/queues/default/completed_tasks", victim},
+		{"metrics", "/metrics", "pdfexport_"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			attack := filepath.Join(t.TempDir(), "attack.html")
+			page := `<!doctype html><h1>Attack</h1><iframe style="width:100%;height:900px" src="http://` + admin + tc.path + `"></iframe>`
+			if err := os.WriteFile(attack, []byte(page), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res := exportConcurrently(t, bin, environ, 1, "--manual", "attack-"+tc.name, "--version", "1", "--html-file", attack)[0]
+			pdf, err := os.ReadFile(strings.TrimPrefix(res.URL, "file://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := testsupport.PDFText(t, pdf)
+			if !strings.Contains(text, "Attack") {
+				t.Fatalf("the PDF misses the page's own text:\n%s", text)
+			}
+			// pdftotext breaks long lines anywhere: compare without spaces.
+			if strings.Contains(strings.Join(strings.Fields(text), ""), tc.secret) {
+				t.Fatalf("the PDF printed the worker's %s (%q found):\n%s", tc.path, tc.secret, text)
+			}
+			blocked := false
+			for _, wn := range res.Warnings {
+				blocked = blocked || wn.Kind == spec.WarningBlocked && strings.Contains(wn.URL, tc.path)
+			}
+			if !blocked {
+				t.Errorf("no blocked warning for %s: %+v", tc.path, res.Warnings)
+			}
+		})
+	}
+	w.stop(t)
 }

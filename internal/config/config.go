@@ -59,7 +59,7 @@ type Config struct {
 	RenderMaxPerBrowser int           `env:"RENDER_MAX_PER_BROWSER" envDefault:"100" help:"Restart Chromium after this many renders."`
 	RenderMaxPages      int           `env:"RENDER_MAX_PAGES" envDefault:"5000" help:"Most pages of one PDF; a longer one fails for good, nothing stored."`
 	RenderMaxBytes      int64         `env:"RENDER_MAX_BYTES" envDefault:"536870912" help:"Most bytes of one PDF (default 512 MiB); a larger one fails for good, nothing stored."`
-	AllowedHosts        string        `env:"ALLOWED_HOSTS" help:"Hosts pages may load from: comma list of host, host:port or *.suffix. Loopback and private addresses only when listed exactly."`
+	AllowedHosts        string        `env:"ALLOWED_HOSTS" help:"Hosts pages may load from: comma list of host, host:port or *.suffix. Loopback, private and other special-purpose addresses only when listed exactly with a port (127.0.0.1:8080; without one the entry is refused). The worker's own endpoints (ADMIN_ADDR, API_ADDR, the Redis servers, S3_ENDPOINT, its egress proxy) are never reachable, whatever the list says."`
 
 	WorkerConcurrency int           `env:"WORKER_CONCURRENCY" envDefault:"8" help:"asynq handler slots per worker process (waiting tasks hold a slot but no tab)."`
 	Queues            string        `env:"QUEUES" help:"Queues and their priority weights, e.g. critical=6,default=3,batch=1."`

@@ -199,3 +199,35 @@ func TestStorage_IsTheStorageVariables(t *testing.T) {
 		t.Fatalf("Storage() = %+v, want %+v (S3CreateBucket and Logger are the caller's)", got, want)
 	}
 }
+
+// TestLoad_SpecialAddressWithoutPort: an ALLOWED_HOSTS or
+// CALLBACK_ALLOWED_HOSTS entry naming a loopback, private or link-local
+// address without a port would open every port on it (the worker's admin,
+// API and Redis among them); Load refuses it naming the variable and the
+// entry.
+func TestLoad_SpecialAddressWithoutPort(t *testing.T) {
+	for _, tc := range []struct {
+		env        []string
+		bad, entry string // "" valid
+	}{
+		{[]string{"ALLOWED_HOSTS=docs.example.com,127.0.0.1"}, "ALLOWED_HOSTS", "127.0.0.1"},
+		{[]string{"ALLOWED_HOSTS=10.0.0.7"}, "ALLOWED_HOSTS", "10.0.0.7"},
+		{[]string{"ALLOWED_HOSTS=[::1]"}, "ALLOWED_HOSTS", "[::1]"},
+		{[]string{"ALLOWED_HOSTS=169.254.169.254"}, "ALLOWED_HOSTS", "169.254.169.254"},
+		{[]string{"CALLBACK_ALLOWED_HOSTS=192.168.1.20"}, "CALLBACK_ALLOWED_HOSTS", "192.168.1.20"},
+		{[]string{"ALLOWED_HOSTS=127.0.0.1:8080,10.0.0.7:443,docs.example.com,93.184.216.34"}, "", ""},
+	} {
+		_, err := Load(tc.env)
+		if tc.bad == "" {
+			if err != nil {
+				t.Errorf("%v: %v", tc.env, err)
+			}
+			continue
+		}
+		var cerr *Error
+		if !errors.As(err, &cerr) || len(cerr.Vars) != 1 || cerr.Vars[0].Var != tc.bad ||
+			!strings.Contains(cerr.Vars[0].Reason, `"`+tc.entry+`"`) || !strings.Contains(cerr.Vars[0].Reason, "explicit port") {
+			t.Errorf("%v: err %v, want one error on %s naming %q and asking for a port", tc.env, err, tc.bad, tc.entry)
+		}
+	}
+}

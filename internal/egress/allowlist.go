@@ -9,8 +9,12 @@ package egress
 // suffix itself). Names compare case-insensitively. Addresses that are
 // loopback, private, link-local (which includes cloud metadata at
 // 169.254.169.254), unspecified or otherwise non-global are refused unless an
-// entry names that exact address, e.g. "127.0.0.1:8080"; a wildcard or a name
-// that resolves to such an address never unlocks it.
+// entry names that exact address and port, e.g. "127.0.0.1:8080"; a wildcard
+// or a name that resolves to such an address never unlocks it. An entry
+// naming such an address without a port is refused when the list is parsed:
+// it would open every port of the address, the worker's own among them (its
+// admin and dashboard, Redis). A list may also carry the worker's Reserved
+// endpoints, which it never allows, whatever its entries say.
 
 import (
 	"errors"
@@ -34,7 +38,20 @@ type entry struct {
 // List is a parsed allowlist. The zero value allows nothing.
 type List struct {
 	entries []entry
+	// reserved are endpoints never allowed (the worker's own); nil: none.
+	reserved *Reserved
 }
+
+// WithReserved returns l refusing r's endpoints besides; the lists of one
+// worker share one set, so a listener it opens later (a render's proxy
+// listener) is refused by all of them at once.
+func (l List) WithReserved(r *Reserved) List {
+	l.reserved = r
+	return l
+}
+
+// Reserved is the set WithReserved gave l, or nil.
+func (l List) Reserved() *Reserved { return l.reserved }
 
 // Parse parses a comma-separated list. Blank items are ignored.
 func Parse(s string) (List, error) {
@@ -97,6 +114,10 @@ func parseEntry(item string) (entry, error) {
 	e.host, e.addr = canon, addr
 	if !isIP && !validName(canon) {
 		return entry{}, errors.New("not a valid host name")
+	}
+	if reason, special := Special(addr); isIP && special && port == "" {
+		return entry{}, fmt.Errorf("special-purpose address (%s) needs an explicit port, e.g. %s: without one every port on it is allowed, the worker's own admin, API and Redis among them",
+			reason, net.JoinHostPort(canon, "8080"))
 	}
 	return e, nil
 }
@@ -209,6 +230,9 @@ func (l List) String() string {
 // exactly. It does not resolve names: call AllowsAddr on the address actually
 // dialled.
 func (l List) AllowsHost(host, port string) bool {
+	if l.reserved.HostRefusal(host, port) != "" {
+		return false
+	}
 	canon, addr, isIP := CanonicalHost(host)
 	if isIP {
 		return l.namesAddr(addr, port)
@@ -257,6 +281,9 @@ func (l List) namesAddr(addr netip.Addr, port string) bool {
 
 // Check is AllowsHost returning an error that says why a host was refused.
 func (l List) Check(host, port string) error {
+	if why := l.reserved.HostRefusal(host, port); why != "" {
+		return fmt.Errorf("%w: %s", ErrForbidden, why)
+	}
 	if l.AllowsHost(host, port) {
 		return nil
 	}
@@ -275,6 +302,9 @@ func (l List) Check(host, port string) error {
 // list comes from (listName): a special-purpose address says which, since
 // only an entry naming it exactly unlocks it.
 func (l List) Refusal(host, port, listName string) string {
+	if why := l.reserved.HostRefusal(host, port); why != "" {
+		return "host is not allowed: " + why
+	}
 	canon, addr, isIP := CanonicalHost(host)
 	hp := net.JoinHostPort(canon, port)
 	if reason, special := Special(addr); isIP && special {

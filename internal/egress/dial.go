@@ -32,6 +32,8 @@ const (
 // is resolved once and only the addresses AllowsAddr accepts are dialled, so
 // a name cannot smuggle a connection to loopback, a private network or cloud
 // metadata (DNS rebinding included: the checked address is the one dialled).
+// The list's Reserved endpoints (the worker's own) are refused by name and
+// by address, whatever the list's entries say.
 // The renderer's egress proxy and callback delivery both dial through it.
 type Dialer struct {
 	List List
@@ -65,6 +67,9 @@ func (d Dialer) CheckHost(host, port string) error {
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return &Refusal{fmt.Sprintf("bad port %q", port)}
 	}
+	if why := d.List.reserved.HostRefusal(host, port); why != "" {
+		return &Refusal{why}
+	}
 	if !d.List.AllowsHost(host, port) {
 		canon, _, _ := CanonicalHost(host)
 		return &Refusal{net.JoinHostPort(canon, port) + " is not on the allowlist"}
@@ -87,6 +92,9 @@ func (d Dialer) Resolve(ctx context.Context, host, port string) ([]netip.AddrPor
 		if why := d.List.AddrRefusal(addr, port); why != "" {
 			return nil, &Refusal{why}
 		}
+		if why := d.List.reserved.AddrRefusal(ctx, d.Lookup, addr, port); why != "" {
+			return nil, &Refusal{why}
+		}
 		return []netip.AddrPort{netip.AddrPortFrom(addr, uint16(n))}, nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, DefaultResolveTimeout)
@@ -99,7 +107,11 @@ func (d Dialer) Resolve(ctx context.Context, host, port string) ([]netip.AddrPor
 	var refused []string
 	for _, a := range addrs {
 		a = a.Unmap().WithZone("")
-		if why := d.List.AddrRefusal(a, port); why == "" {
+		why := d.List.AddrRefusal(a, port)
+		if why == "" {
+			why = d.List.reserved.AddrRefusal(ctx, d.Lookup, a, port)
+		}
+		if why == "" {
 			ok = append(ok, netip.AddrPortFrom(a, uint16(n)))
 		} else {
 			refused = append(refused, why)

@@ -110,6 +110,7 @@ type Session struct {
 	creds              spec.Credentials
 	ln                 net.Listener
 	srv                *http.Server
+	unreserve          func() // the listener's port is the worker's own while it lives
 }
 
 // credsFor is what a request to the origin scheme://host:port gets (scheme
@@ -136,12 +137,18 @@ func (p *Proxy) OpenSession(scheme, host, port string, creds spec.Credentials) (
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: Session listener: %w", err)
 	}
-	s := &Session{scheme: scheme, host: host, port: port, creds: creds, ln: ln}
+	unreserve, err := p.dialer.List.Reserved().Add("egress proxy (a render's listener)", ln.Addr().String())
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("egress proxy: Session listener: %w", err)
+	}
+	s := &Session{scheme: scheme, host: host, port: port, creds: creds, ln: ln, unreserve: unreserve}
 	s.srv = p.newServer(s)
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		_ = ln.Close()
+		unreserve()
 		return nil, errors.New("egress proxy: closed")
 	}
 	p.sessions[s] = struct{}{}
@@ -160,6 +167,7 @@ func (s *Session) Addr() string { return s.ln.Addr().String() }
 // tunnels.
 func (p *Proxy) CloseSession(s *Session) {
 	_ = s.srv.Close()
+	s.unreserve()
 	p.mu.Lock()
 	delete(p.sessions, s)
 	for c, owner := range p.tunnels {

@@ -72,6 +72,8 @@ type Proxy struct {
 	admit     func(net.Conn) error
 	lastWarn  atomic.Int64 // unix nanoseconds of the last foreign-peer warning
 
+	unreserve func() // gives the main listener's port back to the allowlist's Reserved
+
 	mu       sync.Mutex
 	closed   bool
 	tunnels  map[net.Conn]*Session // hijacked client and upstream connections, by Session (nil: none)
@@ -104,7 +106,19 @@ func StartProxy(allowed List, logger *slog.Logger, creds Credentials, o Options)
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
+	// A page must not reach the proxy itself (nor a render's listener of
+	// it): a request looped through it would come from the proxy, which the
+	// peer guard cannot tell from the worker.
+	if allowed.Reserved() == nil {
+		allowed = allowed.WithReserved(NewReserved())
+	}
+	unreserve, err := allowed.Reserved().Add("egress proxy", ln.Addr().String())
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("egress proxy: %w", err)
+	}
 	p := &Proxy{
+		unreserve:    unreserve,
 		admit:        o.Admit,
 		dialer:       Dialer{List: allowed, Lookup: o.Lookup, Dial: o.Dial},
 		log:          logger,
@@ -183,6 +197,10 @@ func (p *Proxy) SPKI() string { return p.intercepting.spki }
 // addr is "127.0.0.1:PORT".
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
+// Allowed is the list the proxy enforces, with the Reserved endpoints it
+// refuses besides (its own listeners among them).
+func (p *Proxy) Allowed() List { return p.dialer.List }
+
 // close stops listening, ends every request and tunnel and waits for the
 // goroutines of the proxy. It is idempotent.
 func (p *Proxy) Close() {
@@ -197,6 +215,7 @@ func (p *Proxy) Close() {
 	}
 	for s := range p.sessions { // a render still running: its listener goes too
 		_ = s.srv.Close()
+		s.unreserve()
 	}
 	p.mu.Unlock()
 	p.stop()
@@ -206,6 +225,7 @@ func (p *Proxy) Close() {
 	p.wg.Wait()
 	p.tr.CloseIdleConnections() // ones a last request put back
 	p.tlsTr.CloseIdleConnections()
+	p.unreserve()
 }
 
 // track registers a hijacked connection so close can end it; it returns false

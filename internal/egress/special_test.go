@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -31,7 +32,7 @@ func TestSpecial_EveryRegistryRow(t *testing.T) {
 			if why := l.AddrRefusal(a, "443"); !strings.Contains(why, "blocked") || !strings.Contains(why, "special-purpose address") || !strings.Contains(why, want) {
 				t.Errorf("AddrRefusal(%s) = %q: does not name the rule", a, why)
 			}
-			if !MustParse(r.example).AllowsAddr(a, "443") {
+			if !MustParse(net.JoinHostPort(r.example, "443")).AllowsAddr(a, "443") {
 				t.Errorf("an entry naming %s exactly does not allow it", a)
 			}
 		})

@@ -46,6 +46,9 @@ type Config struct {
 	MaxPages int
 	MaxBytes int64
 	// AllowedHosts are the hosts the page and its sub-requests may reach.
+	// Its Reserved endpoints (the worker's own, List.WithReserved) are
+	// refused whatever it allows; the egress proxy adds its listeners to
+	// them.
 	AllowedHosts egress.List
 	// StartTimeout bounds a browser start. Default 20s.
 	StartTimeout time.Duration
@@ -195,6 +198,11 @@ func New(cfg Config) (*Renderer, error) {
 	}
 	if cfg.StartTimeout < 0 {
 		errs = append(errs, fmt.Errorf("start timeout %v: must be > 0", cfg.StartTimeout))
+	}
+	if cfg.AllowedHosts.Reserved() == nil {
+		// The tab guard and the egress proxy share one set, so the guard
+		// refuses the proxy's own listeners too.
+		cfg.AllowedHosts = cfg.AllowedHosts.WithReserved(egress.NewReserved())
 	}
 	if cfg.ChromiumPath == "" {
 		p, err := FindChromium()

@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/credstore"
 	"github.com/pdfexport/pdfexport/internal/doorbell"
+	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
@@ -97,6 +99,7 @@ type Worker struct {
 	log     *slog.Logger
 	metrics *admin.Metrics
 
+	own       *egress.Reserved // the worker's own endpoints, which no render or callback may reach
 	chromium  *render.Renderer // nil when Options.Renderer replaces it
 	store     storage.Backend
 	lockRDB   redis.UniversalClient
@@ -202,6 +205,16 @@ func (w *Worker) Start(ctx context.Context) error {
 	if files, ok := store.(*storage.File); ok {
 		w.sweepTemp(files)
 	}
+
+	// The worker's own endpoints are refused whatever the allowlists say:
+	// by the renderer's tab guard and egress proxy, by the validation of
+	// source and callback URLs, and by callback delivery.
+	w.own, err = ownEndpoints(cfg)
+	if err != nil {
+		return err
+	}
+	cfg.Allowed = cfg.Allowed.WithReserved(w.own)
+	cfg.CallbackAllowed = cfg.CallbackAllowed.WithReserved(w.own)
 
 	renderer := w.opts.Renderer
 	if renderer == nil {
@@ -550,6 +563,62 @@ func (w *Worker) sweepTemp(files *storage.File) {
 	w.undo = append(w.undo, func() { cancel(); <-done })
 }
 
+// ownEndpoints are the endpoints of cfg a render must never reach: the
+// admin address is added once it listens (startAdmin); bin/api's API_ADDR
+// (the default one too: bin/api shares the workers' environment when
+// co-located); every Redis the worker talks to; the S3 endpoint. The
+// egress proxy adds its own listeners.
+func ownEndpoints(cfg config.Config) (*egress.Reserved, error) {
+	own := egress.NewReserved()
+	add := func(what, hostport string) error {
+		if _, err := own.Add(what, hostport); err != nil {
+			return &config.Error{Vars: []config.VarError{{Var: what, Reason: err.Error()}}}
+		}
+		return nil
+	}
+	var errs []error
+	if _, port, err := net.SplitHostPort(cfg.APIAddr); err == nil && port != "0" {
+		errs = append(errs, add("API_ADDR", cfg.APIAddr))
+	}
+	for _, u := range []struct{ what, raw, port string }{
+		{"REDIS_URL", cfg.RedisURL, "6379"},
+		{"LOCK_REDIS_URL", cfg.LockRedisURL, "6379"},
+		{"S3_ENDPOINT", cfg.S3Endpoint, ""},
+	} {
+		if hp := urlHostPort(u.raw, u.port); hp != "" {
+			errs = append(errs, add(u.what, hp))
+		}
+	}
+	for _, a := range cfg.RedisSentinelAddrs {
+		errs = append(errs, add("REDIS_SENTINEL_ADDRS", strings.TrimSpace(a)))
+	}
+	for _, a := range cfg.RedisClusterAddrs {
+		errs = append(errs, add("REDIS_CLUSTER_ADDRS", strings.TrimSpace(a)))
+	}
+	return own, errors.Join(errs...)
+}
+
+// urlHostPort is the host:port of a URL (redis://, rediss://, http(s)://),
+// with defaultPort or the scheme's when it names none; "" for an empty or
+// unparsable URL (config.Load refused those already).
+func urlHostPort(raw, defaultPort string) string {
+	u, err := url.Parse(raw)
+	if raw == "" || err != nil || u.Hostname() == "" {
+		return ""
+	}
+	port := u.Port()
+	switch {
+	case port != "":
+	case defaultPort != "":
+		port = defaultPort
+	case u.Scheme == "https":
+		port = "443"
+	default:
+		port = "80"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
 // startAdmin listens on ADMIN_ADDR (none when empty) and serves health,
 // readiness, metrics and the dashboard.
 func (w *Worker) startAdmin(checks map[string]admin.Check, queueOpt asynq.RedisConnOpt) error {
@@ -564,6 +633,11 @@ func (w *Worker) startAdmin(checks map[string]admin.Check, queueOpt asynq.RedisC
 	ln, err := net.Listen("tcp", cfg.AdminAddr)
 	if err != nil {
 		return fmt.Errorf("admin listener on ADMIN_ADDR=%s: %w", cfg.AdminAddr, err)
+	}
+	// The bound address: ADMIN_ADDR may ask for port 0.
+	if _, err := w.own.Add("ADMIN_ADDR", ln.Addr().String()); err != nil {
+		_ = ln.Close()
+		return err
 	}
 	srv := &http.Server{
 		Handler:           admin.Handler(admin.Config{Metrics: w.metrics, Checks: checks, Version: buildinfo.String(), Dashboard: dashboard}),
