@@ -424,13 +424,15 @@ func TestManual_FailedChapterNamesItself(t *testing.T) {
 	e := startManualEnv(t, site, 2, 1)
 	missing := site.url("missing.html")
 	st := e.export(t, exportclient.Request{ManualID: "broken", Version: "1",
-		Chapters: []exportclient.Chapter{{URL: site.url("intro.html"), Revision: "r1"}, {URL: missing}}})
+		Chapters: []exportclient.Chapter{{URL: site.url("intro.html"), Revision: "r1"}, {URL: missing}, {URL: site.url("reference.html"), Revision: "r1"}}})
 	if st.State != "failed" || !strings.Contains(st.Error, "source.chapters[1]") || !strings.Contains(st.Error, "/docs/missing.html") {
 		t.Fatalf("state %s, error %q: want failed naming source.chapters[1] and its URL", st.State, st.Error)
 	}
+	// The task works from the last chapter: the reference printed before
+	// the missing one failed, and stays stored for the next attempt.
 	stored, _ := filepath.Glob(filepath.Join(e.dir, "_chapters", "*.pdf"))
-	if len(stored) != 1 {
-		t.Fatalf("stored chapters: %v, want the intro's", stored)
+	if len(stored) != 1 || site.hits["reference.html"].Load() != 1 {
+		t.Fatalf("stored chapters: %v (reference fetched %d times), want the reference's", stored, site.hits["reference.html"].Load())
 	}
 	if _, err := os.Stat(filepath.Join(e.dir, "broken")); !os.IsNotExist(err) {
 		t.Fatalf("a manual was stored for a failed export: %v", err)
