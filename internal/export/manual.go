@@ -2,6 +2,7 @@ package export
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -315,16 +317,30 @@ func (h *Handler) assembleManual(ctx context.Context, p job, settings spec.Print
 		}
 		parts = append(parts, part)
 	}
-	if settings.TOC {
-		toc, err := h.tableOfContents(ctx, p, settings, dir, parts)
-		if err != nil {
-			return render.Stats{}, err
-		}
-		parts = append([]assemble.Part{toc}, parts...)
-	}
 	title := p.ManualID + " " + p.Version
 	if d := settings.Document; d != nil && d.Metadata != nil && d.Metadata.Title != "" {
 		title = d.Metadata.Title
+	}
+	decorated := settings.HeaderHTML != "" || settings.FooterHTML != ""
+	var overlay string
+	if settings.TOC || decorated {
+		infos, err := inspectParts(parts)
+		if err != nil {
+			return render.Stats{}, err
+		}
+		if settings.TOC {
+			toc, n, err := h.tableOfContents(ctx, settings, dir, infos)
+			if err != nil {
+				return render.Stats{}, err
+			}
+			parts = append([]assemble.Part{toc}, parts...)
+			infos = append([]partInfo{{title: toc.Title, pages: n}}, infos...)
+		}
+		if decorated {
+			if overlay, err = h.decorations(ctx, settings, dir, title, infos); err != nil {
+				return render.Stats{}, err
+			}
+		}
 	}
 	pr, pw := io.Pipe()
 	var st assemble.Stats
@@ -336,7 +352,7 @@ func (h *Handler) assembleManual(ctx context.Context, p job, settings spec.Print
 		if h.cfg.MaxBytes > 0 {
 			out = &limitWriter{w: pw, left: h.cfg.MaxBytes}
 		}
-		st, asmErr = assemble.Assemble(ctx, out, parts, assemble.Options{Title: title, Outline: settings.Outline})
+		st, asmErr = assemble.Assemble(ctx, out, parts, assemble.Options{Title: title, Outline: settings.Outline, Overlay: overlay})
 		pw.CloseWithError(asmErr) // nil: EOF
 	}()
 	sinkErr := sink(ctx, pr)
@@ -394,6 +410,117 @@ func (h *Handler) download(ctx context.Context, key, path string) error {
 	return errors.Join(err, f.Close())
 }
 
+// partInfo is what the table of contents and the running headers need of
+// a part: its title and its length.
+type partInfo struct {
+	title, url string
+	pages      int
+}
+
+func inspectParts(parts []assemble.Part) ([]partInfo, error) {
+	infos := make([]partInfo, len(parts))
+	for i, part := range parts {
+		info, err := assemble.Inspect(part.Path)
+		if err != nil {
+			return nil, fmt.Errorf("chapter %d: %w: %w", i, err, asynq.SkipRetry)
+		}
+		infos[i] = partInfo{title: part.Title, url: part.URL, pages: info.Pages}
+		if infos[i].title == "" {
+			infos[i].title = info.Title
+		}
+		if infos[i].title == "" {
+			infos[i].title = "Chapter " + strconv.Itoa(i+1)
+		}
+	}
+	return infos, nil
+}
+
+// decorations prints the running headers and footers of the whole manual
+// as one sheet, a page for each of its pages, which the assembly draws
+// over them: Chromium's classes pageNumber and totalPages count the
+// manual's pages, chapterTitle is the title of the chapter a page belongs
+// to, title the manual's, url the chapter's, date the day's. Each
+// template's box is its margin: the header's the top one, the footer's the
+// bottom one, across the page's width.
+func (h *Handler) decorations(ctx context.Context, settings spec.PrintSettings, dir, title string, parts []partInfo) (string, error) {
+	total := 0
+	for _, p := range parts {
+		total += p.pages
+	}
+	type chapter struct {
+		T string `json:"t"`
+		U string `json:"u"`
+		N int    `json:"n"`
+	}
+	chapters := make([]chapter, len(parts))
+	for i, p := range parts {
+		chapters[i] = chapter{T: p.title, U: p.url, N: p.pages}
+	}
+	data, err := json.Marshal(struct {
+		Chapters []chapter `json:"chapters"`
+		Title    string    `json:"title"`
+		Date     string    `json:"date"`
+	}{chapters, title, time.Now().UTC().Format("2006-01-02")})
+	if err != nil {
+		return "", err
+	}
+	w, hgt := settings.PaperWidthIn, settings.PaperHeightIn
+	if settings.Landscape {
+		w, hgt = hgt, w
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<!doctype html><html><head><meta charset="utf-8"><style>
+@page{size:%[1]gin %[2]gin;margin:0}
+html,body{margin:0;padding:0}
+.pdx-p{position:relative;width:%[1]gin;height:calc(%[2]gin - 1px);overflow:hidden;break-after:page}
+.pdx-p:last-child{break-after:auto}
+.pdx-h,.pdx-f{position:absolute;left:0;width:100%%;overflow:hidden;font-size:10px;font-family:sans-serif}
+.pdx-h{top:0;height:%[3]gmm}
+.pdx-f{bottom:0;height:%[4]gmm}
+</style></head><body><template id="pdx-h">%[5]s</template><template id="pdx-f">%[6]s</template>
+<script>(() => {
+const d = %[7]s;
+const total = d.chapters.reduce((n, c) => n + c.n, 0);
+let page = 0;
+for (const c of d.chapters) {
+	for (let k = 0; k < c.n; k++) {
+		page++;
+		const p = document.createElement('div');
+		p.className = 'pdx-p';
+		for (const [id, cls] of [['pdx-h', 'pdx-h'], ['pdx-f', 'pdx-f']]) {
+			const box = document.createElement('div');
+			box.className = cls;
+			box.appendChild(document.getElementById(id).content.cloneNode(true));
+			for (const [name, v] of [['pageNumber', page], ['totalPages', total], ['chapterTitle', c.t], ['title', d.title], ['url', c.u], ['date', d.date]]) {
+				box.querySelectorAll('.' + name).forEach(e => { e.textContent = String(v); });
+			}
+			p.appendChild(box);
+		}
+		document.body.appendChild(p);
+	}
+}
+window.__PDX_SHEET__ = true;
+})();</script></body></html>`, w, hgt, settings.MarginTopMM, settings.MarginBottomMM, settings.HeaderHTML, settings.FooterHTML, data)
+	sheet := spec.PrintSettings{Paper: settings.Paper, PaperWidthIn: settings.PaperWidthIn, PaperHeightIn: settings.PaperHeightIn,
+		Landscape: settings.Landscape, PrintBackground: true, Scale: 1, Media: "print", WaitFor: "window.__PDX_SHEET__===true"}
+	path := filepath.Join(dir, "decorations.pdf")
+	st, err := h.cfg.Renderer.Render(ctx, render.Source{HTML: b.String()}, sheet, func(_ context.Context, pdf io.Reader) error {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, pdf)
+		return errors.Join(err, f.Close())
+	})
+	if err != nil {
+		return "", fmt.Errorf("printing the manual's headers and footers: %w", err)
+	}
+	if st.Pages != total {
+		return "", fmt.Errorf("printing the manual's headers and footers: %d pages for a manual of %d: %w", st.Pages, total, asynq.SkipRetry)
+	}
+	return path, nil
+}
+
 // maxTOCPasses bounds how often the table of contents is printed again
 // because its own length moved the page numbers it lists.
 const maxTOCPasses = 3
@@ -401,25 +528,7 @@ const maxTOCPasses = 3
 // tableOfContents prints the manual's table of contents, its page numbers
 // the final ones: the first pass assumes it takes one page, and a pass
 // that finds otherwise prints it again with the length it found.
-func (h *Handler) tableOfContents(ctx context.Context, p job, settings spec.PrintSettings, dir string, parts []assemble.Part) (assemble.Part, error) {
-	type entry struct {
-		title string
-		pages int
-	}
-	entries := make([]entry, len(parts))
-	for i, part := range parts {
-		info, err := assemble.Inspect(part.Path)
-		if err != nil {
-			return assemble.Part{}, fmt.Errorf("chapter %d: %w: %w", i, err, asynq.SkipRetry)
-		}
-		entries[i] = entry{title: part.Title, pages: info.Pages}
-		if entries[i].title == "" {
-			entries[i].title = info.Title
-		}
-		if entries[i].title == "" {
-			entries[i].title = "Chapter " + strconv.Itoa(i+1)
-		}
-	}
+func (h *Handler) tableOfContents(ctx context.Context, settings spec.PrintSettings, dir string, entries []partInfo) (assemble.Part, int, error) {
 	tocPages := 1
 	path := filepath.Join(dir, "contents.pdf")
 	for pass := 1; ; pass++ {
@@ -453,10 +562,10 @@ li .page{flex:0 0 auto;font-variant-numeric:tabular-nums}
 			return errors.Join(err, f.Close())
 		})
 		if err != nil {
-			return assemble.Part{}, fmt.Errorf("printing the table of contents: %w", err)
+			return assemble.Part{}, 0, fmt.Errorf("printing the table of contents: %w", err)
 		}
 		if st.Pages == tocPages || pass == maxTOCPasses {
-			return assemble.Part{Path: path, Title: "Contents", Chapter: -1}, nil
+			return assemble.Part{Path: path, Title: "Contents", Chapter: -1}, st.Pages, nil
 		}
 		tocPages = st.Pages
 	}

@@ -438,3 +438,50 @@ func TestManual_FailedChapterNamesItself(t *testing.T) {
 		t.Fatalf("a manual was stored for a failed export: %v", err)
 	}
 }
+
+// TestManual_FooterCountsTheWholeManual: a footer with pageNumber,
+// totalPages and chapterTitle counts the manual's pages, not each
+// chapter's, and names the chapter each page belongs to; the chapters
+// themselves are printed without it, so they stay shared with manuals
+// that have another footer.
+func TestManual_FooterCountsTheWholeManual(t *testing.T) {
+	site := startChapterSite(t)
+	e := startManualEnv(t, site, 2, 2)
+	footer := `<div style="font-size:9px;text-align:center;width:100%">PAGE <span class="pageNumber"></span> OF <span class="totalPages"></span> IN <span class="chapterTitle"></span></div>`
+	chapters := []exportclient.Chapter{
+		{URL: site.url("intro.html"), Title: "Getting started", Revision: "r1"},
+		{URL: site.url("guide.html"), Title: "The guide", Revision: "r1"},
+	}
+	st := e.export(t, exportclient.Request{ManualID: "footed", Version: "1", Chapters: chapters,
+		Options: exportclient.Options{Outline: true, TOC: true, FooterHTML: footer, MarginMM: &exportclient.Margins{Bottom: new(15.0)}}})
+	if st.State != "completed" {
+		t.Fatalf("export: %s %s", st.State, st.Error)
+	}
+	path := e.artifact(st)
+	nav := readNav(t, path)
+	total := nav.pages
+	if total < 4 {
+		t.Fatalf("%d pages: want the contents, the intro and a guide of several pages", total)
+	}
+	chapterOf := func(page int) string {
+		name := "Contents"
+		for _, o := range nav.outline {
+			if o.page <= page {
+				name = o.title
+			}
+		}
+		return name
+	}
+	for page := 1; page <= total; page++ {
+		want := fmt.Sprintf("PAGE %d OF %d IN %s", page, total, chapterOf(page))
+		if text := strings.Join(strings.Fields(pageText(t, path, page)), " "); !strings.Contains(text, want) {
+			t.Errorf("page %d does not show %q:\n%s", page, want, text)
+		}
+	}
+	// The same chapters with another footer are reused, not printed again.
+	again := e.export(t, exportclient.Request{ManualID: "footed", Version: "1", Chapters: chapters,
+		Options: exportclient.Options{Outline: true, FooterHTML: "<span class=pageNumber></span>", MarginMM: &exportclient.Margins{Bottom: new(15.0)}}})
+	if again.State != "completed" || *again.Result.Chapters != (exportclient.ChapterCounts{Total: 2, Reused: 2}) {
+		t.Fatalf("another footer: %s %s %+v", again.State, again.Error, again.Result)
+	}
+}

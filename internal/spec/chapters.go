@@ -98,8 +98,6 @@ func (o Options) validateManual(chapters bool) []error {
 		set  bool
 		why  string
 	}{
-		{"options.header_html", o.HeaderHTML != "", "headers of a manual from chapters are not supported yet: they would count pages per chapter"},
-		{"options.footer_html", o.FooterHTML != "", "footers of a manual from chapters are not supported yet: they would count pages per chapter"},
 		{"options.tagged", o.Tagged, "a manual from chapters is not tagged yet: its chapters' structure trees are not merged (options.outline works)"},
 		{"options.page_ranges", o.PageRanges != "", "not supported with source.chapters: list the chapters you want"},
 	} {
@@ -112,10 +110,14 @@ func (o Options) validateManual(chapters bool) []error {
 
 // ChapterSettings are the print settings of every chapter of a manual
 // with settings s: the manual's, without what applies to the assembled
-// file only (the document options, the table of contents).
+// file only (the document options, the table of contents, the headers and
+// footers).
 func ChapterSettings(s PrintSettings) PrintSettings {
 	s.Document = nil
 	s.TOC = false
+	// The manual's headers and footers are drawn over the assembled pages,
+	// counting the manual's; the chapters keep only the margins for them.
+	s.HeaderHTML, s.FooterHTML = "", ""
 	return s
 }
 
@@ -188,6 +190,7 @@ func (p Envelope) ChapterEnvelope(i int) Envelope {
 	c := p.Source.Chapters[i]
 	opts := p.Options
 	opts.Metadata, opts.Watermark, opts.Encryption, opts.TOC = nil, nil, nil, false
+	opts.HeaderHTML, opts.FooterHTML = "", "" // drawn over the assembled manual
 	return Envelope{V: p.V, ManualID: p.ManualID, Version: p.Version,
 		Source: EnvelopeSource{URL: c.URL, HTML: c.HTML}, Options: opts, Force: p.Force, RequestID: p.RequestID}
 }
@@ -216,6 +219,7 @@ type ChapterTask struct {
 func (p Envelope) ChapterTask(manualTask string, i int) ChapterTask {
 	opts := p.Options
 	opts.Metadata, opts.Watermark, opts.Encryption, opts.TOC = nil, nil, nil, false
+	opts.HeaderHTML, opts.FooterHTML = "", "" // drawn over the assembled manual
 	return ChapterTask{V: PayloadVersion, ManualTask: manualTask, Index: i, ManualID: p.ManualID, Version: p.Version,
 		Chapter: p.Source.Chapters[i], Options: opts, Force: p.Force}
 }
