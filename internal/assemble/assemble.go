@@ -211,8 +211,7 @@ func analyze(part Part) (*analyzed, error) {
 		}
 	}
 	if outlines, err := r.dict(root.get("Outlines")); err == nil && outlines != nil {
-		count := 0
-		a.outline, err = readOutline(r, outlines.get("First"), pageIndex, a, 0, &count)
+		a.outline, err = readOutline(r, outlines.get("First"), pageIndex, a, 0, map[int]bool{})
 		if err != nil {
 			return nil, fmt.Errorf("%s: outline: %w", part.Path, err)
 		}
@@ -357,19 +356,21 @@ func explicitTarget(r *reader, v value, pageIndex map[int]int) (target, bool) {
 	return t, true
 }
 
-func readOutline(r *reader, first value, pageIndex map[int]int, a *analyzed, depth int, count *int) ([]*outlineItem, error) {
+// readOutline reads a list of sibling entries and, beneath each, its own.
+// seen holds every entry read: an outline is a tree, so an entry met again
+// is a cycle, and ends the list it was met in.
+func readOutline(r *reader, first value, pageIndex map[int]int, a *analyzed, depth int, seen map[int]bool) ([]*outlineItem, error) {
 	if depth > maxOutlineDepth {
 		return nil, nil // deeper entries are dropped, not refused
 	}
 	var items []*outlineItem
-	seen := map[int]bool{}
 	for cur := first; cur != nil; {
 		rf, ok := cur.(ref)
 		if !ok || seen[rf.num] {
 			break
 		}
 		seen[rf.num] = true
-		if *count++; *count > maxOutlineEntries {
+		if len(seen) > maxOutlineEntries {
 			return nil, fmt.Errorf("%w: more than %d outline entries", ErrMalformed, maxOutlineEntries)
 		}
 		d, err := r.dict(rf)
@@ -381,7 +382,7 @@ func readOutline(r *reader, first value, pageIndex map[int]int, a *analyzed, dep
 			it.title = t.text()
 		}
 		it.dest = a.destOf(r, d, pageIndex)
-		if it.children, err = readOutline(r, d.get("First"), pageIndex, a, depth+1, count); err != nil {
+		if it.children, err = readOutline(r, d.get("First"), pageIndex, a, depth+1, seen); err != nil {
 			return nil, err
 		}
 		items = append(items, it)

@@ -319,7 +319,9 @@ func (r *reader) readXref(at int64) (*dict, error) {
 		first, err1 := strconv.Atoi(string(tok))
 		ctok, err2 := lx.token()
 		count, err3 := strconv.Atoi(string(ctok))
-		if err1 != nil || err2 != nil || err3 != nil || first < 0 || count < 0 || count > 1<<24 {
+		// Each entry takes 20 bytes of the file: a count the file cannot
+		// hold is a lie that would only cost memory.
+		if err1 != nil || err2 != nil || err3 != nil || first < 0 || count < 0 || int64(first+count) > r.size/20+1 {
 			return nil, fmt.Errorf("%w: cross-reference subsection %q", ErrMalformed, tok)
 		}
 		if need := first + count; need > len(r.offsets) {
@@ -348,7 +350,12 @@ func (r *reader) readXref(at int64) (*dict, error) {
 }
 
 // object reads indirect object n.
-func (r *reader) object(n int) (object, error) {
+func (r *reader) object(n int) (object, error) { return r.readObject(n, true) }
+
+// readObject reads object n; with streams false it does not look for a
+// stream after a dictionary, so a stream's indirect /Length is read
+// without reading another stream's (whose /Length could point back).
+func (r *reader) readObject(n int, streams bool) (object, error) {
 	if n <= 0 || n >= len(r.offsets) || r.offsets[n] == 0 {
 		return object{val: keyword("null"), streamAt: -1}, nil // a reference to a free object is null
 	}
@@ -370,7 +377,7 @@ func (r *reader) object(n int) (object, error) {
 	}
 	o := object{val: v, streamAt: -1}
 	d, isDict := v.(*dict)
-	if !isDict {
+	if !isDict || !streams {
 		return o, nil
 	}
 	tok, err := lx.token()
@@ -386,7 +393,15 @@ func (r *reader) object(n int) (object, error) {
 		return object{}, fmt.Errorf("%w: object %d: no end of line after stream", ErrMalformed, n)
 	}
 	o.streamAt = at + lx.offset
-	length, err := r.intValue(d.get("Length"))
+	lv := d.get("Length")
+	if lr, ok := lv.(ref); ok {
+		lo, err := r.readObject(lr.num, false)
+		if err != nil {
+			return object{}, err
+		}
+		lv = lo.val
+	}
+	length, err := r.intValue(lv)
 	if err != nil || length < 0 || o.streamAt+length > r.size {
 		return object{}, fmt.Errorf("%w: object %d: stream /Length", ErrMalformed, n)
 	}
