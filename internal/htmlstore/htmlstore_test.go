@@ -129,8 +129,19 @@ func TestDocument_ThePreviousReleasesReferences(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if !rdb.HExists(ctx, key(ref.SHA256), "r:old-1").Val() {
+		t.Error("no release marker for old-1 while an anonymous reference is left")
+	}
 	if _, err := Get(ctx, rdb, "old-2", ref); err != nil {
 		t.Fatalf("the second old task lost its reference: %v", err)
+	}
+	// The last anonymous reference is claimed: the markers go, and old-1
+	// still cannot take anything.
+	if rdb.HExists(ctx, key(ref.SHA256), "r:old-1").Val() {
+		t.Error("the release marker outlived the last anonymous reference")
+	}
+	if ok, err := Release(ctx, rdb, "old-1", ref); err != nil || ok {
+		t.Fatalf("old-1's third release = %v, %v; want nothing released", ok, err)
 	}
 	if ok, err := Release(ctx, rdb, "old-2", ref); err != nil || !ok {
 		t.Fatal(ok, err)

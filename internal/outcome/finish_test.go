@@ -375,3 +375,82 @@ func TestFinish_OnClusterWhateverTheTaskID(t *testing.T) {
 		}
 	}
 }
+
+// TestSweep_DropsTheOwnersOfDeletedTasks reproduces the review's finding: a
+// pending export of a large document deleted from the dashboard, then six
+// more exports of it run to their end, held the hash with owners=1 (the
+// deleted task, for ever) and six "r:" markers, its TTL renewed to 48 h by
+// every Put. Now a release leaves no marker (no anonymous references to
+// protect), and the sweep drops the owner asynq no longer has: the document
+// goes. An owner whose task asynq still has stays, however old.
+func TestSweep_DropsTheOwnersOfDeletedTasks(t *testing.T) {
+	_, rdb, fin := setup(t)
+	ctx := context.Background()
+	html := "<!doctype html><p>" + strings.Repeat("a popular manual. ", 4<<10)
+	ref := htmlstore.Ref(html)
+	key := "pdfexport:html:{" + ref.SHA256 + "}"
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	enqueue := func(id string) *spec.Envelope {
+		t.Helper()
+		if _, err := htmlstore.Put(ctx, rdb, id, html, 0); err != nil {
+			t.Fatal(err)
+		}
+		env := &spec.Envelope{V: 1, ManualID: "m", Version: "1", Source: spec.EnvelopeSource{HTMLRef: &ref}}
+		payload, _ := json.Marshal(env)
+		if _, err := fin.Client.Enqueue(asynq.NewTask(spec.TaskType, payload), asynq.TaskID(id)); err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	enqueue("deleted")
+	if err := insp.DeleteTask("default", "deleted"); err != nil { // the dashboard's "Delete"
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		id := fmt.Sprintf("export-%d", i)
+		env := enqueue(id)
+		if _, err := fin.Finish(ctx, "default", env, spec.Final{TaskID: id, State: spec.StateCompleted}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fields := rdb.HKeys(ctx, key).Val()
+	markers := 0
+	for _, f := range fields {
+		if strings.HasPrefix(f, "r:") {
+			markers++
+		}
+	}
+	t.Logf("after the exports: fields %v, owners %s, TTL %v", fields, rdb.HGet(ctx, key, "owners").Val(), rdb.TTL(ctx, key).Val())
+	if markers != 0 {
+		t.Errorf("%d release markers in the hash, want none (no anonymous references)", markers)
+	}
+	// A pending export of the same document, as old as the deleted one.
+	enqueue("waiting")
+	sweep := &Sweeper{Finisher: fin, Queues: []string{"default"}, DocumentsEvery: time.Nanosecond, OwnerGrace: time.Nanosecond}
+	time.Sleep(5 * time.Millisecond)
+	if _, err := sweep.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rdb.HKeys(ctx, key).Val(); len(got) != 3 || rdb.HGet(ctx, key, "owners").Val() != "1" || rdb.HExists(ctx, key, "o:waiting").Val() != true {
+		t.Errorf("after the sweep: fields %v; want data, owners=1, o:waiting", got)
+	}
+	if _, err := htmlstore.Get(ctx, rdb, "waiting", ref); err != nil {
+		t.Errorf("the waiting export lost its document: %v", err)
+	}
+	if err := insp.DeleteTask("default", "waiting"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if _, err := sweep.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rdb.Exists(ctx, key).Val() != 0 {
+		t.Errorf("the document outlived every owner asynq has: %v", rdb.HKeys(ctx, key).Val())
+	}
+	if _, err := sweep.Sweep(ctx); err != nil { // its index entry goes too
+		t.Fatal(err)
+	}
+	if n := rdb.ZCard(ctx, "pdfexport:html-index").Val(); n != 0 {
+		t.Errorf("%d documents left in the index", n)
+	}
+}

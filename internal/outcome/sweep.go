@@ -1,6 +1,7 @@
 package outcome
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -36,6 +38,11 @@ type Sweeper struct {
 	// RedriveAfter is how long a Finish may take before its steps after the
 	// record are re-driven (0: RedriveAfter).
 	RedriveAfter time.Duration
+	// DocumentsEvery is how often each stored source document's owners are
+	// checked against asynq (0: a minute), OwnerGrace how old an owner must
+	// be before it is dropped for a task asynq does not have (0: 10
+	// minutes, far more than an enqueuer takes from its Put to its enqueue).
+	DocumentsEvery, OwnerGrace time.Duration
 
 	inspector *asynq.Inspector
 	since     map[string]float64 // per queue: archive time already read up to
@@ -100,6 +107,12 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("re-driving final steps: %w", err))
 	}
+	if n, err := htmlstore.SweepOwners(ctx, s.Finisher.RDB, s.tasksExist, cmp.Or(s.DocumentsEvery, time.Minute),
+		cmp.Or(s.OwnerGrace, 10*time.Minute), sweepBatch); err != nil {
+		errs = append(errs, err)
+	} else if n > 0 {
+		s.logger().Info("dropped document owners that asynq no longer has (deleted from the dashboard, never enqueued)", "count", n)
+	}
 	for _, q := range s.Queues {
 		n, err := s.sweepQueue(ctx, q)
 		finished += n
@@ -151,6 +164,35 @@ func (s *Sweeper) sweepQueue(ctx context.Context, queue string) (int, error) {
 		s.since[queue] = max(s.since[queue], entries[len(entries)-1].Score-sweepOverlap)
 	}
 	return finished, errors.Join(errs...)
+}
+
+// tasksExist reports which of ids asynq has, in any queue it knows
+// (asynq:queues, every queue any client enqueued to, not only this
+// worker's) and any state.
+func (s *Sweeper) tasksExist(ctx context.Context, ids []string) (map[string]bool, error) {
+	rdb := s.Finisher.RDB
+	queues, err := rdb.SMembers(ctx, "asynq:queues").Result()
+	if err != nil {
+		return nil, err
+	}
+	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, id := range ids {
+			for _, q := range queues {
+				p.Exists(ctx, taskKey(q, id))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	have := make(map[string]bool, len(ids))
+	for i, id := range ids {
+		for j := range queues {
+			have[id] = have[id] || cmds[i*len(queues)+j].(*redis.IntCmd).Val() == 1
+		}
+	}
+	return have, nil
 }
 
 // finish finishes one archived task, if it is an export.
