@@ -42,7 +42,9 @@ func FinalKey(taskID string) string { return "pdfexport:final:" + taskID }
 // ArchivedFinalTTL keeps the record of a failed or canceled export as long as
 // asynq keeps archived tasks (90 days), so a dashboard "Run" of one finds it.
 // A completed export's record stays for the result retention: asynq deletes
-// the task then, and nothing can run it again.
+// the completed task then, and nothing can run it again; unless the task was
+// archived instead (a cancel raced the completion), and then the record is
+// kept ArchivedFinalTTL from the archive on (Finish, Sweeper).
 const ArchivedFinalTTL = 90 * 24 * time.Hour
 
 // CancelKey marks an export as canceled by request; the worker running it
