@@ -178,14 +178,15 @@ func Put(ctx context.Context, rdb redis.UniversalClient, owner, html string, ttl
 	if err := zw.Close(); err != nil {
 		return spec.HTMLRef{}, err
 	}
-	// Indexed first (its own key, maybe another Cluster slot): an entry
-	// without a document is dropped by the sweep, a document without an
-	// entry would never be swept.
-	if err := rdb.ZAddNX(ctx, indexKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: ref.SHA256}).Err(); err != nil {
-		return spec.HTMLRef{}, fmt.Errorf("htmlstore: indexing the source document: %w", err)
-	}
 	if err := putScript.Run(ctx, rdb, []string{key(ref.SHA256)}, buf.Bytes(), ttl.Milliseconds(), owner).Err(); err != nil {
 		return spec.HTMLRef{}, fmt.Errorf("htmlstore: storing the source document: %w", err)
+	}
+	// Indexed after (its own key, maybe another Cluster slot), so that a
+	// sweep that saw the document missing and drops its entry cannot drop
+	// this one (see sweepDocument); a process dying in between leaves a
+	// document the sweep does not see, bounded by its TTL.
+	if err := rdb.ZAddNX(ctx, indexKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: ref.SHA256}).Err(); err != nil {
+		return spec.HTMLRef{}, fmt.Errorf("htmlstore: indexing the source document: %w", err)
 	}
 	return ref, nil
 }
@@ -311,7 +312,15 @@ func sweepDocument(ctx context.Context, rdb redis.UniversalClient, exists Sweep,
 		return 0, err
 	}
 	if len(fields) == 0 { // gone with its last owner, or its TTL
-		return 0, rdb.ZRem(ctx, indexKey, sha).Err()
+		if err := rdb.ZRem(ctx, indexKey, sha).Err(); err != nil {
+			return 0, err
+		}
+		// Put again meanwhile (its own entry may have been the one just
+		// removed): index it again.
+		if n, err := rdb.Exists(ctx, key(sha)).Result(); err != nil || n == 0 {
+			return 0, err
+		}
+		return 0, rdb.ZAddNX(ctx, indexKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: sha}).Err()
 	}
 	seen := map[string]bool{}
 	var ids []string
