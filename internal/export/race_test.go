@@ -239,7 +239,11 @@ func TestFinish_ARunAfterACancelRacedTheCompletionDoesNotFinishAgain(t *testing.
 			if err != nil {
 				t.Fatal(err)
 			}
-			<-r.canceled
+			select {
+			case <-r.canceled:
+			case <-ctx.Done():
+				t.Fatal("the cancel never returned")
+			}
 			testsupport.Eventually(t, 20*time.Second, func() error {
 				info, err := insp.GetTaskInfo("default", job.TaskID)
 				return testsupport.Unless(err == nil && info.State == asynq.TaskStateArchived, "the raced export is not archived: %+v %v", info, err)
