@@ -2,8 +2,9 @@
 // binaries (bin/worker, bin/enqueue, built once per test binary) against a
 // private Redis and file or S3 storage and inject faults: a render holder
 // SIGKILLed, SIGSTOPped past its lock TTL or SIGTERMed mid-render, Chromium
-// killed, the lock Redis restarted, the S3 server down, and a 500-export soak
-// with random faults. Each scenario checks that every export completes, that
+// killed, the lock Redis restarted, the S3 server down, a Finish cut between
+// its final record and its callback (Redis refusing the callback's enqueue,
+// then the worker SIGKILLed), and a 500-export soak with random faults. Each scenario checks that every export completes, that
 // each artifact renders once outside Redis-down windows, that every stored PDF
 // is whole (pdfinfo), and that no Chromium process or temp file is left. A
 // table of hostile inputs goes through the CLI, the HTTP API, raw queue

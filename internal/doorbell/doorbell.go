@@ -7,6 +7,13 @@
 // of its queues arrives, or until the slow poll interval
 // (TASK_CHECK_INTERVAL) is over.
 //
+// Rings are coalesced on the worker's side, so that a burst of enqueues
+// (every one rings) costs an idle worker one poll per Coalesce window, not
+// one per ring: a ring that arrived before the worker's last wait ended is
+// dropped (the poll after that wait saw its task, queued before the ring),
+// and a doorbell wake-up comes at most once per window — the first ring
+// after a quiet window wakes at once, later ones at the window's end.
+//
 // Pub/sub is not durable: a ring sent while a worker was disconnected, before
 // it subscribed, or dropped on the way is lost. That costs one poll interval,
 // never a task: the worker polls anyway when the interval ends, and once
@@ -68,6 +75,8 @@ type Bell struct {
 	obs Observer
 	log *slog.Logger
 
+	coalesce time.Duration
+
 	mu      sync.Mutex
 	waiters []*waiter
 
@@ -80,10 +89,18 @@ type Bell struct {
 type waiter struct {
 	b      *Bell
 	queues map[string]bool
-	// wake holds at most one pending ring: a ring that arrives while the
-	// server is polling or busy is kept, so its next wait ends at once (the
-	// task it announced may have been queued after that poll looked).
+	// wake signals a ring to a wait in progress (at most one pending).
 	wake chan struct{}
+
+	mu sync.Mutex
+	// rung is when the newest ring arrived. A ring after returned (it came
+	// while the server polled or worked) ends the next wait: the task it
+	// announced may have been queued after that poll looked. One before is
+	// spent: the poll after that wait saw its task.
+	rung time.Time
+	// returned is when the last wait returned, woke when a ring last ended
+	// one (only the server's one exec goroutine writes them).
+	returned, woke time.Time
 }
 
 // Config configures a Bell.
@@ -93,7 +110,16 @@ type Config struct {
 	Observer Observer
 	// Logger: nil, slog.Default().
 	Logger *slog.Logger
+	// Coalesce is the shortest time between two wake-ups by rings of one
+	// waiter: the rings of a burst within it cost one poll (0:
+	// DefaultCoalesce; negative: every ring wakes, as before).
+	Coalesce time.Duration
 }
+
+// DefaultCoalesce bounds an idle worker's polls under a stream of rings to
+// 40 a second, and delays only the pick-up of a task enqueued within 25 ms
+// of the previous wake-up, by a worker that found nothing then.
+const DefaultCoalesce = 25 * time.Millisecond
 
 // New returns a Bell; it does no I/O until Start.
 func New(cfg Config) *Bell {
@@ -103,8 +129,11 @@ func New(cfg Config) *Bell {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Coalesce == 0 {
+		cfg.Coalesce = DefaultCoalesce
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Bell{rdb: cfg.RDB, obs: cfg.Observer, log: cfg.Logger, ctx: ctx, cancel: cancel}
+	return &Bell{rdb: cfg.RDB, obs: cfg.Observer, log: cfg.Logger, coalesce: max(cfg.Coalesce, 0), ctx: ctx, cancel: cancel}
 }
 
 // Waiter returns the idle wait (asynq's Config.IdleWait) of a queue server
@@ -135,12 +164,37 @@ func (w *waiter) wait(ctx context.Context, d time.Duration) {
 	w.b.obs.IdlePoll()
 	t := time.NewTimer(d)
 	defer t.Stop()
-	select {
-	case <-w.wake:
-		w.b.obs.Woken(ByDoorbell)
-	case <-t.C:
-		w.b.obs.Woken(ByTimer)
-	case <-ctx.Done():
+	defer func() { w.returned = time.Now() }()
+	for {
+		w.mu.Lock()
+		rung := w.rung.After(w.returned)
+		w.mu.Unlock()
+		if rung {
+			// Coalesce: the rings of a burst wake once per window, the
+			// last of them at its end at the latest.
+			if hold := time.Until(w.woke.Add(w.b.coalesce)); hold > 0 {
+				h := time.NewTimer(hold)
+				select {
+				case <-h.C:
+				case <-t.C:
+				case <-ctx.Done():
+					h.Stop()
+					return
+				}
+				h.Stop()
+			}
+			w.woke = time.Now()
+			w.b.obs.Woken(ByDoorbell)
+			return
+		}
+		select {
+		case <-w.wake: // look at rung again
+		case <-t.C:
+			w.b.obs.Woken(ByTimer)
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -166,12 +220,16 @@ func PollOnly(obs Observer) func(ctx context.Context, d time.Duration) {
 // ring wakes the waiters serving queue (every waiter when queue is ""),
 // or keeps the ring for their next wait.
 func (b *Bell) ring(queue string) {
+	now := time.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, w := range b.waiters {
 		if queue != "" && !w.queues[queue] {
 			continue
 		}
+		w.mu.Lock()
+		w.rung = now
+		w.mu.Unlock()
 		select {
 		case w.wake <- struct{}{}:
 		default: // one is pending already

@@ -166,3 +166,50 @@ func TestPollOnly(t *testing.T) {
 		t.Errorf("polls %d, wake-ups %v; want 2 polls, 1 by timer", obs.polls, obs.woken)
 	}
 }
+
+// TestBell_CoalescesABurstOfRings: a server that finds its queue empty at
+// every poll (the others took the tasks) waits again at once; 100 rings in
+// a burst used to end about as many waits. Coalesced, waits end by a ring
+// at most once per window: the burst's windows and the one after its last
+// ring. A ring after a quiet window still ends a wait at once.
+func TestBell_CoalescesABurstOfRings(t *testing.T) {
+	rdb := testsupport.StartRedis(t).Client()
+	waits, obs := startBell(t, rdb, []string{"default"})
+	wait := waits[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			wait(ctx, 10*time.Second) // poll: nothing there; wait again
+		}
+	}()
+	before := obs.get(doorbell.ByDoorbell)
+	start := time.Now()
+	for range 100 {
+		if err := doorbell.Ring(ctx, rdb, "default"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := time.Since(start)
+	time.Sleep(3 * doorbell.DefaultCoalesce) // the trailing wake-up
+	cancel()
+	<-done
+	woken := obs.get(doorbell.ByDoorbell) - before
+	limit := int(took/doorbell.DefaultCoalesce) + 2
+	t.Logf("100 rings in %v woke the server %d times (limit %d)", took.Round(time.Millisecond), woken, limit)
+	if woken > limit || woken < 1 {
+		t.Errorf("100 rings in %v woke the server %d times; want 1..%d", took.Round(time.Millisecond), woken, limit)
+	}
+
+	time.Sleep(2 * doorbell.DefaultCoalesce) // quiet
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		_ = doorbell.Ring(context.Background(), rdb, "default")
+	}()
+	start = time.Now()
+	wait(context.Background(), 5*time.Second)
+	if took := time.Since(start); took > 20*time.Millisecond+doorbell.DefaultCoalesce {
+		t.Errorf("a ring after a quiet window ended the wait after %v", took)
+	}
+}

@@ -60,10 +60,12 @@ type Finisher interface {
 	Recorded(ctx context.Context, taskID string) (spec.Final, bool, error)
 }
 
-// Cancellations tells whether an export was canceled by request
+// Cancellations tells whether an export was canceled by request, and
+// whether an earlier attempt completed it before the cancel came
 // (outcome.Cancels).
 type Cancellations interface {
 	Canceled(ctx context.Context, taskID string) (bool, error)
+	StoredResult(ctx context.Context, queue, taskID string) (*spec.Result, error)
 }
 
 // ErrCanceled ends an export canceled by request: final, never retried.

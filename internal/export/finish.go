@@ -104,12 +104,24 @@ func final(ctx context.Context, err error) bool {
 
 // canceledBeforeStart: a task canceled while asynq was handing it to us
 // (after the canceller saw it pending, before our cancel function existed).
-func (h *Handler) canceledBeforeStart(ctx context.Context, taskID string) bool {
+// It defers to the result an earlier attempt stored (the record is read
+// before, finalAlready): a cancel that lands as an attempt completes leaves
+// the task archived with the cancel mark and that result, and an export
+// with a result is completed; it returns the result then. A Redis error
+// answers not canceled: the attempt runs, and Finish keeps the first outcome.
+func (h *Handler) canceledBeforeStart(ctx context.Context, taskID string) (bool, *spec.Result) {
 	if h.cfg.Cancellations == nil || taskID == "" {
-		return false
+		return false, nil
 	}
 	c, err := h.cfg.Cancellations.Canceled(ctx, taskID)
-	return err == nil && c
+	if err != nil || !c {
+		return false, nil
+	}
+	queue, _ := asynq.GetQueueName(ctx)
+	if r, err := h.cfg.Cancellations.StoredResult(ctx, queue, taskID); err == nil && r != nil {
+		return false, r
+	}
+	return true, nil
 }
 
 // canceled reports whether a task that failed did so because it was

@@ -67,7 +67,11 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 		owned = &env
 	}
 	defer func() { rerr = h.end(ctx, log, taskID, owned, res, rerr) }()
-	if h.canceledBeforeStart(ctx, taskID) {
+	if canceled, stored := h.canceledBeforeStart(ctx, taskID); stored != nil {
+		log.InfoContext(ctx, "export completed in an earlier attempt, before its cancel; completing it with that result")
+		res = stored
+		return nil
+	} else if canceled {
 		return fmt.Errorf("%w: %w", ErrCanceled, asynq.SkipRetry)
 	}
 	var j job

@@ -266,9 +266,11 @@ func (h *Handler) processChapter(ctx context.Context, t *asynq.Task) error {
 			return nil
 		}
 	}
-	if h.canceledBeforeStart(ctx, ct.ManualTask) {
-		log.InfoContext(ctx, "the manual was canceled; its chapter is not needed")
-		return nil
+	if c := h.cfg.Cancellations; c != nil {
+		if canceled, err := c.Canceled(ctx, ct.ManualTask); err == nil && canceled {
+			log.InfoContext(ctx, "the manual was canceled; its chapter is not needed")
+			return nil
+		}
 	}
 	key := env.ChapterKey(0)
 	ctx = forManual(ctx, ct.ManualTask)

@@ -15,9 +15,12 @@
 // release by a task that does not own the document changes nothing. Copies
 // stored by the previous release count anonymous references ("refs"): a task
 // queued with one claims a reference when it first reads or releases it. A
-// TTL, renewed by every Put,
-// bounds what a task that never finishes (deleted from the dashboard, its
-// worker gone for good) leaves behind. The queue Redis's persistence (AOF)
+// task that never finishes (deleted from the dashboard, its worker gone for
+// good) is dropped as an owner by the worker's sweep once asynq no longer
+// has it (SweepOwners), and a TTL, renewed by every Put, bounds the rest.
+// The hash stays bounded: an owner's field goes with its release, and the
+// markers that keep a released task from claiming an anonymous reference
+// exist only while there are such references. The queue Redis's persistence (AOF)
 // keeps the copies across a restart, like the tasks that need them.
 package htmlstore
 
@@ -30,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,9 +62,22 @@ func key(sha string) string { return "pdfexport:html:{" + sha + "}" }
 var ErrNotOwner = errors.New("htmlstore: source document belongs to other exports")
 
 // Fields of a document's hash: "data" (gzip), "owners" (how many "o:<task>"
-// fields there are), one "o:<task>" per owner, one "r:<task>" per task that
-// released (so it never counts twice), and "refs" (anonymous references
-// stored by the previous release).
+// fields there are), one "o:<task>" per owner (its value: when it became
+// one, unix ms; "1" from before, aged from when the sweep first sees it),
+// "refs" (anonymous references stored by the previous release) and, only
+// while refs is above 0, one "r:<task>" per task that released (so that it
+// never claims one of them after its release); they go when refs reaches 0.
+//
+// indexKey is a sorted set of the documents' digests, scored by when the
+// sweep last looked at them (or first Put), so that the sweep finds them
+// without scanning the keyspace.
+const indexKey = "pdfexport:html-index"
+
+// now is the server's clock in unix ms, for the scripts.
+const now = `
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`
 
 // putScript stores the compressed document unless it is there already and
 // makes ARGV[3] an owner.
@@ -68,11 +85,11 @@ var ErrNotOwner = errors.New("htmlstore: source document belongs to other export
 //	KEYS[1] the document's hash   ARGV[1] gzip data   ARGV[2] ttl in ms   ARGV[3] owner
 //
 // Returns the number of owners after the call.
-var putScript = redis.NewScript(`
+var putScript = redis.NewScript(now + `
 if redis.call("HEXISTS", KEYS[1], "data") == 0 then
   redis.call("HSET", KEYS[1], "data", ARGV[1])
 end
-if redis.call("HSETNX", KEYS[1], "o:" .. ARGV[3], 1) == 1 then
+if redis.call("HSETNX", KEYS[1], "o:" .. ARGV[3], now) == 1 then
   redis.call("HINCRBY", KEYS[1], "owners", 1)
 end
 if redis.call("PTTL", KEYS[1]) < tonumber(ARGV[2]) then
@@ -85,13 +102,18 @@ return tonumber(redis.call("HGET", KEYS[1], "owners"))
 // document but is not an owner, the owner of one anonymous reference, if
 // one is left and the task has not released already. Shared by the scripts
 // below; sets the local "owner" to true when ARGV[1] owns the document.
-const claim = `
+const claim = now + `
 local owner = redis.call("HEXISTS", KEYS[1], "o:" .. ARGV[1]) == 1
 if not owner and redis.call("HEXISTS", KEYS[1], "r:" .. ARGV[1]) == 0 and tonumber(redis.call("HGET", KEYS[1], "refs") or "0") > 0 then
-  redis.call("HINCRBY", KEYS[1], "refs", -1)
-  redis.call("HSET", KEYS[1], "o:" .. ARGV[1], 1)
+  redis.call("HSET", KEYS[1], "o:" .. ARGV[1], now)
   redis.call("HINCRBY", KEYS[1], "owners", 1)
   owner = true
+  if redis.call("HINCRBY", KEYS[1], "refs", -1) <= 0 then
+    -- no anonymous reference left to claim: the markers protect nothing
+    for _, f in ipairs(redis.call("HKEYS", KEYS[1])) do
+      if string.sub(f, 1, 2) == "r:" then redis.call("HDEL", KEYS[1], f) end
+    end
+  end
 end
 `
 
@@ -119,7 +141,9 @@ if redis.call("EXISTS", KEYS[1]) == 0 then return {0, 0} end
 local released = 0
 if owner then
   redis.call("HDEL", KEYS[1], "o:" .. ARGV[1])
-  redis.call("HSET", KEYS[1], "r:" .. ARGV[1], 1)
+  if tonumber(redis.call("HGET", KEYS[1], "refs") or "0") > 0 then
+    redis.call("HSET", KEYS[1], "r:" .. ARGV[1], 1)
+  end
   redis.call("HINCRBY", KEYS[1], "owners", -1)
   released = 1
 end
@@ -156,6 +180,13 @@ func Put(ctx context.Context, rdb redis.UniversalClient, owner, html string, ttl
 	}
 	if err := putScript.Run(ctx, rdb, []string{key(ref.SHA256)}, buf.Bytes(), ttl.Milliseconds(), owner).Err(); err != nil {
 		return spec.HTMLRef{}, fmt.Errorf("htmlstore: storing the source document: %w", err)
+	}
+	// Indexed after (its own key, maybe another Cluster slot), so that a
+	// sweep that saw the document missing and drops its entry cannot drop
+	// this one (see sweepDocument); a process dying in between leaves a
+	// document the sweep does not see, bounded by its TTL.
+	if err := rdb.ZAddNX(ctx, indexKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: ref.SHA256}).Err(); err != nil {
+		return spec.HTMLRef{}, fmt.Errorf("htmlstore: indexing the source document: %w", err)
 	}
 	return ref, nil
 }
@@ -215,4 +246,110 @@ func (s Store) Get(ctx context.Context, owner string, ref spec.HTMLRef) (string,
 // Release is the package's Release on s.RDB.
 func (s Store) Release(ctx context.Context, owner string, ref spec.HTMLRef) (bool, error) {
 	return Release(ctx, s.RDB, owner, ref)
+}
+
+// dropScript drops the owners (and release markers) of tasks asynq no
+// longer has, and the document with its last owner.
+//
+//	KEYS[1] the document's hash   ARGV[1] cutoff (unix ms): only owners
+//	since before it are dropped   ARGV[2…] the tasks asynq does not have
+//
+// Returns the number of owners dropped. An owner of the old format ("1",
+// age unknown) is given the current time instead, so it is dropped one
+// grace period after the sweep first saw it.
+var dropScript = redis.NewScript(now + `
+if redis.call("EXISTS", KEYS[1]) == 0 then return 0 end
+local dropped = 0
+for i = 2, #ARGV do
+  local id = ARGV[i]
+  local since = redis.call("HGET", KEYS[1], "o:" .. id)
+  if since == "1" then
+    redis.call("HSET", KEYS[1], "o:" .. id, now)
+  elseif since and tonumber(since) < tonumber(ARGV[1]) then
+    redis.call("HDEL", KEYS[1], "o:" .. id)
+    redis.call("HINCRBY", KEYS[1], "owners", -1)
+    dropped = dropped + 1
+  end
+  redis.call("HDEL", KEYS[1], "r:" .. id)
+end
+local left = tonumber(redis.call("HGET", KEYS[1], "owners") or "0") + tonumber(redis.call("HGET", KEYS[1], "refs") or "0")
+if left <= 0 then redis.call("DEL", KEYS[1]) end
+return dropped
+`)
+
+// Sweep says which of the tasks ids asynq still has (any queue, any
+// state); outcome.Sweeper implements it.
+type Sweep func(ctx context.Context, ids []string) (map[string]bool, error)
+
+// SweepOwners drops, from up to batch documents not looked at for every,
+// the owners that became owners more than grace ago and whose task asynq no
+// longer has (deleted from the dashboard, or enqueued never: a Put whose
+// enqueue failed), and the release markers of such tasks; a document goes
+// with its last owner. grace covers the time between an enqueuer's Put and
+// its enqueue. It returns the number of owners dropped.
+func SweepOwners(ctx context.Context, rdb redis.UniversalClient, exists Sweep, every, grace time.Duration, batch int) (int, error) {
+	start := time.Now()
+	shas, err := rdb.ZRangeByScore(ctx, indexKey, &redis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(start.Add(-every).UnixMilli(), 10), Count: int64(batch)}).Result()
+	if err != nil {
+		return 0, fmt.Errorf("htmlstore: reading the document index: %w", err)
+	}
+	dropped := 0
+	var errs []error
+	for _, sha := range shas {
+		n, err := sweepDocument(ctx, rdb, exists, sha, start.Add(-grace))
+		dropped += n
+		if err != nil {
+			errs = append(errs, fmt.Errorf("htmlstore: sweeping source sha256 %s: %w", sha, err))
+		}
+	}
+	return dropped, errors.Join(errs...)
+}
+
+func sweepDocument(ctx context.Context, rdb redis.UniversalClient, exists Sweep, sha string, cutoff time.Time) (int, error) {
+	fields, err := rdb.HKeys(ctx, key(sha)).Result()
+	if err != nil {
+		return 0, err
+	}
+	if len(fields) == 0 { // gone with its last owner, or its TTL
+		if err := rdb.ZRem(ctx, indexKey, sha).Err(); err != nil {
+			return 0, err
+		}
+		// Put again meanwhile (its own entry may have been the one just
+		// removed): index it again.
+		if n, err := rdb.Exists(ctx, key(sha)).Result(); err != nil || n == 0 {
+			return 0, err
+		}
+		return 0, rdb.ZAddNX(ctx, indexKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: sha}).Err()
+	}
+	seen := map[string]bool{}
+	var ids []string
+	for _, f := range fields {
+		if id, ok := strings.CutPrefix(f, "o:"); ok && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		} else if id, ok := strings.CutPrefix(f, "r:"); ok && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	n := 0
+	if len(ids) > 0 {
+		have, err := exists(ctx, ids)
+		if err != nil {
+			return 0, err
+		}
+		args := []any{cutoff.UnixMilli()}
+		for _, id := range ids {
+			if !have[id] {
+				args = append(args, id)
+			}
+		}
+		if len(args) > 1 {
+			if n, err = dropScript.Run(ctx, rdb, []string{key(sha)}, args...).Int(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, rdb.ZAddXX(ctx, indexKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: sha}).Err()
 }

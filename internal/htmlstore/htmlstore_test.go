@@ -3,6 +3,8 @@ package htmlstore
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -129,13 +131,88 @@ func TestDocument_ThePreviousReleasesReferences(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if !rdb.HExists(ctx, key(ref.SHA256), "r:old-1").Val() {
+		t.Error("no release marker for old-1 while an anonymous reference is left")
+	}
 	if _, err := Get(ctx, rdb, "old-2", ref); err != nil {
 		t.Fatalf("the second old task lost its reference: %v", err)
+	}
+	// The last anonymous reference is claimed: the markers go, and old-1
+	// still cannot take anything.
+	if rdb.HExists(ctx, key(ref.SHA256), "r:old-1").Val() {
+		t.Error("the release marker outlived the last anonymous reference")
+	}
+	if ok, err := Release(ctx, rdb, "old-1", ref); err != nil || ok {
+		t.Fatalf("old-1's third release = %v, %v; want nothing released", ok, err)
 	}
 	if ok, err := Release(ctx, rdb, "old-2", ref); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
 	if n := rdb.Exists(ctx, key(ref.SHA256)).Val(); n != 0 {
 		t.Fatal("the copy outlived its last reference")
+	}
+}
+
+// TestSweepOwners_GraceAndTheOldFormat: an owner asynq does not have is
+// dropped only once it has been one for the grace period (an enqueuer puts
+// the document before it enqueues the task), one of the old format ("1",
+// age unknown) a grace period after the sweep first saw it; an owner asynq
+// has stays; the document goes with its last owner.
+func TestSweepOwners_GraceAndTheOldFormat(t *testing.T) {
+	rdb := testsupport.StartRedis(t).Client()
+	ctx := context.Background()
+	ref, err := Put(ctx, rdb, "queued", "<p>a manual", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"put-not-yet-enqueued", "old-format"} {
+		if _, err := Put(ctx, rdb, id, "<p>a manual", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rdb.HSet(ctx, key(ref.SHA256), "o:old-format", "1") // written by the previous release
+	inAsynq := map[string]bool{"queued": true}
+	exists := func(_ context.Context, ids []string) (map[string]bool, error) {
+		out := map[string]bool{}
+		for _, id := range ids {
+			out[id] = inAsynq[id]
+		}
+		return out, nil
+	}
+	const grace = 300 * time.Millisecond
+	for _, step := range []struct {
+		name     string
+		sleep    time.Duration
+		dropped  int
+		owners   []string
+		noLonger string // a task asynq drops before the pass
+	}{
+		{"within the grace period nothing goes; the old format starts aging", 0, 0, []string{"queued", "put-not-yet-enqueued", "old-format"}, ""},
+		{"past it, the owner never enqueued and the old format go", grace, 2, []string{"queued"}, ""},
+		{"the last owner deleted from the dashboard: the document goes", 0, 1, nil, "queued"},
+	} {
+		time.Sleep(step.sleep)
+		delete(inAsynq, step.noLonger)
+		n, err := SweepOwners(ctx, rdb, exists, 0, grace, 100)
+		if err != nil || n != step.dropped {
+			t.Fatalf("%s: dropped %d, %v; want %d", step.name, n, err, step.dropped)
+		}
+		var owners []string
+		for _, f := range rdb.HKeys(ctx, key(ref.SHA256)).Val() {
+			if id, ok := strings.CutPrefix(f, "o:"); ok {
+				owners = append(owners, id)
+			}
+		}
+		slices.Sort(owners)
+		want := slices.Sorted(slices.Values(step.owners))
+		if !slices.Equal(owners, want) {
+			t.Errorf("%s: owners %v, want %v", step.name, owners, want)
+		}
+		if got := rdb.HGet(ctx, key(ref.SHA256), "owners").Val(); len(want) > 0 && got != strconv.Itoa(len(want)) {
+			t.Errorf("%s: owners count %q, want %d", step.name, got, len(want))
+		}
+	}
+	if rdb.Exists(ctx, key(ref.SHA256)).Val() != 0 {
+		t.Error("the document outlived its last owner")
 	}
 }

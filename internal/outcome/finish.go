@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -27,8 +29,9 @@ type Finisher struct {
 	Retention time.Duration
 
 	// afterRecord, when set (tests), runs after Finish recorded a state and
-	// before it releases and announces.
-	afterRecord func(taskID string)
+	// before it releases and announces; an error it returns ends Finish
+	// there, as if the process had died.
+	afterRecord func(taskID string) error
 }
 
 // Finished is what Finish did.
@@ -43,19 +46,106 @@ type Finished struct {
 	Released int
 }
 
+// FinishingKey is the index of exports whose final steps may not all have
+// run: a sorted set of task ids scored by when their Finish began (unix ms).
+// Finish adds the task before it records, and removes it once every step
+// after the record succeeded; the sweep re-drives entries older than
+// RedriveAfter (Sweeper). An entry is only a hint: what says the steps are
+// still owed is the task's finishing marker (finishingKey), written in one
+// script with the record.
+const FinishingKey = "pdfexport:finishing"
+
+// RedriveAfter is how old an entry of FinishingKey must be before a sweep
+// re-drives it: longer than any Finish in flight takes (its callers give it
+// at most a few seconds), so a sweep never races a Finish that is still
+// working.
+const RedriveAfter = 30 * time.Second
+
+// finishingKey holds what the final steps of a recorded export need (a
+// hash: queue, envelope; announced once the announcement went out), from
+// the record until they all succeeded. It lives on the record's Cluster
+// slot, so that one script writes both: the record's own hash tag when its
+// key has one, else a tag of the record's whole key, or, when a task id's
+// braces make that impossible, a tag found to hash to the record's slot.
+func finishingKey(taskID string) string {
+	k := FinalKey(taskID)
+	if i := strings.IndexByte(k, '{'); i >= 0 {
+		if j := strings.IndexByte(k[i+1:], '}'); j > 0 {
+			return k + ":finishing"
+		}
+	}
+	if !strings.Contains(k, "}") {
+		return "{" + k + "}:finishing"
+	}
+	slot := keySlot(k)
+	for n := 0; ; n++ { // about 16,384 tries for a slot: only for odd ids
+		tag := "s" + strconv.Itoa(n)
+		if keySlot(tag) == slot {
+			return "pdfexport:finishing:{" + tag + "}:" + taskID
+		}
+	}
+}
+
+// keySlot is Redis Cluster's slot of a key that has no hash tag: CRC16
+// (XMODEM) of the key, modulo 16384.
+func keySlot(key string) uint16 {
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
+}
+
+// recordScript records a final state once and, in the same step, the
+// finishing marker of the steps that follow; a call that finds the state
+// recorded already and ends an archived task (ARGV[5]) keeps the record as
+// long as asynq keeps the archived task.
+//
+//	KEYS[1] the record   KEYS[2] the finishing marker
+//	ARGV[1] the record's body   ARGV[2] its ttl (ms)   ARGV[3] queue
+//	ARGV[4] the envelope (JSON, "" for none)   ARGV[5] archived ttl (ms), 0: none
+//
+// Returns 1 when this call recorded, 0 otherwise.
+var recordScript = redis.NewScript(`
+if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+  redis.call("HSET", KEYS[2], "queue", ARGV[3], "envelope", ARGV[4])
+  redis.call("PEXPIRE", KEYS[2], ARGV[2])
+  return 1
+end
+local keep = tonumber(ARGV[5])
+if keep > 0 and redis.call("PTTL", KEYS[1]) < keep then
+  redis.call("PEXPIRE", KEYS[1], keep)
+end
+return 0
+`)
+
 // Finish makes an export final with f (f.TaskID and f.State required). The
 // first call for a task records f and then, for that task: releases what it
 // stored beside itself (env names it: the task's own credentials and
 // encryption passwords and its ownership of a source document; Redis, not env, says what the task owns,
 // so a forged reference releases nothing), announces f and, when env asks
 // for a callback, enqueues its delivery on queue. Every later call, however
-// it races with the first, changes nothing and reports the recorded state.
-// env may be nil (a payload no worker could read has nothing to release and
-// no callback).
+// it races with the first, changes nothing and reports the recorded state,
+// except that a later call ending the task as failed or canceled (the task
+// is archived, or about to be) keeps the record for ArchivedFinalTTL: a
+// completion racing a cancel leaves an archived task with a completed
+// record, and the record must outlive it. env may be nil (a payload no
+// worker could read has nothing to release and no callback).
 //
-// The record is written first, so a crash after it leaves the rest to the
-// TTLs of what the task stored (SOURCE_TTL), and never runs it twice. An
-// error from a later step is returned with Recorded true: the export is
+// The record and a finishing marker are written in one step, and the steps
+// after the record are re-drivable: if the process dies after the record, or
+// a step fails on a Redis error, the sweep (Sweeper) runs them again after
+// RedriveAfter, from the marker, until they all succeed. Each step is
+// idempotent: a release is at most once per task, the callback task's id is
+// fixed, and a re-drive announces only if the announcement did not go out.
+// An error from a later step is returned with Recorded true: the export is
 // final; the caller logs it.
 func (r *Finisher) Finish(ctx context.Context, queue string, env *spec.Envelope, f spec.Final) (Finished, error) {
 	if f.TaskID == "" || (f.State != spec.StateCompleted && f.State != spec.StateFailed && f.State != spec.StateCanceled) {
@@ -65,15 +155,32 @@ func (r *Finisher) Finish(ctx context.Context, queue string, env *spec.Envelope,
 	if err != nil {
 		return Finished{}, fmt.Errorf("outcome: encoding: %w", err)
 	}
+	var envJSON []byte
+	if env != nil {
+		if envJSON, err = json.Marshal(env); err != nil {
+			return Finished{}, fmt.Errorf("outcome: encoding the envelope of %s: %w", f.TaskID, err)
+		}
+	}
 	ttl := ArchivedFinalTTL
 	if f.State == spec.StateCompleted && r.Retention > 0 {
 		ttl = r.Retention
 	}
-	won, err := r.RDB.SetNX(ctx, FinalKey(f.TaskID), body, ttl).Result()
+	var keep time.Duration
+	if f.State != spec.StateCompleted {
+		keep = ArchivedFinalTTL
+	}
+	// Indexed before the record, so that a process dying right after the
+	// record leaves an entry the sweep finds; a call that does not record
+	// leaves one the sweep drops (no marker).
+	if err := r.RDB.ZAdd(ctx, FinishingKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: f.TaskID}).Err(); err != nil {
+		return Finished{}, fmt.Errorf("outcome: indexing the finish of %s: %w", f.TaskID, err)
+	}
+	won, err := recordScript.Run(ctx, r.RDB, []string{FinalKey(f.TaskID), finishingKey(f.TaskID)},
+		body, ttl.Milliseconds(), queue, envJSON, keep.Milliseconds()).Int()
 	if err != nil {
 		return Finished{}, fmt.Errorf("outcome: recording %s as %s: %w", f.TaskID, f.State, err)
 	}
-	if !won {
+	if won == 0 {
 		rec, ok, err := Recorded(ctx, r.RDB, f.TaskID)
 		if err != nil || !ok {
 			return Finished{Final: f}, errors.Join(err, fmt.Errorf("outcome: %s is final already, but its record could not be read", f.TaskID))
@@ -81,23 +188,89 @@ func (r *Finisher) Finish(ctx context.Context, queue string, env *spec.Envelope,
 		return Finished{Final: rec}, nil
 	}
 	if r.afterRecord != nil {
-		r.afterRecord(f.TaskID)
+		if err := r.afterRecord(f.TaskID); err != nil {
+			return Finished{Final: f, Recorded: true}, err
+		}
 	}
-	done := Finished{Final: f, Recorded: true}
+	n, err := r.complete(ctx, f.TaskID, queue, env, body, false)
+	return Finished{Final: f, Recorded: true, Released: n}, err
+}
+
+// complete runs the steps after the record — release, announcement,
+// callback — and, once all succeeded, clears the finishing marker and the
+// index entry. announced skips the announcement (a re-drive of a Finish
+// whose announcement went out). It returns how many items it released.
+func (r *Finisher) complete(ctx context.Context, taskID, queue string, env *spec.Envelope, body []byte, announced bool) (int, error) {
 	var errs []error
+	n := 0
 	if env != nil {
-		n, err := r.release(ctx, f.TaskID, env)
-		done.Released = n
+		var err error
+		n, err = r.release(ctx, taskID, env)
 		errs = append(errs, err)
 	}
-	if err := r.RDB.SPublish(ctx, Channel, body).Err(); err != nil {
-		// Best-effort: waiters also poll, and read the record.
-		errs = append(errs, fmt.Errorf("announcing %s: %w", f.TaskID, err))
+	if !announced {
+		if err := r.RDB.SPublish(ctx, Channel, body).Err(); err != nil {
+			errs = append(errs, fmt.Errorf("announcing %s: %w", taskID, err))
+		} else {
+			announced = true
+		}
 	}
 	if env != nil && env.Callback != nil && env.Callback.URL != "" {
-		errs = append(errs, r.enqueueCallback(ctx, queue, f.TaskID, env.Callback.URL, body))
+		errs = append(errs, r.enqueueCallback(ctx, queue, taskID, env.Callback.URL, body))
 	}
-	return done, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		if announced {
+			// Best-effort: without it a re-drive announces once more,
+			// which waiters read as the same outcome.
+			_ = r.RDB.HSet(ctx, finishingKey(taskID), "announced", "1").Err()
+		}
+		return n, err
+	}
+	// The marker first: an index entry without one is dropped by the sweep.
+	if err := r.RDB.Del(ctx, finishingKey(taskID)).Err(); err != nil {
+		return n, fmt.Errorf("outcome: clearing the finishing marker of %s: %w", taskID, err)
+	}
+	if err := r.RDB.ZRem(ctx, FinishingKey, taskID).Err(); err != nil {
+		return n, fmt.Errorf("outcome: clearing the finishing entry of %s: %w", taskID, err)
+	}
+	return n, nil
+}
+
+// redrive runs the final steps of taskID again if its finishing marker says
+// they are owed, and drops its index entry otherwise. It reports whether it
+// ran them.
+func (r *Finisher) redrive(ctx context.Context, taskID string) (bool, error) {
+	var marker *redis.MapStringStringCmd
+	var rec *redis.StringCmd
+	// One slot: the marker and the record go to one node in one round trip.
+	_, err := r.RDB.Pipelined(ctx, func(p redis.Pipeliner) error {
+		marker = p.HGetAll(ctx, finishingKey(taskID))
+		rec = p.Get(ctx, FinalKey(taskID))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, fmt.Errorf("outcome: reading the finishing marker of %s: %w", taskID, err)
+	}
+	m := marker.Val()
+	body, recErr := rec.Bytes()
+	if len(m) == 0 || recErr != nil {
+		// Nothing owed: every step succeeded, or the call that indexed
+		// it did not record (it lost the race, or died before).
+		if len(m) != 0 {
+			_ = r.RDB.Del(ctx, finishingKey(taskID)).Err()
+		}
+		return false, r.RDB.ZRem(ctx, FinishingKey, taskID).Err()
+	}
+	var env *spec.Envelope
+	if s := m["envelope"]; s != "" {
+		var e spec.Envelope
+		if err := json.Unmarshal([]byte(s), &e); err != nil {
+			return false, fmt.Errorf("outcome: the finishing marker of %s: envelope: %w", taskID, err)
+		}
+		env = &e
+	}
+	_, err = r.complete(ctx, taskID, m["queue"], env, body, m["announced"] == "1")
+	return true, err
 }
 
 // release gives up what the task stored beside itself.

@@ -3,18 +3,22 @@ package outcome
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/internal/credstore"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
 // announcements counts the outcomes announced for each task until stop.
@@ -66,7 +70,7 @@ func TestFinish_RacingCallsFinishOnce(t *testing.T) {
 	}
 	stop := announcements(t, rdb)
 	held, resume := make(chan struct{}), make(chan struct{})
-	fin.afterRecord = func(string) { close(held); <-resume }
+	fin.afterRecord = func(string) error { close(held); <-resume; return nil }
 
 	results := make(chan Finished, 3)
 	go func() {
@@ -265,5 +269,188 @@ func TestFinish_ReleasesTheEncryptionPasswords(t *testing.T) {
 	}
 	if rdb.Exists(ctx, "pdfexport:passwords:{owner-task}").Val() != 0 {
 		t.Fatal("the passwords outlived the export's Finish")
+	}
+}
+
+// errDied stands for a process that dies at the hook's point.
+var errDied = errors.New("the process died here")
+
+// TestFinish_StepsAfterTheRecordAreReDriven: a Finish that recorded but did
+// not complete its steps — its process died right after the record (a
+// hook), or Redis refused the callback's enqueue (a client on a dead
+// address: a real connection error) — leaves them to the sweep, which runs
+// them RedriveAfter later: the callback task exists exactly once, with the
+// recorded body, what the task owned is released once, the outcome is
+// announced once, and nothing is left to re-drive. A late duplicate Finish
+// leaves nothing for the sweep to do either.
+func TestFinish_StepsAfterTheRecordAreReDriven(t *testing.T) {
+	deadClient := asynq.NewClient(asynq.RedisClientOpt{Addr: "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t)), DialTimeout: time.Second})
+	t.Cleanup(func() { _ = deadClient.Close() })
+	for _, tc := range []struct {
+		name  string
+		fault func(fin *Finisher)
+		// wantErr: the faulty Finish reports its failure.
+		wantErr bool
+	}{
+		{"the process dies after the record", func(fin *Finisher) { fin.afterRecord = func(string) error { return errDied } }, true},
+		{"Redis refuses the callback enqueue", func(fin *Finisher) { fin.Client = deadClient }, true},
+		{"a late duplicate Finish", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, rdb, good := setup(t)
+			ctx := context.Background()
+			const task = "export-1"
+			env := ownedEnvelope(t, rdb, task, "<p>a manual")
+			env.Callback = &spec.Callback{URL: "https://hooks.example.com/pdf"}
+			stop := announcements(t, rdb)
+			faulty := *good
+			if tc.fault != nil {
+				tc.fault(&faulty)
+			}
+			f := spec.Final{TaskID: task, State: spec.StateCompleted, Result: &spec.Result{Pages: 2}}
+			done, err := faulty.Finish(ctx, "default", env, f)
+			if !done.Recorded || (err != nil) != tc.wantErr {
+				t.Fatalf("Finish = %+v, %v; want recorded, error %v", done, err, tc.wantErr)
+			}
+			insp := asynq.NewInspectorFromRedisClient(rdb)
+			if tc.wantErr {
+				if _, err := insp.GetTaskInfo("default", CallbackTaskID(task)); !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
+					t.Fatalf("the fault did not hit: callback task %v", err)
+				}
+			} else if _, err := good.Finish(ctx, "default", env, spec.Final{TaskID: task, State: spec.StateCanceled}); err != nil {
+				t.Fatal(err)
+			}
+			sweep := &Sweeper{Finisher: good, Queues: []string{"default"}, RedriveAfter: time.Millisecond}
+			time.Sleep(5 * time.Millisecond)
+			for range 2 { // the second pass finds nothing left
+				if _, err := sweep.Sweep(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			info, err := insp.GetTaskInfo("default", CallbackTaskID(task))
+			if err != nil {
+				t.Fatalf("no callback after the re-drive: %v", err)
+			}
+			var ct spec.CallbackTask
+			var body spec.Final
+			if json.Unmarshal(info.Payload, &ct) != nil || json.Unmarshal(ct.Body, &body) != nil || body.State != spec.StateCompleted || body.Result.Pages != 2 {
+				t.Errorf("callback body %s, want the recorded completed", ct.Body)
+			}
+			if ct.Delivery != CallbackTaskID(task) {
+				t.Errorf("webhook-id %q, want %q", ct.Delivery, CallbackTaskID(task))
+			}
+			if n := rdb.LLen(ctx, "asynq:{default}:pending").Val(); n != 1 {
+				t.Errorf("%d pending tasks, want the one callback", n)
+			}
+			if got := stop()[task]; len(got) != 1 {
+				t.Errorf("announcements %v, want one", got)
+			}
+			if rdb.Exists(ctx, "pdfexport:credentials:{"+task+"}", "pdfexport:html:{"+env.Source.HTMLRef.SHA256+"}").Val() != 0 {
+				t.Error("what the task owned outlived the re-drive")
+			}
+			if n := rdb.ZCard(ctx, FinishingKey).Val(); n != 0 || rdb.Exists(ctx, finishingKey(task)).Val() != 0 {
+				t.Errorf("%d entries left to re-drive, marker %d", n, rdb.Exists(ctx, finishingKey(task)).Val())
+			}
+		})
+	}
+}
+
+// TestFinish_OnClusterWhateverTheTaskID: the record and its finishing
+// marker are written by one script, so on Cluster they must hash to one
+// slot whatever braces a task id carries (CROSSSLOT otherwise).
+func TestFinish_OnClusterWhateverTheTaskID(t *testing.T) {
+	if testing.Short() {
+		t.Skip("Redis Cluster")
+	}
+	rdb := testsupport.StartRedisCluster(t).Client(t)
+	fin := &Finisher{RDB: rdb, Client: asynq.NewClientFromRedisClient(rdb), CallbackMaxRetry: 1, Retention: time.Hour}
+	ctx := context.Background()
+	for _, id := range []string{"0b9d5a1e-uuid", "a{b}c", "{x}", "a{}b", "}{", "a{b"} {
+		done, err := fin.Finish(ctx, "default", &spec.Envelope{V: 1, ManualID: "m", Version: "1"}, spec.Final{TaskID: id, State: spec.StateFailed})
+		if err != nil || !done.Recorded {
+			t.Errorf("task %q: %+v, %v", id, done, err)
+		}
+		if n := rdb.Exists(ctx, finishingKey(id)).Val(); n != 0 {
+			t.Errorf("task %q: marker left after a complete Finish", id)
+		}
+	}
+}
+
+// TestSweep_DropsTheOwnersOfDeletedTasks reproduces the review's finding: a
+// pending export of a large document deleted from the dashboard, then six
+// more exports of it run to their end, held the hash with owners=1 (the
+// deleted task, for ever) and six "r:" markers, its TTL renewed to 48 h by
+// every Put. Now a release leaves no marker (no anonymous references to
+// protect), and the sweep drops the owner asynq no longer has: the document
+// goes. An owner whose task asynq still has stays, however old.
+func TestSweep_DropsTheOwnersOfDeletedTasks(t *testing.T) {
+	_, rdb, fin := setup(t)
+	ctx := context.Background()
+	html := "<!doctype html><p>" + strings.Repeat("a popular manual. ", 4<<10)
+	ref := htmlstore.Ref(html)
+	key := "pdfexport:html:{" + ref.SHA256 + "}"
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	enqueue := func(id string) *spec.Envelope {
+		t.Helper()
+		if _, err := htmlstore.Put(ctx, rdb, id, html, 0); err != nil {
+			t.Fatal(err)
+		}
+		env := &spec.Envelope{V: 1, ManualID: "m", Version: "1", Source: spec.EnvelopeSource{HTMLRef: &ref}}
+		payload, _ := json.Marshal(env)
+		if _, err := fin.Client.Enqueue(asynq.NewTask(spec.TaskType, payload), asynq.TaskID(id)); err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	enqueue("deleted")
+	if err := insp.DeleteTask("default", "deleted"); err != nil { // the dashboard's "Delete"
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		id := fmt.Sprintf("export-%d", i)
+		env := enqueue(id)
+		if _, err := fin.Finish(ctx, "default", env, spec.Final{TaskID: id, State: spec.StateCompleted}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fields := rdb.HKeys(ctx, key).Val()
+	markers := 0
+	for _, f := range fields {
+		if strings.HasPrefix(f, "r:") {
+			markers++
+		}
+	}
+	t.Logf("after the exports: fields %v, owners %s, TTL %v", fields, rdb.HGet(ctx, key, "owners").Val(), rdb.TTL(ctx, key).Val())
+	if markers != 0 {
+		t.Errorf("%d release markers in the hash, want none (no anonymous references)", markers)
+	}
+	// A pending export of the same document, as old as the deleted one.
+	enqueue("waiting")
+	sweep := &Sweeper{Finisher: fin, Queues: []string{"default"}, DocumentsEvery: time.Nanosecond, OwnerGrace: time.Nanosecond}
+	time.Sleep(5 * time.Millisecond)
+	if _, err := sweep.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rdb.HKeys(ctx, key).Val(); len(got) != 3 || rdb.HGet(ctx, key, "owners").Val() != "1" || rdb.HExists(ctx, key, "o:waiting").Val() != true {
+		t.Errorf("after the sweep: fields %v; want data, owners=1, o:waiting", got)
+	}
+	if _, err := htmlstore.Get(ctx, rdb, "waiting", ref); err != nil {
+		t.Errorf("the waiting export lost its document: %v", err)
+	}
+	if err := insp.DeleteTask("default", "waiting"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if _, err := sweep.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rdb.Exists(ctx, key).Val() != 0 {
+		t.Errorf("the document outlived every owner asynq has: %v", rdb.HKeys(ctx, key).Val())
+	}
+	if _, err := sweep.Sweep(ctx); err != nil { // its index entry goes too
+		t.Fatal(err)
+	}
+	if n := rdb.ZCard(ctx, "pdfexport:html-index").Val(); n != 0 {
+		t.Errorf("%d documents left in the index", n)
 	}
 }

@@ -42,7 +42,9 @@ func FinalKey(taskID string) string { return "pdfexport:final:" + taskID }
 // ArchivedFinalTTL keeps the record of a failed or canceled export as long as
 // asynq keeps archived tasks (90 days), so a dashboard "Run" of one finds it.
 // A completed export's record stays for the result retention: asynq deletes
-// the task then, and nothing can run it again.
+// the completed task then, and nothing can run it again; unless the task was
+// archived instead (a cancel raced the completion), and then the record is
+// kept ArchivedFinalTTL from the archive on (Finish, Sweeper).
 const ArchivedFinalTTL = 90 * 24 * time.Hour
 
 // CancelKey marks an export as canceled by request; the worker running it
@@ -99,6 +101,27 @@ func (c Cancels) Canceled(ctx context.Context, taskID string) (bool, error) {
 	n, err := c.RDB.Exists(ctx, CancelKey(taskID)).Result()
 	return n > 0, err
 }
+
+// StoredResult returns the result an attempt of taskID wrote (asynq keeps it
+// on the task, also once archived and when run again), or nil: an export
+// with a result completed, whatever cancel came after.
+func (c Cancels) StoredResult(ctx context.Context, queue, taskID string) (*spec.Result, error) {
+	b, err := c.RDB.HGet(ctx, taskKey(queue, taskID), "result").Bytes()
+	if errors.Is(err, redis.Nil) || err == nil && len(b) == 0 {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r spec.Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("outcome: the stored result of %s: %w", taskID, err)
+	}
+	return &r, nil
+}
+
+// taskKey is asynq's hash of a task (asynq/internal/base.TaskKey).
+func taskKey(queue, taskID string) string { return "asynq:{" + queue + "}:t:" + taskID }
 
 // Recorded returns the final state recorded for taskID, if any (FinalKey).
 func Recorded(ctx context.Context, rdb redis.UniversalClient, taskID string) (spec.Final, bool, error) {

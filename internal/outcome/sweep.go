@@ -1,6 +1,7 @@
 package outcome
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,16 +12,22 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
 // Sweeper finishes the exports asynq archived without a Finish: a worker
 // lost on the last attempt (asynq's recoverer archives the task when its
 // lease expires), an "Archive" from the dashboard, a Finish that failed on a
-// Redis error. It reads the archived tasks of each queue by archive time,
-// newest since its last pass, and finishes those without a recorded final
-// state: canceled when a cancel was requested, failed otherwise. Several
-// workers may sweep at once: Finish records once.
+// Redis error before it recorded. It reads the archived tasks of each queue
+// by archive time, newest since its last pass, and finishes those without a
+// recorded final state: canceled when a cancel was requested, failed
+// otherwise; the record of one that has a record is kept as long as asynq
+// keeps the archived task (ArchivedFinalTTL from now). It also re-drives the
+// steps after the record of every Finish that did not complete them within
+// RedriveAfter (FinishingKey): a process that died after the record, a
+// Redis error before the callback was enqueued. Several workers may sweep
+// at once: Finish records once, and every step after it is idempotent.
 type Sweeper struct {
 	Finisher *Finisher
 	Queues   []string
@@ -28,6 +35,14 @@ type Sweeper struct {
 	// Lookback is how far back the first pass reads (0: 24h), so exports
 	// archived while no worker ran are finished when one starts.
 	Lookback time.Duration
+	// RedriveAfter is how long a Finish may take before its steps after the
+	// record are re-driven (0: RedriveAfter).
+	RedriveAfter time.Duration
+	// DocumentsEvery is how often each stored source document's owners are
+	// checked against asynq (0: a minute), OwnerGrace how old an owner must
+	// be before it is dropped for a task asynq does not have (0: 10
+	// minutes, far more than an enqueuer takes from its Put to its enqueue).
+	DocumentsEvery, OwnerGrace time.Duration
 
 	inspector *asynq.Inspector
 	since     map[string]float64 // per queue: archive time already read up to
@@ -84,8 +99,20 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 			s.since[q] = float64(time.Now().Add(-lookback).Unix())
 		}
 	}
+	// Re-driven exports are logged by redrive, not counted here: they were
+	// finished already.
 	finished := 0
+	_, err := s.redrive(ctx)
 	var errs []error
+	if err != nil {
+		errs = append(errs, fmt.Errorf("re-driving final steps: %w", err))
+	}
+	if n, err := htmlstore.SweepOwners(ctx, s.Finisher.RDB, s.tasksExist, cmp.Or(s.DocumentsEvery, time.Minute),
+		cmp.Or(s.OwnerGrace, 10*time.Minute), sweepBatch); err != nil {
+		errs = append(errs, err)
+	} else if n > 0 {
+		s.logger().Info("dropped document owners that asynq no longer has (deleted from the dashboard, never enqueued)", "count", n)
+	}
 	for _, q := range s.Queues {
 		n, err := s.sweepQueue(ctx, q)
 		finished += n
@@ -103,9 +130,13 @@ func (s *Sweeper) sweepQueue(ctx context.Context, queue string) (int, error) {
 	if err != nil || len(entries) == 0 {
 		return 0, err
 	}
+	// EXPIRE answers whether the record exists and keeps it as long as
+	// the archived task: a completion that raced a cancel recorded
+	// "completed" for RESULT_RETENTION, and a dashboard "Run" after it
+	// expired would finish the export a second time.
 	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, e := range entries {
-			p.Exists(ctx, FinalKey(e.Member.(string)))
+			p.Expire(ctx, FinalKey(e.Member.(string)), ArchivedFinalTTL)
 		}
 		return nil
 	})
@@ -115,7 +146,7 @@ func (s *Sweeper) sweepQueue(ctx context.Context, queue string) (int, error) {
 	finished := 0
 	var errs []error
 	for i, e := range entries {
-		if cmds[i].(*redis.IntCmd).Val() == 1 {
+		if cmds[i].(*redis.BoolCmd).Val() {
 			continue
 		}
 		ok, err := s.finish(ctx, queue, e.Member.(string))
@@ -133,6 +164,35 @@ func (s *Sweeper) sweepQueue(ctx context.Context, queue string) (int, error) {
 		s.since[queue] = max(s.since[queue], entries[len(entries)-1].Score-sweepOverlap)
 	}
 	return finished, errors.Join(errs...)
+}
+
+// tasksExist reports which of ids asynq has, in any queue it knows
+// (asynq:queues, every queue any client enqueued to, not only this
+// worker's) and any state.
+func (s *Sweeper) tasksExist(ctx context.Context, ids []string) (map[string]bool, error) {
+	rdb := s.Finisher.RDB
+	queues, err := rdb.SMembers(ctx, "asynq:queues").Result()
+	if err != nil {
+		return nil, err
+	}
+	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, id := range ids {
+			for _, q := range queues {
+				p.Exists(ctx, taskKey(q, id))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	have := make(map[string]bool, len(ids))
+	for i, id := range ids {
+		for j := range queues {
+			have[id] = have[id] || cmds[i*len(queues)+j].(*redis.IntCmd).Val() == 1
+		}
+	}
+	return have, nil
 }
 
 // finish finishes one archived task, if it is an export.
@@ -164,3 +224,57 @@ func (s *Sweeper) finish(ctx context.Context, queue, taskID string) (bool, error
 	done, err := s.Finisher.Finish(ctx, queue, env, f)
 	return done.Recorded, err
 }
+
+// redrive runs the final steps of the Finishes that began more than
+// RedriveAfter ago and have not cleared their FinishingKey entry. Each
+// entry is claimed first (its score moved to now, if no other sweep did so
+// meanwhile), so that of several sweeping workers one re-drives it, and a
+// failing re-drive is tried again RedriveAfter later. It returns how many
+// exports it re-drove.
+func (s *Sweeper) redrive(ctx context.Context) (int, error) {
+	after := s.RedriveAfter
+	if after <= 0 {
+		after = RedriveAfter
+	}
+	rdb := s.Finisher.RDB
+	cutoff := time.Now().Add(-after).UnixMilli()
+	ids, err := rdb.ZRangeByScore(ctx, FinishingKey, &redis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(cutoff, 10), Count: sweepBatch}).Result()
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	redriven := 0
+	var errs []error
+	for _, id := range ids {
+		claimed, err := claimScript.Run(ctx, rdb, []string{FinishingKey}, id, cutoff, time.Now().UnixMilli()).Int()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if claimed == 0 {
+			continue // another sweep has it, or it completed meanwhile
+		}
+		ran, err := s.Finisher.redrive(ctx, id)
+		if ran {
+			redriven++
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", id, err))
+		}
+	}
+	if redriven > 0 {
+		s.logger().Info("re-drove the final steps of exports", "count", redriven)
+	}
+	return redriven, errors.Join(errs...)
+}
+
+// claimScript moves a FinishingKey entry to now if it is still older than
+// the cutoff.
+//
+//	KEYS[1] FinishingKey   ARGV[1] task id   ARGV[2] cutoff (ms)   ARGV[3] now (ms)
+var claimScript = redis.NewScript(`
+local score = redis.call("ZSCORE", KEYS[1], ARGV[1])
+if not score or tonumber(score) > tonumber(ARGV[2]) then return 0 end
+redis.call("ZADD", KEYS[1], ARGV[3], ARGV[1])
+return 1
+`)

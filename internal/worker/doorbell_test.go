@@ -17,6 +17,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/doorbell"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
@@ -356,4 +357,81 @@ func TestWorker_ScheduledTasksAreFoundByThePoll(t *testing.T) {
 	started := s.await(t, info.ID, 5*time.Second+3*interval+2*time.Second)
 	t.Logf("scheduled task due at +1s started at +%v; wake-ups by timer %v", started.Sub(due.Add(-time.Second)),
 		sample(t, w, "pdfexport_queue_wakeups_total", "timer"))
+}
+
+// TestWorker_ABurstOfEnqueuesCostsIdleWorkersAFewPolls: 100 export tasks
+// enqueued in a burst, one every 5 ms, each followed by its ring as every
+// enqueuer does (asynq's client and doorbell.Ring: exportclient's steps
+// without its validation, so that the pace holds whatever the machine's
+// load).
+// Every ring used to wake each of four idle workers (slots to spare,
+// polling only every 10 s), of which one got the task and the others
+// polled for nothing: about one idle poll per ring each. Coalesced, each
+// polls at most once per doorbell.DefaultCoalesce window of the burst.
+func TestWorker_ABurstOfEnqueuesCostsIdleWorkersAFewPolls(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	var workers []*Worker
+	var all []*starts
+	for range 4 {
+		cfg := testConfig(t, redis.URL())
+		cfg.TaskCheckInterval, cfg.WorkerConcurrency = 10*time.Second, 64
+		s := &starts{at: map[string]time.Time{}}
+		w := startWorker(t, cfg, Options{Renderer: stubRenderer{pdf: stubPDF}, Middleware: []asynq.MiddlewareFunc{s.middleware}})
+		workers, all = append(workers, w), append(all, s)
+	}
+	rdb := redis.Client()
+	client := asynq.NewClientFromRedisClient(rdb)
+	ctx := context.Background()
+	time.Sleep(500 * time.Millisecond) // every worker idle, its subscription's wake-up spent
+	polls := func() []float64 {
+		var out []float64
+		for _, w := range workers {
+			out = append(out, sample(t, w, "pdfexport_queue_idle_polls_total", ""))
+		}
+		return out
+	}
+	before := polls()
+	const burst = 100
+	var ids []string
+	tick := time.NewTicker(5 * time.Millisecond) // a ring every 5 ms: 5 per window
+	defer tick.Stop()
+	start := time.Now()
+	for i := range burst {
+		<-tick.C
+		payload := fmt.Sprintf(`{"v":1,"manual_id":"burst","version":"%d","source":{"html":"<p>x"}}`, i)
+		info, err := client.EnqueueContext(ctx, asynq.NewTask(spec.TaskType, []byte(payload)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := doorbell.Ring(ctx, rdb, info.Queue); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, info.ID)
+	}
+	took := time.Since(start)
+	for _, id := range ids {
+		testsupport.Eventually(t, 20*time.Second, func() error {
+			for _, s := range all {
+				s.mu.Lock()
+				_, ok := s.at[id]
+				s.mu.Unlock()
+				if ok {
+					return nil
+				}
+			}
+			return fmt.Errorf("task %s not started", id)
+		})
+	}
+	time.Sleep(300 * time.Millisecond) // the workers idle again
+	after := polls()
+	// A poll per wait; waits end by a ring at most once per window (the
+	// timer is 10 s): the burst's windows, the one after its last ring,
+	// and the wait in progress at the end.
+	limit := float64(took/doorbell.DefaultCoalesce) + 3
+	t.Logf("%d enqueues in %v; idle polls per worker before %v, after %v (limit %v each)", burst, took.Round(time.Millisecond), before, after, limit)
+	for i := range workers {
+		if n := after[i] - before[i]; n > limit {
+			t.Errorf("worker %d polled %v times idle during a burst of %d rings in %v; want ≤ %v", i, n, burst, took.Round(time.Millisecond), limit)
+		}
+	}
 }
