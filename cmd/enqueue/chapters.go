@@ -3,8 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
+	"os"
 	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -52,4 +58,52 @@ func parseChapters(b []byte) ([]exportclient.Chapter, error) {
 		return nil, fmt.Errorf("lists no chapter (one \"URL [rev=REVISION] [title]\" a line)")
 	}
 	return chapters, nil
+}
+
+// watchChapters shows a manual's progress while the caller waits for it:
+// a bar of stored chapters on a terminal, a line whenever the count moved
+// (at most every 5 s) otherwise. It reads the status every second and
+// stops when ctx ends or the returned stop is called.
+func watchChapters(ctx context.Context, e env, client *exportclient.Client, taskID string, total int) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var bar *progressbar.ProgressBar
+	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(e.stderr), progressbar.OptionSetDescription("chapters"),
+			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
+	}
+	go func() {
+		defer close(done)
+		last, lastLine := -1, time.Time{}
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			st, err := client.Status(ctx, taskID)
+			if err != nil || st.Progress == nil {
+				continue
+			}
+			p := st.Progress
+			if bar != nil {
+				bar.ChangeMax(p.ChaptersTotal)
+				_ = bar.Set(p.ChaptersDone)
+				continue
+			}
+			if p.ChaptersDone != last && time.Since(lastLine) >= 5*time.Second {
+				fmt.Fprintf(e.stderr, "chapters: %d of %d stored\n", p.ChaptersDone, p.ChaptersTotal)
+				last, lastLine = p.ChaptersDone, time.Now()
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		if bar != nil {
+			_ = bar.Finish()
+		}
+	}
 }

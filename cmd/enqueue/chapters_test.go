@@ -1,10 +1,17 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
 func TestParseChapters(t *testing.T) {
@@ -44,5 +51,57 @@ func TestParseChapters(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExport_ChaptersFileQueuesAManual: --chapters and --toc queue the
+// manual the file lists, in order, with titles and revisions; a bad file
+// is exit 2 naming the line.
+func TestExport_ChaptersFileQueuesAManual(t *testing.T) {
+	srv := testsupport.StartRedis(t)
+	environ := []string{"REDIS_URL=" + srv.URL(), "ALLOWED_HOSTS=docs.example.com"}
+	dir := t.TempDir()
+	list := filepath.Join(dir, "chapters.txt")
+	if err := os.WriteFile(list, []byte("# the tutorial\nhttps://docs.example.com/py/appetite.html rev=4f2a Whetting Your Appetite\nhttps://docs.example.com/py/interpreter.html\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, environ, "export", "--manual", "py-tutorial", "--version", "3.13", "--chapters", list, "--toc", "--outline", "--json")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var out struct {
+		TaskID string `json:"task_id"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = insp.Close() })
+	info, err := insp.GetTaskInfo("default", out.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := spec.DecodeEnvelope(info.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []spec.Chapter{
+		{URL: "https://docs.example.com/py/appetite.html", Title: "Whetting Your Appetite", Revision: "4f2a"},
+		{URL: "https://docs.example.com/py/interpreter.html"},
+	}
+	if len(env.Source.Chapters) != 2 || env.Source.Chapters[0] != want[0] || env.Source.Chapters[1] != want[1] || !env.Options.TOC {
+		t.Fatalf("queued %+v (toc %v), want %+v with toc", env.Source.Chapters, env.Options.TOC, want)
+	}
+
+	if err := os.WriteFile(list, []byte("https://elsewhere.example/a.html\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := runCLI(t, environ, "export", "--manual", "m", "--version", "1", "--chapters", list)
+	if bad.code != exitInvalid || !strings.Contains(bad.stderr, "source.chapters[0].url") {
+		t.Fatalf("a chapter off ALLOWED_HOSTS: exit %d, %s", bad.code, bad.stderr)
+	}
+	both := runCLI(t, environ, "export", "--manual", "m", "--version", "1", "--chapters", list, "--url", "https://docs.example.com/x")
+	if both.code != exitInvalid || !strings.Contains(both.stderr, "--chapters") {
+		t.Fatalf("--chapters with --url: exit %d, %s", both.code, both.stderr)
 	}
 }

@@ -147,7 +147,12 @@ func runExport(ctx context.Context, e env, args []string) int {
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait.d)
 	defer cancel()
+	stopWatch := func() {}
+	if len(req.Chapters) > 0 && !jsonOut {
+		stopWatch = watchChapters(wctx, e, client, enqueued.TaskID, len(req.Chapters))
+	}
 	st, err := client.Wait(wctx, enqueued.TaskID, time.Second) // wakes on the worker's announcement; polls every second besides
+	stopWatch()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "enqueue export: task %s: %v\n", enqueued.TaskID, err)
 		if errors.Is(err, exportclient.ErrUnavailable) {
