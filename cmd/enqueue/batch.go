@@ -53,7 +53,7 @@ func runBatch(ctx context.Context, e env, args []string) int {
 		opts        exportclient.Options
 		progress    string
 	)
-	fs.StringVar(&file, "file", "", "CSV with columns manual_id,version,url (header optional); - reads stdin")
+	fs.StringVar(&file, "file", "", "CSV with columns manual_id,version,url (header optional); a url of chapters:PATH exports the whole manual PATH lists (as export --chapters); - reads stdin")
 	fs.Float64Var(&ratePerSec, "rate", 0, "enqueue at most N tasks per second (0: no limit); also accepts N/s")
 	fs.BoolVar(&force, "force", false, "re-render artifacts that are already stored")
 	fs.Var(&wait, "wait", "wait until every task finished (--wait=DUR bounds the wait)")
@@ -213,6 +213,14 @@ func readBatch(in io.Reader, opts exportclient.Options, force bool) (rows []batc
 		}
 		req := exportclient.Request{ManualID: strings.TrimSpace(rec[0]), Version: strings.TrimSpace(rec[1]),
 			URL: strings.TrimSpace(rec[2]), Options: opts, Force: force}
+		if path, ok := strings.CutPrefix(req.URL, "chapters:"); ok {
+			chapters, err := readChaptersFile(path)
+			if err != nil {
+				bad = append(bad, fmt.Sprintf("line %d: chapters file %s: %v", line, path, err))
+				continue
+			}
+			req.URL, req.Chapters = "", chapters
+		}
 		rows = append(rows, batchRow{line: line, req: req})
 	}
 }

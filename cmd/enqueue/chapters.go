@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -19,6 +20,23 @@ import (
 // chaptersFileLimit bounds a --chapters file: a thousand long URLs with
 // titles fit many times over.
 const chaptersFileLimit = 4 << 20
+
+// readChaptersFile reads and parses a chapters file at path.
+func readChaptersFile(path string) ([]exportclient.Chapter, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, chaptersFileLimit+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > chaptersFileLimit {
+		return nil, fmt.Errorf("larger than %d bytes", chaptersFileLimit)
+	}
+	return parseChapters(b)
+}
 
 // parseChapters reads a --chapters file: one chapter a line, in order,
 //

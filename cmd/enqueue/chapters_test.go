@@ -105,3 +105,25 @@ func TestExport_ChaptersFileQueuesAManual(t *testing.T) {
 		t.Fatalf("--chapters with --url: exit %d, %s", both.code, both.stderr)
 	}
 }
+
+// TestReadBatch_ChaptersRows: a batch row whose url is chapters:PATH
+// exports the manual PATH lists; a missing file is a bad row naming its
+// line, and the other rows go on.
+func TestReadBatch_ChaptersRows(t *testing.T) {
+	dir := t.TempDir()
+	list := filepath.Join(dir, "tutorial.txt")
+	if err := os.WriteFile(list, []byte("https://docs.example.com/a.html rev=1 A\nhttps://docs.example.com/b.html\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	csv := "manual_id,version,url\nops,1,https://docs.example.com/ops.html\npy,3.13,chapters:" + list + "\ngone,1,chapters:" + filepath.Join(dir, "missing.txt") + "\n"
+	rows, total, bad := readBatch(strings.NewReader(csv), exportclient.Options{}, false)
+	if total != 3 || len(rows) != 2 || len(bad) != 1 || !strings.Contains(bad[0], "line 4: chapters file") {
+		t.Fatalf("rows %+v, total %d, bad %v", rows, total, bad)
+	}
+	if rows[0].req.URL == "" || rows[0].req.Chapters != nil {
+		t.Errorf("a url row became %+v", rows[0].req)
+	}
+	if r := rows[1].req; r.URL != "" || len(r.Chapters) != 2 || r.Chapters[0].Title != "A" || r.Chapters[0].Revision != "1" {
+		t.Errorf("the chapters row became %+v", r)
+	}
+}
