@@ -62,6 +62,7 @@ func (h *Handler) exportManual(ctx context.Context, log *slog.Logger, p job, key
 		res.Chapters = &spec.ChapterCounts{Total: total, Reused: total}
 		return res, err
 	}
+	log.InfoContext(ctx, "manual: storing its chapters", "chapters", total)
 	plan, err := h.chapters(ctx, log, p)
 	if err != nil {
 		return spec.Result{}, err
