@@ -59,7 +59,14 @@ func TestPostProcess_RefusesToLoseWhatWasPrinted(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".out")
-			err := postProcess(context.Background(), tc.in, out, d, spec.Passwords{}, tc.k)
+			o, err := os.OpenFile(out, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = postProcess(context.Background(), tc.in, o, d, spec.Passwords{}, tc.k)
+			if cerr := o.Close(); cerr != nil {
+				t.Fatal(cerr)
+			}
 			if tc.lost == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -79,8 +86,8 @@ func TestPostProcess_RefusesToLoseWhatWasPrinted(t *testing.T) {
 			if !errors.Is(err, ErrPostProcess) || !strings.Contains(err.Error(), "would lose "+tc.lost) {
 				t.Fatalf("err = %v, want ErrPostProcess naming %s", err, tc.lost)
 			}
-			if _, err := os.Stat(out); !os.IsNotExist(err) {
-				t.Fatalf("an output was written: %v", err)
+			if fi, err := os.Stat(out); err != nil || fi.Size() != 0 {
+				t.Fatalf("an output was written: %d bytes, %v", fi.Size(), err)
 			}
 		})
 	}
@@ -89,49 +96,32 @@ func TestPostProcess_RefusesToLoseWhatWasPrinted(t *testing.T) {
 // TestSpool_Limit: a PDF over the post-processing limit is refused before
 // it is processed, and its spool file removed.
 func TestSpool_Limit(t *testing.T) {
-	path, _, err := spoolLimited(bytes.NewReader(make([]byte, 1001)), 1000)
+	ws := openWorkspace(t, t.TempDir())
+	path, _, err := spoolLimited(ws, bytes.NewReader(make([]byte, 1001)), 1000)
 	if !errors.Is(err, errTooLargeToPostProcess) || path != "" {
 		t.Fatalf("spool over the limit = %q, %v", path, err)
 	}
-	path, n, err := spoolLimited(bytes.NewReader(make([]byte, 1000)), 1000)
-	if err != nil || n != 1000 {
-		t.Fatalf("spool at the limit = %d, %v", n, err)
+	path, n, err := spoolLimited(ws, bytes.NewReader(make([]byte, 1000)), 1000)
+	if err != nil || n != 1000 || filepath.Dir(path) != ws.Dir() {
+		t.Fatalf("spool at the limit = %q, %d, %v; want a file in %s", path, n, err, ws.Dir())
 	}
 	_ = os.Remove(path)
-}
-
-// TestSweepStaleSpools: files a killed worker left are removed once stale;
-// fresh ones (another worker's render in flight) and others stay.
-func TestSweepStaleSpools(t *testing.T) {
-	dir := t.TempDir()
-	old := time.Now().Add(-48 * time.Hour)
-	for name, stale := range map[string]bool{"pdfexport-post-1.pdf": true, "pdfexport-post-1.pdf.out": true, "pdfexport-post-2.pdf": false, "other.pdf": true} {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if stale {
-			_ = os.Chtimes(p, old, old)
-		}
-	}
-	if n := sweepStaleSpools(dir, staleSpoolAge); n != 2 {
-		t.Fatalf("removed %d, want the 2 stale post-processing files", n)
-	}
-	for _, keep := range []string{"pdfexport-post-2.pdf", "other.pdf"} {
-		if _, err := os.Stat(filepath.Join(dir, keep)); err != nil {
-			t.Errorf("%s: %v", keep, err)
-		}
+	if left, _ := os.ReadDir(ws.Dir()); len(left) != 0 {
+		t.Fatalf("spool files left: %v", left)
 	}
 }
 
-// TestSpool_TempDirFailureIsAPathError: a TMPDIR that cannot take the
-// spool fails with a *fs.PathError, which the handler retries (the
-// document is not at fault).
+// TestSpool_TempDirFailureIsAPathError: a private directory that cannot
+// take the spool (gone, or a full TMPDIR) fails with a *fs.PathError,
+// which the handler retries (the document is not at fault).
 func TestSpool_TempDirFailureIsAPathError(t *testing.T) {
-	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
-	_, _, err := spool(bytes.NewReader([]byte("%PDF-")))
+	ws := openWorkspace(t, t.TempDir())
+	if err := os.RemoveAll(ws.Dir()); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := spool(ws, bytes.NewReader([]byte("%PDF-")))
 	var pe *fs.PathError
 	if !errors.As(err, &pe) {
-		t.Fatalf("spool into a missing TMPDIR = %v, want a *fs.PathError", err)
+		t.Fatalf("spool into a removed private directory = %v, want a *fs.PathError", err)
 	}
 }

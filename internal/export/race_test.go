@@ -56,6 +56,7 @@ func TestFinish_ACancelLandingAfterTheResultFinishesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = h.Close() })
 	client, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: srv.Addr()}, MaxRetry: 3,
 		CallbackAllowedHosts: "hooks.example.com", Queues: []string{"default", "later"}})
 	if err != nil {

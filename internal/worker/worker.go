@@ -87,6 +87,10 @@ type Options struct {
 	// FinishSweepInterval is how often the worker finishes exports asynq
 	// archived without a final state. 0: 5s.
 	FinishSweepInterval time.Duration
+	// PostProcessing, when set, is called with +1 when an export's
+	// post-processing (document options) takes the worker's one slot and
+	// with -1 when it gives it back (instrumentation).
+	PostProcessing func(delta int)
 }
 
 // Worker is one worker process's components. Create it with New, then Run,
@@ -281,8 +285,21 @@ func (w *Worker) Start(ctx context.Context) error {
 	outcomes := asynq.NewClientFromRedisClient(queueRDB) // closed with queueRDB
 	finisher := &outcome.Finisher{RDB: queueRDB, Client: outcomes, CallbackMaxRetry: cfg.CallbackMaxRetry,
 		Retention: cfg.ResultRetention}
+	// Both lanes' handlers share one workspace: one private temporary
+	// directory and one post-processing slot per worker process. It is
+	// closed after the queue servers and the tasks stopped (undo runs in
+	// reverse).
+	workspace, err := export.OpenWorkspace(export.WorkspaceConfig{Logger: log, OnPostProcess: w.opts.PostProcessing})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	w.undo = append(w.undo, func() {
+		if err := workspace.Close(); err != nil {
+			log.Warn("removing the private temporary directory", "dir", workspace.Dir(), "err", err)
+		}
+	})
 	newHandler := func(renderer export.Renderer) (*export.Handler, error) {
-		return export.NewHandler(export.Config{Store: store, Renderer: renderer, Gate: gate,
+		return export.NewHandler(export.Config{Store: store, Renderer: renderer, Gate: gate, Workspace: workspace,
 			Hosts:     spec.Hosts{Sources: cfg.Allowed, Callbacks: cfg.CallbackAllowed},
 			Namespace: cfg.StorageURL, Logger: log, Observer: w.metrics, Hostname: w.opts.Hostname,
 			Sources:       htmlstore.Store{RDB: queueRDB},  // documents sent by reference live beside the tasks
@@ -342,7 +359,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	if len(batch) > 0 {
 		// The batch lane: its own handler slots, and its own Chromium at a
 		// lower CPU priority, so a catalogue re-render takes neither the
-		// handler slots, the tabs nor the CPU of interactive exports.
+		// handler slots, the tabs nor the CPU of interactive exports. The
+		// post-processing slot is the worker's, shared (memory is too).
 		batchRenderer, err := w.batchRenderer(renderer)
 		if err != nil {
 			return err
