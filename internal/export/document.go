@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -111,6 +112,54 @@ var permissionBits = map[string]model.PermissionFlags{
 	"assemble":              model.PermissionAssembleRev3,
 }
 
+// nStandIn is what pdfcpu gets for the n of each `\n` in a watermark's
+// text. pdfcpu turns those two characters into a line break, with no
+// escape for them, and the text is one line of printable Latin-1 as typed
+// ("C:\new"). So the n is sent as code 0x86, which a validated text never
+// holds (a C1 control): WinAnsi's dagger, exactly as wide as n in
+// Helvetica (556/1000 em), so the watermark is laid out as the text, and
+// restoreStandIns turns it back into n in the watermark's content stream.
+const nStandIn = '\u0086'
+
+// watermarkText is the text pdfcpu gets for the watermark text t, and
+// whether it holds stand-ins for restoreStandIns. pdfcpu formats %p, %P,
+// %t and %v in watermark text; %% is a %.
+func watermarkText(t string) (string, bool) {
+	t = strings.ReplaceAll(t, "%", "%%")
+	if !strings.Contains(t, `\n`) {
+		return t, false
+	}
+	return strings.ReplaceAll(t, `\n`, `\`+string(nStandIn)), true
+}
+
+// restoreStandIns puts the n of every `\n` back into the watermark's form
+// XObjects: the stream objects AddWatermarks added to pctx (those not in
+// before).
+func restoreStandIns(pctx *model.Context, before map[int]bool) error {
+	for n, e := range pctx.Table {
+		if before[n] || e == nil {
+			continue
+		}
+		sd, ok := e.Object.(types.StreamDict)
+		if !ok || sd.Subtype() == nil || *sd.Subtype() != "Form" {
+			continue
+		}
+		if err := sd.Decode(); err != nil {
+			return fmt.Errorf("object %d: %w", n, err)
+		}
+		b := []byte{byte(nStandIn)}
+		if !bytes.Contains(sd.Content, b) {
+			continue
+		}
+		sd.Content = bytes.ReplaceAll(sd.Content, b, []byte("n"))
+		if err := sd.Encode(); err != nil {
+			return fmt.Errorf("object %d: %w", n, err)
+		}
+		e.Object = sd
+	}
+	return nil
+}
+
 // keep is what post-processing must not lose.
 type keep struct {
 	pages   int
@@ -144,15 +193,23 @@ func apply(ctx context.Context, in string, out io.Writer, d *spec.DocumentSettin
 		return fmt.Errorf("%w: reading the printed PDF: %w", ErrPostProcess, err)
 	}
 	if w := d.Watermark; w != nil {
-		// pdfcpu formats %p, %P, %t and %v in watermark text; %% is a %.
-		text := strings.ReplaceAll(w.Text, "%", "%%")
+		text, standIns := watermarkText(w.Text)
 		desc := fmt.Sprintf("font:Helvetica, points:%g, scale:1 abs, rot:%g, opacity:%g, fillcolor:#808080", w.FontSizePt, w.Angle, w.Opacity)
 		wm, err := pdfcpu.ParseTextWatermarkDetails(text, desc, true, types.POINTS)
 		if err != nil {
 			return fmt.Errorf("%w: options.watermark: %w", ErrPostProcess, err)
 		}
+		before := make(map[int]bool, len(pctx.Table))
+		for n := range pctx.Table {
+			before[n] = true
+		}
 		if err := pdfcpu.AddWatermarks(pctx, nil, wm); err != nil {
 			return fmt.Errorf("%w: adding the watermark: %w", ErrPostProcess, err)
+		}
+		if standIns {
+			if err := restoreStandIns(pctx, before); err != nil {
+				return fmt.Errorf("%w: writing the watermark: %w", ErrPostProcess, err)
+			}
 		}
 	}
 	if err := ctx.Err(); err != nil {

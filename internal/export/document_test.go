@@ -7,10 +7,14 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pdfcpu/pdfcpu/pkg/font"
 
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -123,5 +127,65 @@ func TestSpool_TempDirFailureIsAPathError(t *testing.T) {
 	var pe *fs.PathError
 	if !errors.As(err, &pe) {
 		t.Fatalf("spool into a removed private directory = %v, want a *fs.PathError", err)
+	}
+}
+
+// TestPostProcess_WatermarkBackslashesAsTyped: a watermark text holding
+// `\n` (a Windows path, a regular expression) is drawn as typed, on one
+// line: pdfcpu would break the line there. The stand-in that avoids it is
+// as wide as an n, so the watermark is centred as the text. Checked with
+// pdftotext on a real Chromium print.
+func TestPostProcess_WatermarkBackslashesAsTyped(t *testing.T) {
+	for _, bin := range []string{"pdftotext", "qpdf"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s is missing (make setup installs poppler-utils and qpdf)", bin)
+		}
+	}
+	n, nerr := font.TextWidth("n", "Helvetica", 1000)
+	d, derr := font.TextWidth(string([]byte{byte(nStandIn)}), "Helvetica", 1000)
+	if nerr != nil || derr != nil || n != d {
+		t.Fatalf("in Helvetica n is %v wide and the stand-in %v (%v, %v)", n, d, nerr, derr)
+	}
+	r, err := render.New(render.Config{ChromiumPath: testsupport.ChromiumPath(t), Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.pdf")
+	st, err := r.Render(context.Background(), render.Source{HTML: "<p>page</p>"}, spec.Options{}.Settings(), func(_ context.Context, pdf io.Reader) error {
+		b, err := io.ReadAll(pdf)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(in, b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{`C:\new\notes`, `a\\nb 100%`, `\n`, `plain`} {
+		t.Run(text, func(t *testing.T) {
+			angle := 0.0
+			d := (spec.Options{Watermark: &spec.Watermark{Text: text, Angle: &angle}}).Settings().Document
+			var out bytes.Buffer
+			if err := postProcess(context.Background(), in, &out, d, spec.Passwords{}, keep{pages: st.Pages}); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "out.pdf")
+			if err := os.WriteFile(path, out.Bytes(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := exec.Command("pdftotext", "-raw", path, "-").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(got)), "\n")
+			if !slices.Contains(lines, text) {
+				t.Fatalf("pdftotext lines %q; want the watermark %q on one line", lines, text)
+			}
+			if out, err := exec.Command("qpdf", "--check", path).CombinedOutput(); err != nil {
+				t.Fatalf("qpdf --check: %v\n%s", err, out)
+			}
+		})
 	}
 }
