@@ -176,6 +176,9 @@ func TestBinaries_SharedTMPDIRPlantsReachNothing(t *testing.T) {
 					t.Errorf("the worker's private directory %s: %v, %v; want mode 0700", d, fi.Mode(), err)
 				}
 			}
+			if others := tmpEntries(t, tmp); len(others) != len(private) {
+				t.Errorf("TMPDIR holds %v besides the planted files; want only the worker's private directory (Chromium's included)", others)
+			}
 			w.stop(t)
 			if left := privateDirs(t, tmp); len(left) != 0 {
 				t.Errorf("private directories left after a clean stop: %v", left)
@@ -244,10 +247,29 @@ func TestBinaries_AKilledWorkersPrivateDirectoryIsSwept(t *testing.T) {
 		}
 		return fmt.Errorf("private directories of %v; want exactly those of the running worker and the new one, %v (killed: %d)", got, want, killed.PID())
 	})
+	if others := tmpEntries(t, tmp); len(others) != 2 {
+		t.Errorf("TMPDIR holds %v; want only the two private directories (the killed Chromium's files went with its worker's)", others)
+	}
 	for _, w := range []*workerProc{running, next} {
 		w.stop(t)
 	}
 	if left := privateDirs(t, tmp); len(left) != 0 {
 		t.Errorf("private directories left after clean stops: %v", left)
 	}
+}
+
+// tmpEntries are the names in tmp, but for planted "*.out" files.
+func tmpEntries(t *testing.T, tmp string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".out") {
+			names = append(names, e.Name())
+		}
+	}
+	return names
 }

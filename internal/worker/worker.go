@@ -207,11 +207,25 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.sweepTemp(files)
 	}
 
+	// Both lanes' handlers and Chromiums share one workspace: one private
+	// temporary directory and one post-processing slot per worker process.
+	// It is closed after the queue servers, the tasks and the browsers
+	// stopped (undo runs in reverse).
+	workspace, err := export.OpenWorkspace(export.WorkspaceConfig{Logger: log, OnPostProcess: w.opts.PostProcessing})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	w.undo = append(w.undo, func() {
+		if err := workspace.Close(); err != nil {
+			log.Warn("removing the private temporary directory", "dir", workspace.Dir(), "err", err)
+		}
+	})
+
 	renderer := w.opts.Renderer
 	if renderer == nil {
 		rcfg := render.Config{ChromiumPath: cfg.ChromiumPath, Concurrency: cfg.RenderConcurrency,
 			Timeout: cfg.RenderTimeout, MaxRendersPerBrowser: cfg.RenderMaxPerBrowser, MaxPages: cfg.RenderMaxPages,
-			MaxBytes: cfg.RenderMaxBytes, AllowedHosts: cfg.Allowed, Logger: log, Observer: w.metrics}
+			MaxBytes: cfg.RenderMaxBytes, AllowedHosts: cfg.Allowed, Logger: log, Observer: w.metrics, TempDir: workspace.Dir()}
 		if cfg.SourceAuthFile != "" {
 			auth, err := w.watchSourceAuth(cfg.SourceAuthFile)
 			if err != nil {
@@ -285,19 +299,6 @@ func (w *Worker) Start(ctx context.Context) error {
 	outcomes := asynq.NewClientFromRedisClient(queueRDB) // closed with queueRDB
 	finisher := &outcome.Finisher{RDB: queueRDB, Client: outcomes, CallbackMaxRetry: cfg.CallbackMaxRetry,
 		Retention: cfg.ResultRetention}
-	// Both lanes' handlers share one workspace: one private temporary
-	// directory and one post-processing slot per worker process. It is
-	// closed after the queue servers and the tasks stopped (undo runs in
-	// reverse).
-	workspace, err := export.OpenWorkspace(export.WorkspaceConfig{Logger: log, OnPostProcess: w.opts.PostProcessing})
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	w.undo = append(w.undo, func() {
-		if err := workspace.Close(); err != nil {
-			log.Warn("removing the private temporary directory", "dir", workspace.Dir(), "err", err)
-		}
-	})
 	newHandler := func(renderer export.Renderer) (*export.Handler, error) {
 		return export.NewHandler(export.Config{Store: store, Renderer: renderer, Gate: gate, Workspace: workspace,
 			Hosts:     spec.Hosts{Sources: cfg.Allowed, Callbacks: cfg.CallbackAllowed},
