@@ -115,18 +115,66 @@ func TestSpool_Limit(t *testing.T) {
 	}
 }
 
-// TestSpool_TempDirFailureIsAPathError: a private directory that cannot
-// take the spool (gone, or a full TMPDIR) fails with a *fs.PathError,
-// which the handler retries (the document is not at fault).
-func TestSpool_TempDirFailureIsAPathError(t *testing.T) {
-	ws := openWorkspace(t, t.TempDir())
-	if err := os.RemoveAll(ws.Dir()); err != nil {
-		t.Fatal(err)
-	}
-	_, _, err := spool(ws, bytes.NewReader([]byte("%PDF-")))
-	var pe *fs.PathError
-	if !errors.As(err, &pe) {
-		t.Fatalf("spool into a removed private directory = %v, want a *fs.PathError", err)
+// TestSpool_PrivateDirectoryRemovedUnderneath: a private directory that a
+// TMPDIR cleaner removed is made again (0700, locked) for the next spool;
+// one that cannot be made again (TMPDIR gone too) fails with a
+// *fs.PathError, which the handler retries (the document is not at fault),
+// and one someone else made first is refused, never written into.
+func TestSpool_PrivateDirectoryRemovedUnderneath(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after func(t *testing.T, ws *Workspace, parent string) // after the directory was removed
+		ok    bool
+	}{
+		{"made again", func(*testing.T, *Workspace, string) {}, true},
+		{"TMPDIR gone too", func(t *testing.T, _ *Workspace, parent string) {
+			if err := os.RemoveAll(parent); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"made first by someone else", func(t *testing.T, ws *Workspace, _ string) {
+			if err := os.Mkdir(ws.Dir(), 0o777); err != nil { // another user's would not be this uid's either
+				t.Fatal(err)
+			}
+			if err := os.Chmod(ws.Dir(), 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parent := filepath.Join(t.TempDir(), "tmp")
+			if err := os.Mkdir(parent, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			ws := openWorkspace(t, parent)
+			if err := os.RemoveAll(ws.Dir()); err != nil {
+				t.Fatal(err)
+			}
+			tc.after(t, ws, parent)
+			path, _, err := spool(ws, bytes.NewReader([]byte("%PDF-")))
+			if !tc.ok {
+				var pe *fs.PathError
+				if err == nil || (!errors.As(err, &pe) && !errors.Is(err, errForeignDir)) {
+					t.Fatalf("spool = %q, %v; want a *fs.PathError or a refusal", path, err)
+				}
+				if left, _ := os.ReadDir(ws.Dir()); len(left) != 0 {
+					t.Fatalf("written into a directory not the worker's: %v", left)
+				}
+				return
+			}
+			if err != nil || filepath.Dir(path) != ws.Dir() {
+				t.Fatalf("spool = %q, %v; want a file in %s", path, err, ws.Dir())
+			}
+			if fi, err := os.Lstat(ws.Dir()); err != nil || fi.Mode().Perm() != 0o700 {
+				t.Fatalf("the directory made again: %v, %v", fi.Mode(), err)
+			}
+			// Locked again: another worker's sweep leaves it.
+			other := openWorkspace(t, parent)
+			<-other.swept
+			if _, err := os.Stat(path); err != nil {
+				t.Fatalf("another worker's sweep removed the directory made again: %v", err)
+			}
+		})
 	}
 }
 

@@ -54,7 +54,8 @@ const sweepBatch = 512
 // and Close it when the handlers are done.
 type Workspace struct {
 	dir    string
-	lock   *os.File // the directory itself, flock(2)ed while open
+	mu     sync.Mutex // guards lock
+	lock   *os.File   // the directory itself, flock(2)ed while open
 	slots  chan struct{}
 	onPost func(delta int)
 
@@ -92,13 +93,14 @@ func OpenWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("private temporary directory in %s (TMPDIR): %w", cfg.Parent, err)
 	}
+	hook := sweepHook
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Workspace{dir: dir, lock: lock, slots: make(chan struct{}, 1), onPost: cfg.OnPostProcess,
 		stopSweep: cancel, swept: make(chan struct{})}
 	go func() {
 		defer close(w.swept)
-		if sweepHook != nil {
-			sweepHook(ctx)
+		if hook != nil {
+			hook(ctx)
 		}
 		dirs, files, err := sweep(ctx, cfg.Parent, dir)
 		switch {
@@ -219,10 +221,53 @@ func removeUnlocked(path string, fi os.FileInfo) bool {
 func (w *Workspace) Dir() string { return w.dir }
 
 // createTemp creates a new file of its own in the private directory
-// (O_EXCL, 0600, a random name).
+// (O_EXCL, 0600, a random name), once it made sure the directory is still
+// the one it locked.
 func (w *Workspace) createTemp(pattern string) (*os.File, error) {
+	if err := w.ensureDir(); err != nil {
+		return nil, err
+	}
 	return os.CreateTemp(w.dir, pattern)
 }
+
+// ensureDir checks that the private directory is the one the workspace
+// locked, and makes it again if something removed it (a TMPDIR cleaner
+// that ignores the lock): every later export would fail until a restart
+// otherwise. The name is known by then, so another user may have made it
+// first: a directory found in its place is used only if it is this user's
+// own, 0700, no symlink, and not locked by anyone else.
+func (w *Workspace) ensureDir() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fi, err := os.Lstat(w.dir)
+	if held, herr := w.lock.Stat(); err == nil && herr == nil && os.SameFile(held, fi) {
+		return nil
+	}
+	if err := os.Mkdir(w.dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("making the private directory again: %w", err)
+	}
+	if fi, err = os.Lstat(w.dir); err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || !fi.IsDir() || fi.Mode().Perm() != 0o700 || int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%w: %s was removed and made again by someone else (%v), not used", errForeignDir, w.dir, fi.Mode())
+	}
+	f, err := openDir(w.dir)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("locking %s: %w", w.dir, err)
+	}
+	_ = w.lock.Close()
+	w.lock = f
+	return nil
+}
+
+// errForeignDir: the private directory was replaced by one that is not
+// the worker's own.
+var errForeignDir = errors.New("temporary directory refused")
 
 // acquire takes the post-processing slot, or returns ctx's cause.
 func (w *Workspace) acquire(ctx context.Context) error {
@@ -251,8 +296,9 @@ func (w *Workspace) Close() error {
 	w.closeOnce.Do(func() {
 		w.stopSweep()
 		<-w.swept
-		w.closeErr = os.RemoveAll(w.dir)
-		w.closeErr = errors.Join(w.closeErr, w.lock.Close())
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.closeErr = errors.Join(os.RemoveAll(w.dir), w.lock.Close())
 	})
 	return w.closeErr
 }
