@@ -37,9 +37,10 @@ const workspacePrefix = "pdfexport-worker-"
 // versions wrote directly in TMPDIR; the sweep removes stale ones.
 const legacySpoolPrefix = "pdfexport-post-"
 
-// staleAge is how old a leftover without a lock (a legacy spool file, a
-// directory a worker made but never locked) must be before the sweep
-// removes it: far beyond any render's deadline.
+// staleAge is how old a legacy spool file must be before the sweep removes
+// it: far beyond any render's deadline, as a worker of an earlier release
+// may share TMPDIR and use it still. (A worker directory needs no age: its
+// lock tells whether its worker runs.)
 const staleAge = 24 * time.Hour
 
 // sweepBatch is how many TMPDIR entries the sweep reads at a time; it
@@ -152,9 +153,9 @@ func openDir(dir string) (*os.File, error) {
 	return os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
 }
 
-// sweep removes from parent the private directories of stopped workers
-// (unlocked), directories never locked and legacy spool files older than
-// staleAge; it keeps self. Only entries of this user are touched, never
+// sweep removes from parent the worker directories nobody holds locked
+// (their worker stopped, or lost a race to lock a new one and made another)
+// and legacy spool files older than staleAge; it keeps self. Only entries of this user are touched, never
 // through a symlink. It returns how many directories and files it removed.
 func sweep(ctx context.Context, parent, self string) (dirs, files int, err error) {
 	d, err := os.Open(parent)
