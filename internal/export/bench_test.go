@@ -96,6 +96,7 @@ func benchmarkProcessTask(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { _ = h.Close() })
 	payloads := make([][]byte, b.N)
 	for i := range payloads {
 		p := spec.Envelope{V: 1, ManualID: "ops-guide", Version: "1." + strconv.Itoa(i), Source: spec.EnvelopeSource{HTML: "<h1>Manual</h1>"},

@@ -103,6 +103,7 @@ func fastHandler(t *testing.T, store Store, r Renderer, g Gate) *Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = h.Close() })
 	return h
 }
 

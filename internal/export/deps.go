@@ -124,6 +124,10 @@ type Config struct {
 	// Progress counts a manual's stored chapters for status readers
 	// (outcome.Progress); nil: none.
 	Progress ProgressCounter
+	// Workspace holds the temporary files of document options and the one
+	// post-processing slot; every handler of a worker process shares one.
+	// nil: the handler opens its own, which Close removes.
+	Workspace *Workspace
 }
 
 // ChapterQueue queues chapter tasks (a manual's, on the manual's queue).
@@ -141,9 +145,9 @@ type ProgressCounter interface {
 type Handler struct {
 	cfg   Config
 	hooks hooks
-	// postSlots admits one post-processing of document options at a time
-	// (document.go): its heap is one document's, whatever the concurrency.
-	postSlots chan struct{}
+	// workspace is cfg.Workspace or, without one, ownWorkspace.
+	workspace    *Workspace
+	ownWorkspace *Workspace
 }
 
 // hooks are test seams; all nil in production.
@@ -167,10 +171,25 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if cfg.Hostname == "" {
 		cfg.Hostname, _ = os.Hostname()
 	}
-	if n := sweepStaleSpools(os.TempDir(), staleSpoolAge); n > 0 {
-		cfg.Logger.Info("removed post-processing files a stopped worker left behind", "files", n, "dir", os.TempDir())
+	h := &Handler{cfg: cfg, workspace: cfg.Workspace}
+	if h.workspace == nil {
+		ws, err := OpenWorkspace(WorkspaceConfig{Logger: cfg.Logger})
+		if err != nil {
+			return nil, err
+		}
+		h.workspace, h.ownWorkspace = ws, ws
 	}
-	return &Handler{cfg: cfg, postSlots: make(chan struct{}, 1)}, nil
+	return h, nil
+}
+
+// Close removes the workspace the handler opened itself (Config.Workspace
+// nil); a shared one is its opener's to close. Call it once the handler's
+// tasks returned.
+func (h *Handler) Close() error {
+	if h.ownWorkspace == nil {
+		return nil
+	}
+	return h.ownWorkspace.Close()
 }
 
 type nopObserver struct{}

@@ -1,15 +1,14 @@
 package export
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/pdfcpu/pdfcpu/pkg/api"
@@ -26,11 +25,14 @@ import (
 // asking for none of them keeps the streaming path (Chromium → storage,
 // nothing held), and one asking for any of them goes:
 //
-//  1. Chromium's stream is spooled to a temporary file (os.TempDir; no
-//     more in memory than a copy buffer), at most MaxPostProcessBytes;
+//  1. Chromium's stream is spooled to a temporary file in the worker's
+//     private directory (Workspace; no more in memory than a copy
+//     buffer), at most MaxPostProcessBytes;
 //  2. the tab is released, and the file is post-processed file to file,
-//     one post-processing at a time per handler (postSlots), so the heap
-//     it costs is bounded by one document, not by RENDER_CONCURRENCY;
+//     into a new file of its own in that directory, one post-processing
+//     at a time per worker process (the Workspace's slot, shared by both
+//     lanes), so the heap it costs is bounded by one document, not by
+//     RENDER_CONCURRENCY or the number of lanes;
 //  3. before it is written, the processed document is checked: the page
 //     count Chromium printed, the tagging (StructTreeRoot, MarkInfo) and
 //     the outline are still there, or the export fails for good saying
@@ -44,9 +46,9 @@ import (
 // costs about 25–35 times its size on the heap at the peak (make bench,
 // row D: +37 to +55 MiB for the 1.6 MiB print of the tagged Go
 // specification), image-heavy ones far less. One post-processing at a time
-// per handler, so a worker needs at most about 35 × 32 MiB ≈ 1.1 GiB more
-// for it. A
-// larger PDF with document options fails for good naming the limit.
+// per worker process, so a worker needs at most about 35 × 32 MiB ≈ 1.1 GiB
+// more for it. A larger PDF with document options fails for good naming
+// the limit.
 const MaxPostProcessBytes = 32 << 20
 
 // ErrPostProcess: the post-processing of the document options failed or
@@ -71,14 +73,14 @@ func pdfcpuConf() *model.Configuration {
 	return conf
 }
 
-// spool copies a render's stream to a new temporary file, at most
+// spool copies a render's stream to a new temporary file of ws, at most
 // MaxPostProcessBytes; the caller removes the file.
-func spool(pdf io.Reader) (path string, n int64, err error) {
-	return spoolLimited(pdf, MaxPostProcessBytes)
+func spool(ws *Workspace, pdf io.Reader) (path string, n int64, err error) {
+	return spoolLimited(ws, pdf, MaxPostProcessBytes)
 }
 
-func spoolLimited(pdf io.Reader, limit int64) (path string, n int64, err error) {
-	f, err := os.CreateTemp("", spoolPattern)
+func spoolLimited(ws *Workspace, pdf io.Reader, limit int64) (path string, n int64, err error) {
+	f, err := ws.createTemp("spool-*.pdf")
 	if err != nil {
 		return "", 0, fmt.Errorf("spooling the PDF for its document options: %w", err)
 	}
@@ -110,6 +112,54 @@ var permissionBits = map[string]model.PermissionFlags{
 	"assemble":              model.PermissionAssembleRev3,
 }
 
+// nStandIn is what pdfcpu gets for the n of each `\n` in a watermark's
+// text. pdfcpu turns those two characters into a line break, with no
+// escape for them, and the text is one line of printable Latin-1 as typed
+// ("C:\new"). So the n is sent as code 0x86, which a validated text never
+// holds (a C1 control): WinAnsi's dagger, exactly as wide as n in
+// Helvetica (556/1000 em), so the watermark is laid out as the text, and
+// restoreStandIns turns it back into n in the watermark's content stream.
+const nStandIn = '\u0086'
+
+// watermarkText is the text pdfcpu gets for the watermark text t, and
+// whether it holds stand-ins for restoreStandIns. pdfcpu formats %p, %P,
+// %t and %v in watermark text; %% is a %.
+func watermarkText(t string) (string, bool) {
+	t = strings.ReplaceAll(t, "%", "%%")
+	if !strings.Contains(t, `\n`) {
+		return t, false
+	}
+	return strings.ReplaceAll(t, `\n`, `\`+string(nStandIn)), true
+}
+
+// restoreStandIns puts the n of every `\n` back into the watermark's form
+// XObjects: the stream objects AddWatermarks added to pctx (those not in
+// before).
+func restoreStandIns(pctx *model.Context, before map[int]bool) error {
+	for n, e := range pctx.Table {
+		if before[n] || e == nil {
+			continue
+		}
+		sd, ok := e.Object.(types.StreamDict)
+		if !ok || sd.Subtype() == nil || *sd.Subtype() != "Form" {
+			continue
+		}
+		if err := sd.Decode(); err != nil {
+			return fmt.Errorf("object %d: %w", n, err)
+		}
+		b := []byte{byte(nStandIn)}
+		if !bytes.Contains(sd.Content, b) {
+			continue
+		}
+		sd.Content = bytes.ReplaceAll(sd.Content, b, []byte("n"))
+		if err := sd.Encode(); err != nil {
+			return fmt.Errorf("object %d: %w", n, err)
+		}
+		e.Object = sd
+	}
+	return nil
+}
+
 // keep is what post-processing must not lose.
 type keep struct {
 	pages   int
@@ -119,8 +169,9 @@ type keep struct {
 
 // postProcess writes the document options d into the PDF at in and writes
 // the result to out; pw are the encryption's passwords (when d asks for
-// encryption). Before writing, the document is checked against k.
-func postProcess(ctx context.Context, in, out string, d *spec.DocumentSettings, pw spec.Passwords, k keep) (err error) {
+// encryption). Before writing, the document is checked against k: out
+// receives nothing from a document that fails the check.
+func postProcess(ctx context.Context, in string, out io.Writer, d *spec.DocumentSettings, pw spec.Passwords, k keep) (err error) {
 	defer func() {
 		// pdfcpu panics on some malformed input; a PDF Chromium printed
 		// should never get here, but a worker must not die of one.
@@ -131,7 +182,7 @@ func postProcess(ctx context.Context, in, out string, d *spec.DocumentSettings, 
 	return apply(ctx, in, out, d, pw, k)
 }
 
-func apply(ctx context.Context, in, out string, d *spec.DocumentSettings, pw spec.Passwords, k keep) error {
+func apply(ctx context.Context, in string, out io.Writer, d *spec.DocumentSettings, pw spec.Passwords, k keep) error {
 	f, err := os.Open(in)
 	if err != nil {
 		return err
@@ -142,15 +193,23 @@ func apply(ctx context.Context, in, out string, d *spec.DocumentSettings, pw spe
 		return fmt.Errorf("%w: reading the printed PDF: %w", ErrPostProcess, err)
 	}
 	if w := d.Watermark; w != nil {
-		// pdfcpu formats %p, %P, %t and %v in watermark text; %% is a %.
-		text := strings.ReplaceAll(w.Text, "%", "%%")
+		text, standIns := watermarkText(w.Text)
 		desc := fmt.Sprintf("font:Helvetica, points:%g, scale:1 abs, rot:%g, opacity:%g, fillcolor:#808080", w.FontSizePt, w.Angle, w.Opacity)
 		wm, err := pdfcpu.ParseTextWatermarkDetails(text, desc, true, types.POINTS)
 		if err != nil {
 			return fmt.Errorf("%w: options.watermark: %w", ErrPostProcess, err)
 		}
+		before := make(map[int]bool, len(pctx.Table))
+		for n := range pctx.Table {
+			before[n] = true
+		}
 		if err := pdfcpu.AddWatermarks(pctx, nil, wm); err != nil {
 			return fmt.Errorf("%w: adding the watermark: %w", ErrPostProcess, err)
+		}
+		if standIns {
+			if err := restoreStandIns(pctx, before); err != nil {
+				return fmt.Errorf("%w: writing the watermark: %w", ErrPostProcess, err)
+			}
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -196,15 +255,10 @@ func apply(ctx context.Context, in, out string, d *spec.DocumentSettings, pw spe
 	// writes them, so render.CountPages counts the pages of a stored
 	// artifact whose info object is missing.
 	pctx.WriteObjectStream, pctx.WriteXRefStream = false, false
-	o, err := os.Create(out)
-	if err != nil {
-		return err
-	}
-	if err := api.WriteContext(pctx, o); err != nil {
-		_ = o.Close()
+	if err := api.WriteContext(pctx, out); err != nil {
 		return fmt.Errorf("%w: writing the PDF: %w", ErrPostProcess, err)
 	}
-	return o.Close()
+	return nil
 }
 
 // check reports what of k the document lost in pdfcpu's hands. It runs
@@ -236,49 +290,30 @@ func check(pctx *model.Context, k keep) error {
 	return nil
 }
 
-// postProcessed runs the document options on a spooled render under one
-// of the handler's post-processing slots and returns the output's path
-// (the caller removes it). Its errors are final (SkipRetry) unless ctx
-// ended.
+// postProcessed runs the document options on a spooled render under the
+// worker's post-processing slot, into a new file of the workspace, and
+// returns the output's path (the caller removes it). Its errors are final
+// (SkipRetry) unless ctx ended or the output file could not be made.
 func (h *Handler) postProcessed(ctx context.Context, in string, s spec.PrintSettings, pw spec.Passwords, pages int) (string, error) {
-	select {
-	case h.postSlots <- struct{}{}:
-	case <-ctx.Done():
-		return "", context.Cause(ctx)
+	ws := h.workspace
+	if err := ws.acquire(ctx); err != nil {
+		return "", err
 	}
-	defer func() { <-h.postSlots }()
-	out := in + ".out"
-	err := postProcess(ctx, in, out, s.Document, pw, keep{pages: pages, tagged: s.Tagged, outline: s.Outline})
+	defer ws.release()
+	o, err := ws.createTemp("post-*.pdf")
 	if err != nil {
-		_ = os.Remove(out)
+		return "", fmt.Errorf("the file for the post-processed PDF: %w", err)
+	}
+	err = postProcess(ctx, in, o, s.Document, pw, keep{pages: pages, tagged: s.Tagged, outline: s.Outline})
+	if cerr := o.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(o.Name())
 		if ctx.Err() != nil {
 			return "", err
 		}
 		return "", fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
-	return out, nil
-}
-
-// spoolPattern names the temporary files of post-processing (a spool and
-// its ".out"), which an attempt removes when it ends.
-const spoolPattern = "pdfexport-post-*.pdf"
-
-// staleSpoolAge is how old a leftover spool file must be before
-// sweepStaleSpools removes it: far beyond any render's deadline, so a
-// worker sharing the directory never loses one in use.
-const staleSpoolAge = 24 * time.Hour
-
-// sweepStaleSpools removes the post-processing files that a killed worker
-// left in dir (os.TempDir), older than age; it returns how many.
-func sweepStaleSpools(dir string, age time.Duration) int {
-	n := 0
-	for _, pattern := range []string{spoolPattern, spoolPattern + ".out"} {
-		paths, _ := filepath.Glob(filepath.Join(dir, pattern))
-		for _, p := range paths {
-			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > age && os.Remove(p) == nil {
-				n++
-			}
-		}
-	}
-	return n
+	return o.Name(), nil
 }

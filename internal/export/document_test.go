@@ -7,10 +7,14 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pdfcpu/pdfcpu/pkg/font"
 
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -59,7 +63,14 @@ func TestPostProcess_RefusesToLoseWhatWasPrinted(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".out")
-			err := postProcess(context.Background(), tc.in, out, d, spec.Passwords{}, tc.k)
+			o, err := os.OpenFile(out, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = postProcess(context.Background(), tc.in, o, d, spec.Passwords{}, tc.k)
+			if cerr := o.Close(); cerr != nil {
+				t.Fatal(cerr)
+			}
 			if tc.lost == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -79,8 +90,8 @@ func TestPostProcess_RefusesToLoseWhatWasPrinted(t *testing.T) {
 			if !errors.Is(err, ErrPostProcess) || !strings.Contains(err.Error(), "would lose "+tc.lost) {
 				t.Fatalf("err = %v, want ErrPostProcess naming %s", err, tc.lost)
 			}
-			if _, err := os.Stat(out); !os.IsNotExist(err) {
-				t.Fatalf("an output was written: %v", err)
+			if fi, err := os.Stat(out); err != nil || fi.Size() != 0 {
+				t.Fatalf("an output was written: %d bytes, %v", fi.Size(), err)
 			}
 		})
 	}
@@ -89,49 +100,140 @@ func TestPostProcess_RefusesToLoseWhatWasPrinted(t *testing.T) {
 // TestSpool_Limit: a PDF over the post-processing limit is refused before
 // it is processed, and its spool file removed.
 func TestSpool_Limit(t *testing.T) {
-	path, _, err := spoolLimited(bytes.NewReader(make([]byte, 1001)), 1000)
+	ws := openWorkspace(t, t.TempDir())
+	path, _, err := spoolLimited(ws, bytes.NewReader(make([]byte, 1001)), 1000)
 	if !errors.Is(err, errTooLargeToPostProcess) || path != "" {
 		t.Fatalf("spool over the limit = %q, %v", path, err)
 	}
-	path, n, err := spoolLimited(bytes.NewReader(make([]byte, 1000)), 1000)
-	if err != nil || n != 1000 {
-		t.Fatalf("spool at the limit = %d, %v", n, err)
+	path, n, err := spoolLimited(ws, bytes.NewReader(make([]byte, 1000)), 1000)
+	if err != nil || n != 1000 || filepath.Dir(path) != ws.Dir() {
+		t.Fatalf("spool at the limit = %q, %d, %v; want a file in %s", path, n, err, ws.Dir())
 	}
 	_ = os.Remove(path)
+	if left, _ := os.ReadDir(ws.Dir()); len(left) != 0 {
+		t.Fatalf("spool files left: %v", left)
+	}
 }
 
-// TestSweepStaleSpools: files a killed worker left are removed once stale;
-// fresh ones (another worker's render in flight) and others stay.
-func TestSweepStaleSpools(t *testing.T) {
+// TestSpool_PrivateDirectoryRemovedUnderneath: a private directory that a
+// TMPDIR cleaner removed is made again (0700, locked) for the next spool;
+// one that cannot be made again (TMPDIR gone too) fails with a
+// *fs.PathError, which the handler retries (the document is not at fault),
+// and one someone else made first is refused, never written into.
+func TestSpool_PrivateDirectoryRemovedUnderneath(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after func(t *testing.T, ws *Workspace, parent string) // after the directory was removed
+		ok    bool
+	}{
+		{"made again", func(*testing.T, *Workspace, string) {}, true},
+		{"TMPDIR gone too", func(t *testing.T, _ *Workspace, parent string) {
+			if err := os.RemoveAll(parent); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"made first by someone else", func(t *testing.T, ws *Workspace, _ string) {
+			if err := os.Mkdir(ws.Dir(), 0o777); err != nil { // another user's would not be this uid's either
+				t.Fatal(err)
+			}
+			if err := os.Chmod(ws.Dir(), 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parent := filepath.Join(t.TempDir(), "tmp")
+			if err := os.Mkdir(parent, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			ws := openWorkspace(t, parent)
+			if err := os.RemoveAll(ws.Dir()); err != nil {
+				t.Fatal(err)
+			}
+			tc.after(t, ws, parent)
+			path, _, err := spool(ws, bytes.NewReader([]byte("%PDF-")))
+			if !tc.ok {
+				var pe *fs.PathError
+				if err == nil || (!errors.As(err, &pe) && !errors.Is(err, errForeignDir)) {
+					t.Fatalf("spool = %q, %v; want a *fs.PathError or a refusal", path, err)
+				}
+				if left, _ := os.ReadDir(ws.Dir()); len(left) != 0 {
+					t.Fatalf("written into a directory not the worker's: %v", left)
+				}
+				return
+			}
+			if err != nil || filepath.Dir(path) != ws.Dir() {
+				t.Fatalf("spool = %q, %v; want a file in %s", path, err, ws.Dir())
+			}
+			if fi, err := os.Lstat(ws.Dir()); err != nil || fi.Mode().Perm() != 0o700 {
+				t.Fatalf("the directory made again: %v, %v", fi.Mode(), err)
+			}
+			// Locked again: another worker's sweep leaves it.
+			other := openWorkspace(t, parent)
+			<-other.swept
+			if _, err := os.Stat(path); err != nil {
+				t.Fatalf("another worker's sweep removed the directory made again: %v", err)
+			}
+		})
+	}
+}
+
+// TestPostProcess_WatermarkBackslashesAsTyped: a watermark text holding
+// `\n` (a Windows path, a regular expression) is drawn as typed, on one
+// line: pdfcpu would break the line there. The stand-in that avoids it is
+// as wide as an n, so the watermark is centred as the text. Checked with
+// pdftotext on a real Chromium print.
+func TestPostProcess_WatermarkBackslashesAsTyped(t *testing.T) {
+	for _, bin := range []string{"pdftotext", "qpdf"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s is missing (make setup installs poppler-utils and qpdf)", bin)
+		}
+	}
+	n, nerr := font.TextWidth("n", "Helvetica", 1000)
+	d, derr := font.TextWidth(string([]byte{byte(nStandIn)}), "Helvetica", 1000)
+	if nerr != nil || derr != nil || n != d {
+		t.Fatalf("in Helvetica n is %v wide and the stand-in %v (%v, %v)", n, d, nerr, derr)
+	}
+	r, err := render.New(render.Config{ChromiumPath: testsupport.ChromiumPath(t), Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
 	dir := t.TempDir()
-	old := time.Now().Add(-48 * time.Hour)
-	for name, stale := range map[string]bool{"pdfexport-post-1.pdf": true, "pdfexport-post-1.pdf.out": true, "pdfexport-post-2.pdf": false, "other.pdf": true} {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
-			t.Fatal(err)
+	in := filepath.Join(dir, "in.pdf")
+	st, err := r.Render(context.Background(), render.Source{HTML: "<p>page</p>"}, spec.Options{}.Settings(), func(_ context.Context, pdf io.Reader) error {
+		b, err := io.ReadAll(pdf)
+		if err != nil {
+			return err
 		}
-		if stale {
-			_ = os.Chtimes(p, old, old)
-		}
+		return os.WriteFile(in, b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := sweepStaleSpools(dir, staleSpoolAge); n != 2 {
-		t.Fatalf("removed %d, want the 2 stale post-processing files", n)
-	}
-	for _, keep := range []string{"pdfexport-post-2.pdf", "other.pdf"} {
-		if _, err := os.Stat(filepath.Join(dir, keep)); err != nil {
-			t.Errorf("%s: %v", keep, err)
-		}
-	}
-}
-
-// TestSpool_TempDirFailureIsAPathError: a TMPDIR that cannot take the
-// spool fails with a *fs.PathError, which the handler retries (the
-// document is not at fault).
-func TestSpool_TempDirFailureIsAPathError(t *testing.T) {
-	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
-	_, _, err := spool(bytes.NewReader([]byte("%PDF-")))
-	var pe *fs.PathError
-	if !errors.As(err, &pe) {
-		t.Fatalf("spool into a missing TMPDIR = %v, want a *fs.PathError", err)
+	for _, text := range []string{`C:\new\notes`, `a\\nb 100%`, `\n`, `plain`} {
+		t.Run(text, func(t *testing.T) {
+			angle := 0.0
+			d := (spec.Options{Watermark: &spec.Watermark{Text: text, Angle: &angle}}).Settings().Document
+			var out bytes.Buffer
+			if err := postProcess(context.Background(), in, &out, d, spec.Passwords{}, keep{pages: st.Pages}); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "out.pdf")
+			if err := os.WriteFile(path, out.Bytes(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := exec.Command("pdftotext", "-raw", path, "-").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(got)), "\n")
+			if !slices.Contains(lines, text) {
+				t.Fatalf("pdftotext lines %q; want the watermark %q on one line", lines, text)
+			}
+			if out, err := exec.Command("qpdf", "--check", path).CombinedOutput(); err != nil {
+				t.Fatalf("qpdf --check: %v\n%s", err, out)
+			}
+		})
 	}
 }

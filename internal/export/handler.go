@@ -306,7 +306,7 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 	var spoolErr error
 	if settings.Document != nil {
 		sink = func(_ context.Context, pdf io.Reader) error {
-			spooled, _, spoolErr = spool(pdf)
+			spooled, _, spoolErr = spool(h.workspace, pdf)
 			return spoolErr
 		}
 		defer func() {

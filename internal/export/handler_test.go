@@ -69,6 +69,7 @@ func startEnvWith(t *testing.T, workers int, wrap func(storage.Backend) storage.
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = h.Close() })
 		srv := asynq.NewServer(asynq.RedisClientOpt{Addr: e.queue.Addr()}, asynq.Config{
 			Concurrency: 4, TaskCheckInterval: 20 * time.Millisecond, Logger: testsupport.QuietAsynq{}, LogLevel: asynq.FatalLevel,
 			RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 100 * time.Millisecond },

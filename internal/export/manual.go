@@ -302,7 +302,7 @@ func (h *Handler) assembleManual(ctx context.Context, p job, settings spec.Print
 	if h.cfg.MaxPages > 0 && pages > h.cfg.MaxPages {
 		return render.Stats{}, fmt.Errorf("%w: its chapters have %d pages, more than RENDER_MAX_PAGES (%d): %w", errManualLimit, pages, h.cfg.MaxPages, asynq.SkipRetry)
 	}
-	dir, err := os.MkdirTemp("", "pdfexport-manual-")
+	dir, err := h.workspace.mkdirTemp("manual-")
 	if err != nil {
 		return render.Stats{}, fmt.Errorf("a directory for the manual's chapters: %w", err)
 	}

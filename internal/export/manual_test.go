@@ -100,6 +100,7 @@ func startManualEnv(t *testing.T, site *chapterSite, asynqConcurrency, chapterCo
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = h.Close() })
 	srv := asynq.NewServer(asynq.RedisClientOpt{Addr: queue.Addr()}, asynq.Config{
 		Concurrency: asynqConcurrency, TaskCheckInterval: 20 * time.Millisecond, Logger: testsupport.QuietAsynq{}, LogLevel: asynq.FatalLevel,
 		RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 100 * time.Millisecond },

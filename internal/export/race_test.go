@@ -64,6 +64,7 @@ func newRaceRig(t *testing.T, retention time.Duration) *raceRig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = h.Close() })
 	client, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: srv.Addr()}, MaxRetry: 3,
 		CallbackAllowedHosts: "hooks.example.com", Queues: []string{"default", "later"}, Retention: retention})
 	if err != nil {

@@ -147,6 +147,15 @@ func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 	if os.Geteuid() == 0 {
 		opts = append(opts, chromedp.NoSandbox)
 	}
+	if r.cfg.TempDir != "" {
+		dir, err := os.MkdirTemp(r.cfg.TempDir, "chromium-")
+		if err != nil {
+			kill()
+			return nil, fmt.Errorf("%w: the user data directory: %w", ErrBrowserCrashed, err)
+		}
+		b.dataDir = dir // stop removes it
+		opts = append(opts, chromedp.UserDataDir(dir), chromedp.Env("TMPDIR="+r.cfg.TempDir))
+	}
 	allocCtx, allocCancel := chromedp.NewExecAllocator(root, opts...)
 	b.alloc = allocCancel
 	logf := func(format string, args ...any) { r.log.Debug("chromedp: " + fmt.Sprintf(format, args...)) }

@@ -65,6 +65,11 @@ type Config struct {
 	// CPU contention the renders of a browser at nice 0 go first. 0: the
 	// worker's own priority.
 	Nice int
+	// TempDir holds each browser's user data directory and is Chromium's
+	// TMPDIR: the worker's private directory (export.Workspace), so that
+	// what a killed Chromium left goes with it. "": chromedp's own
+	// directory in os.TempDir(), removed when the browser stops.
+	TempDir string
 }
 
 // Observer receives render events for metrics. Implementations must be fast.

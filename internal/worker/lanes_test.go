@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,5 +170,55 @@ func TestWorker_BatchProgressesUnderEndlessInteractiveLoad(t *testing.T) {
 	pending, _ := asynq.NewInspectorFromRedisClient(redis.Client()).GetQueueInfo("default")
 	if pending == nil || pending.Pending == 0 {
 		t.Errorf("the interactive load was not endless (pending %+v): the test proves nothing", pending)
+	}
+}
+
+// TestWorker_OnePostProcessingAcrossLanes: the interactive and the batch
+// lane of one worker share its one post-processing slot, so pdfcpu holds
+// one document at a time per worker (MaxPostProcessBytes), not one per
+// lane. Each post-processing holds the slot until another one joins it or
+// 1.5 s passed: with a slot per lane, the other lane's joins at once.
+func TestWorker_OnePostProcessingAcrossLanes(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+t.TempDir(), "ADMIN_ADDR=",
+		"QUEUES=default=1,batch=1", "BATCH_QUEUES=batch", "WORKER_CONCURRENCY=2", "BATCH_CONCURRENCY=2", "TASK_CHECK_INTERVAL=20ms")
+	var now, most, total atomic.Int64
+	hold := func(delta int) {
+		if delta < 0 {
+			now.Add(-1)
+			return
+		}
+		total.Add(1)
+		n := now.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		for deadline := time.Now().Add(1500 * time.Millisecond); now.Load() < 2 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	startWorker(t, cfg, Options{Renderer: stubRenderer{pdf: onePagePDF(t)}, PostProcessing: hold})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, Queues: []string{"default", "batch"}})
+	var jobs []exportclient.Enqueued
+	for i := range 4 {
+		queue := []string{"default", "batch"}[i%2]
+		job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "m-" + queue, Version: fmt.Sprint(i), HTML: "<p>x",
+			Options: exportclient.Options{Watermark: &exportclient.Watermark{Text: "DRAFT"}}}, exportclient.Queue(queue))
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, job)
+	}
+	for _, job := range jobs {
+		if st, err := c.Wait(ctx, job.TaskID, 20*time.Millisecond); err != nil || st.State != exportclient.StateCompleted {
+			t.Fatalf("export %s: %+v, %v", job.TaskID, st, err)
+		}
+	}
+	if total.Load() != 4 {
+		t.Fatalf("%d post-processings seen, want 4: the test proves nothing", total.Load())
+	}
+	if most.Load() != 1 {
+		t.Fatalf("at most %d post-processings at once in one worker, want 1", most.Load())
 	}
 }

@@ -2,8 +2,9 @@
 // artifact storage, Chromium, the lock Redis and render gate, the pdf:export
 // handler, the asynq server and the admin HTTP server. It is the one place
 // they are wired, for cmd/worker, the benchmark and the tests. Start brings
-// them up in dependency order (storage, Chromium, locks, queue server, admin);
-// Shutdown takes them down in the reverse order.
+// them up in dependency order (storage, the private temporary directory,
+// Chromium, locks, queue server, admin); Shutdown takes them down in the
+// reverse order.
 package worker
 
 import (
@@ -89,6 +90,10 @@ type Options struct {
 	// FinishSweepInterval is how often the worker finishes exports asynq
 	// archived without a final state. 0: 5s.
 	FinishSweepInterval time.Duration
+	// PostProcessing, when set, is called with +1 when an export's
+	// post-processing (document options) takes the worker's one slot and
+	// with -1 when it gives it back (instrumentation).
+	PostProcessing func(delta int)
 }
 
 // Worker is one worker process's components. Create it with New, then Run,
@@ -216,11 +221,25 @@ func (w *Worker) Start(ctx context.Context) error {
 	cfg.Allowed = cfg.Allowed.WithReserved(w.own)
 	cfg.CallbackAllowed = cfg.CallbackAllowed.WithReserved(w.own)
 
+	// Both lanes' handlers and Chromiums share one workspace: one private
+	// temporary directory and one post-processing slot per worker process.
+	// It is closed after the queue servers, the tasks and the browsers
+	// stopped (undo runs in reverse).
+	workspace, err := export.OpenWorkspace(export.WorkspaceConfig{Logger: log, OnPostProcess: w.opts.PostProcessing})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	w.undo = append(w.undo, func() {
+		if err := workspace.Close(); err != nil {
+			log.Warn("removing the private temporary directory", "dir", workspace.Dir(), "err", err)
+		}
+	})
+
 	renderer := w.opts.Renderer
 	if renderer == nil {
 		rcfg := render.Config{ChromiumPath: cfg.ChromiumPath, Concurrency: cfg.RenderConcurrency,
 			Timeout: cfg.RenderTimeout, MaxRendersPerBrowser: cfg.RenderMaxPerBrowser, MaxPages: cfg.RenderMaxPages,
-			MaxBytes: cfg.RenderMaxBytes, AllowedHosts: cfg.Allowed, Logger: log, Observer: w.metrics}
+			MaxBytes: cfg.RenderMaxBytes, AllowedHosts: cfg.Allowed, Logger: log, Observer: w.metrics, TempDir: workspace.Dir()}
 		if cfg.SourceAuthFile != "" {
 			auth, err := w.watchSourceAuth(cfg.SourceAuthFile)
 			if err != nil {
@@ -306,7 +325,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		log.Info("per-export secrets in Redis are sealed", "seal_key_id", secretKeys.SealKeyID())
 	}
 	newHandler := func(renderer export.Renderer) (*export.Handler, error) {
-		return export.NewHandler(export.Config{Store: store, Renderer: renderer, Gate: gate,
+		return export.NewHandler(export.Config{Store: store, Renderer: renderer, Gate: gate, Workspace: workspace,
 			Hosts:     spec.Hosts{Sources: cfg.Allowed, Callbacks: cfg.CallbackAllowed},
 			Namespace: cfg.StorageURL, Logger: log, Observer: w.metrics, Hostname: w.opts.Hostname,
 			Sources:       htmlstore.Store{RDB: queueRDB},                    // documents sent by reference live beside the tasks
@@ -373,7 +392,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	if len(batch) > 0 {
 		// The batch lane: its own handler slots, and its own Chromium at a
 		// lower CPU priority, so a catalogue re-render takes neither the
-		// handler slots, the tabs nor the CPU of interactive exports.
+		// handler slots, the tabs nor the CPU of interactive exports. The
+		// post-processing slot is the worker's, shared (memory is too).
 		batchRenderer, err := w.batchRenderer(renderer)
 		if err != nil {
 			return err
