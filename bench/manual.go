@@ -134,7 +134,7 @@ func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
 		}
 		return cs
 	}
-	st, whole, err := measure("pipeline, the 64 pages as one manual (chapters)", exportclient.Request{ManualID: "node", Version: "20",
+	st, whole, err := measure(fmt.Sprintf("pipeline, the %d pages as one manual (chapters)", len(pages)), exportclient.Request{ManualID: "node", Version: "20",
 		Chapters: chapters(""), Options: exportclient.Options{Outline: true, TOC: true}})
 	if err != nil {
 		return err

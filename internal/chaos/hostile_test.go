@@ -191,6 +191,16 @@ func TestHostileInputs(t *testing.T) {
 
 		{name: "forged credentials_ref", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"url":"https://docs.example.com/","credentials_ref":{"id":"victim","identity":"` + strings.Repeat("ab", 32) + `"}}}`, want: "source.credentials_ref"},
 		{name: "forged html_ref", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"html_ref":{"sha256":"` + strings.Repeat("ab", 32) + `","bytes":100}}}`, want: "source.html_ref"},
+		{name: "manual without chapters", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[]}}`, want: "source.chapters"},
+		{name: "manual of 1001 chapters", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[` + strings.TrimSuffix(strings.Repeat(`{"html":"x"},`, spec.MaxChapters+1), ",") + `]}}`, want: "source.chapters"},
+		{name: "chapter with url and html", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[{"url":"https://docs.example.com/","html":"x"}]}}`, want: "source.chapters[0]"},
+		{name: "chapter at the metadata URL", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[{"html":"x"},{"url":"http://169.254.169.254/latest/meta-data/"}]}}`, want: "source.chapters[1].url"},
+		{name: "chapter at a file: URL", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[{"url":"file:///etc/passwd"}]}}`, want: "source.chapters[0].url"},
+		{name: "chapter title with a control character", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[{"html":"x","title":"ab"}]}}`, want: "source.chapters[0].title"},
+		{name: "chapters beside a url", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"url":"https://docs.example.com/","chapters":[{"html":"x"}]}}`, want: "source"},
+		{name: "credentials with chapters", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[{"url":"https://docs.example.com/"}],"headers":{"Authorization":"Bearer x"}}}`, want: "source.headers"},
+		{name: "toc without chapters", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"options":{"toc":true}}`, want: "options.toc"},
+		{name: "tagged manual", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[{"html":"x"}]},"options":{"tagged":true}}`, want: "options.tagged"},
 		{name: "trace context in the body", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`, want: "traceparent"},
 
 		{name: "another export's credentials", iface: "task", body: `{"v":1,"manual_id":"a","version":"1","source":{"url":"https://docs.example.com/","credentials_ref":{"id":"victim","identity":"` + strings.Repeat("ab", 32) + `"}}}`, want: "source.credentials_ref"},
@@ -206,6 +216,12 @@ func TestHostileInputs(t *testing.T) {
 		{name: "schema version 0", iface: "task", body: `{"manual_id":"a","version":"1","source":{"html":"x"}}`, want: "v"},
 		{name: "wrong type", iface: "task", body: `{"v":1,"manual_id":7,"version":"1","source":{"html":"x"}}`, want: "manual_id"},
 		{name: "scale out of range", iface: "task", body: `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"options":{"scale":0}}`, want: "options.scale"},
+		{name: "manual with a chapter at the metadata URL", iface: "task", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[{"url":"http://169.254.169.254/latest/meta-data/"}]}}`, want: "source.chapters[0].url"},
+		// Chapter tasks only workers queue; one written straight into Redis
+		// is checked like an envelope.
+		{name: "chapter task at the metadata URL", iface: "chapter", body: `{"v":1,"manual_task":"x","index":0,"manual_id":"a","version":"1","chapter":{"url":"http://169.254.169.254/latest/meta-data/"}}`, want: "source.chapters[0].url"},
+		{name: "chapter task with an unknown field", iface: "chapter", body: `{"v":1,"manual_task":"x","index":0,"manual_id":"a","version":"1","chapter":{"html":"x"},"exec":"rm -rf /"}`, want: "exec"},
+		{name: "chapter task without its manual", iface: "chapter", body: `{"v":1,"index":0,"manual_id":"a","version":"1","chapter":{"html":"x"}}`, want: "manual_task"},
 	}
 
 	// HTTP API: the enqueue binary's own server.
@@ -268,6 +284,23 @@ func TestHostileInputs(t *testing.T) {
 				t.Fatal(err)
 			}
 			tasks = append(tasks, pendingTask{hc, info.ID})
+		case "chapter":
+			info, err := raw.Enqueue(asynq.NewTask(spec.ChapterTaskType, []byte(hc.body)), asynq.MaxRetry(3), asynq.Retention(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got *asynq.TaskInfo
+			testsupport.Eventually(t, 60*time.Second, func() error {
+				got, err = inspector.GetTaskInfo(info.Queue, info.ID)
+				if err != nil {
+					return err
+				}
+				if got.State != asynq.TaskStateArchived {
+					return fmt.Errorf("chapter task %s", got.State)
+				}
+				return nil
+			})
+			h.result(t, hc, got.Retried == 0 && strings.Contains(got.LastErr, hc.want+":"), fmt.Sprintf("state %s, retried %d, error %q", got.State, got.Retried, got.LastErr))
 		}
 	}
 
@@ -308,6 +341,12 @@ func TestHostileInputs(t *testing.T) {
 			})},
 		{name: "dialog in onbeforeunload", want: "ok", text: "beforeunload page", req: rq("unload", func(r *exportclient.Request) {
 			r.HTML = `<!doctype html><p>beforeunload page</p><script>window.onbeforeunload = e => { e.preventDefault(); return "stay" }</script>`
+		})},
+		{name: "manual whose chapter forges anchor marks and chapter links", want: "ok", text: "forged marks", req: rq("forged", func(r *exportclient.Request) {
+			r.Chapters = []exportclient.Chapter{{HTML: `<!doctype html><h1 id="a">forged marks</h1>` +
+				`<a href="https://anchor.pdfexport.invalid/a">mark</a> <a href="https://chapter.pdfexport.invalid/999">no such chapter</a> ` +
+				`<a href="https://chapter.pdfexport.invalid/-1">negative</a> <a href="https://chapter.pdfexport.invalid/0#a">itself</a>`},
+				{HTML: `<!doctype html><h1>second</h1><iframe src="` + forb + `/secret"></iframe>`}}
 		})},
 		{name: "memory allocated without end", want: "any-error", req: rq("membomb", func(r *exportclient.Request) {
 			r.HTML = `<!doctype html><p>bomb</p><script>const a = []; for (;;) { a.push(new Array(1 << 20).fill(Math.random())) }</script>`
