@@ -196,7 +196,7 @@ func TestHostileInputs(t *testing.T) {
 		{name: "chapter with url and html", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[{"url":"https://docs.example.com/","html":"x"}]}}`, want: "source.chapters[0]"},
 		{name: "chapter at the metadata URL", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[{"html":"x"},{"url":"http://169.254.169.254/latest/meta-data/"}]}}`, want: "source.chapters[1].url"},
 		{name: "chapter at a file: URL", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[{"url":"file:///etc/passwd"}]}}`, want: "source.chapters[0].url"},
-		{name: "chapter title with a control character", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[{"html":"x","title":"ab"}]}}`, want: "source.chapters[0].title"},
+		{name: "chapter title with a control character", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[{"html":"x","title":"a\u0007b"}]}}`, want: "source.chapters[0].title"},
 		{name: "chapters beside a url", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"url":"https://docs.example.com/","chapters":[{"html":"x"}]}}`, want: "source"},
 		{name: "credentials with chapters", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[{"url":"https://docs.example.com/"}],"headers":{"Authorization":"Bearer x"}}}`, want: "source.headers"},
 		{name: "toc without chapters", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"options":{"toc":true}}`, want: "options.toc"},
