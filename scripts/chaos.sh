@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The reliability suite behind `make chaos`: every chaos scenario (the soak
 # included) and the hostile-input table with the race detector, then 60 s of
-# fuzzing per target of internal/spec; RELIABILITY.md is generated from the
+# fuzzing per target (internal/spec's, and internal/assemble's reader of
+# chapter PDFs); RELIABILITY.md is generated from the
 # run by internal/chaos/reliability, never written by hand. Logs stay in
 # var/chaos. Exits non-zero when any part failed (the report is still
 # written when the summary exists).
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
 FUZZ_TIME=${FUZZ_TIME:-60s}
-FUZZ_TARGETS=(FuzzDecode FuzzValidateURL FuzzArtifactKey)
+FUZZ_TARGETS=(internal/spec:FuzzDecode internal/spec:FuzzValidateURL internal/spec:FuzzArtifactKey internal/assemble:FuzzInspect)
 out=var/chaos
 mkdir -p "$out"
 rm -f "$out/summary.json" "$out"/fuzz-*.log
@@ -22,14 +23,15 @@ echo "PDFEXPORT_CHAOS=full ${chaos_cmd[*]}  (log: $out/chaos.log)"
 PDFEXPORT_CHAOS=full PDFEXPORT_CHAOS_SUMMARY="$PWD/$out/summary.json" "${chaos_cmd[@]}" >"$out/chaos.log" 2>&1 || rc=1
 grep -E '^(--- |ok |FAIL)|: passed (true|false) in' "$out/chaos.log"
 
-for target in "${FUZZ_TARGETS[@]}"; do
-	fuzz_cmd=("$GO" test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZ_TIME" ./internal/spec)
+for pkg_target in "${FUZZ_TARGETS[@]}"; do
+	pkg=${pkg_target%%:*} target=${pkg_target#*:}
+	fuzz_cmd=("$GO" test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZ_TIME" "./$pkg")
 	echo "${fuzz_cmd[*]}"
 	"${fuzz_cmd[@]}" >"$out/fuzz-$target.log" 2>&1 || rc=1
 	tail -n 2 "$out/fuzz-$target.log"
 done
 
 "$GO" run ./internal/chaos/reliability -summary "$out/summary.json" -fuzz-dir "$out" -wall $(($(date +%s) - start)) \
-	-command "make chaos   # = scripts/chaos.sh: PDFEXPORT_CHAOS=full ${chaos_cmd[*]}; then per target in ${FUZZ_TARGETS[*]}: $GO test -run '^\$' -fuzz '^<Target>\$' -fuzztime $FUZZ_TIME ./internal/spec" \
+	-command "make chaos   # = scripts/chaos.sh: PDFEXPORT_CHAOS=full ${chaos_cmd[*]}; then per package:target in ${FUZZ_TARGETS[*]}: $GO test -run '^\$' -fuzz '^<Target>\$' -fuzztime $FUZZ_TIME ./<package>" \
 	-out RELIABILITY.md || rc=1
 exit $rc
