@@ -264,6 +264,12 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 	var stored storage.Object
 	var storeErr error
 	settings := p.Options.Settings()
+	if p.manual != nil {
+		// An assembled manual is not tagged (its chapters' structure trees
+		// are not merged, and options.tagged is refused): the document
+		// options' check must not look for tags it never had.
+		settings.Tagged = false
+	}
 	src := render.Source{URL: p.Source.URL, HTML: p.Source.HTML, Auth: p.auth, MarkAnchors: p.markAnchors}
 	taskID := ownerTask(ctx) // the sink's context is the renderer's, not the task's
 	// upload streams a PDF into storage: Chromium's stream itself, or the

@@ -486,3 +486,48 @@ func TestManual_FooterCountsTheWholeManual(t *testing.T) {
 		t.Fatalf("another footer: %s %s %+v", again.State, again.Error, again.Result)
 	}
 }
+
+// TestManual_DocumentOptionsApplyOnceToTheManual: metadata and a watermark
+// are written into the assembled manual (every page, the outline kept),
+// and the chapters stay as printed, shared with manuals without them.
+func TestManual_DocumentOptionsApplyOnceToTheManual(t *testing.T) {
+	site := startChapterSite(t)
+	e := startManualEnv(t, site, 2, 2)
+	chapters := []exportclient.Chapter{{URL: site.url("intro.html"), Revision: "r1"}, {URL: site.url("guide.html"), Revision: "r1"}}
+	st := e.export(t, exportclient.Request{ManualID: "marked", Version: "1", Chapters: chapters, Options: exportclient.Options{Outline: true,
+		Metadata: &exportclient.Metadata{Title: "The Marked Manual"}, Watermark: &exportclient.Watermark{Text: "INTERNAL DRAFT"}}})
+	if st.State != "completed" {
+		t.Fatalf("export: %s %s", st.State, st.Error)
+	}
+	path := e.artifact(st)
+	out, err := exec.Command("pdfinfo", path).Output()
+	if err != nil || !strings.Contains(string(out), "The Marked Manual") {
+		t.Fatalf("pdfinfo: %v\n%s", err, out)
+	}
+	nav := readNav(t, path)
+	if len(nav.outline) != 2 {
+		t.Fatalf("outline %+v: want an entry per chapter after post-processing", nav.outline)
+	}
+	// A rotated watermark's letters come out of pdftotext on lines of
+	// their own: compare without white space.
+	squeeze := func(path string, page int) string {
+		n := strconv.Itoa(page)
+		out, err := exec.Command("pdftotext", "-raw", "-f", n, "-l", n, path, "-").Output()
+		if err != nil {
+			t.Fatalf("pdftotext: %v", err)
+		}
+		return strings.Join(strings.Fields(string(out)), "")
+	}
+	for page := 1; page <= nav.pages; page++ {
+		if !strings.Contains(squeeze(path, page), "INTERNALDRAFT") {
+			t.Errorf("page %d has no watermark", page)
+		}
+	}
+	plain := e.export(t, exportclient.Request{ManualID: "plain", Version: "1", Chapters: chapters, Options: exportclient.Options{Outline: true}})
+	if plain.State != "completed" || *plain.Result.Chapters != (exportclient.ChapterCounts{Total: 2, Reused: 2}) {
+		t.Fatalf("the same chapters without document options: %s %s %+v", plain.State, plain.Error, plain.Result)
+	}
+	if text := squeeze(e.artifact(plain), 1); strings.Contains(text, "INTERNALDRAFT") {
+		t.Fatal("the watermark reached the shared chapters")
+	}
+}
