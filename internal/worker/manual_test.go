@@ -109,3 +109,48 @@ func TestWorker_ManualChaptersSpreadOverTheFleet(t *testing.T) {
 		t.Fatalf("%d chapters stored, by %v: want %d, by both workers", len(paths), renderers, chapters)
 	}
 }
+
+// TestWorker_OneSlotCompletesManyManuals: a worker with one handler slot
+// and one tab completes a 64-chapter manual, and 20 such manuals enqueued
+// at once: a manual's task prints its chapters itself and never waits for
+// a task that needs its slot; the chapter tasks it queued end at once
+// behind it.
+func TestWorker_OneSlotCompletesManyManuals(t *testing.T) {
+	redis := testsupport.StartRedis(t)
+	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+t.TempDir(), "ADMIN_ADDR=",
+		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "WORKER_CONCURRENCY=1", "RENDER_CONCURRENCY=1", "BATCH_QUEUES=")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	w := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Hostname: "one-slot"})
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Shutdown)
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
+	var chapters []exportclient.Chapter
+	for i := range 64 {
+		chapters = append(chapters, exportclient.Chapter{HTML: fmt.Sprintf("<h1>Chapter %d</h1><p>text</p>", i)})
+	}
+	var ids []string
+	for i := range 20 {
+		job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "one-slot", Version: fmt.Sprint(i), Chapters: chapters})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, job.TaskID)
+	}
+	rendered := 0
+	for _, id := range ids {
+		st, err := c.Wait(ctx, id, 100*time.Millisecond)
+		if err != nil || st.State != exportclient.StateCompleted {
+			t.Fatalf("manual %s: %v %s %s", id, err, st.State, st.Error)
+		}
+		if st.Result.Pages != 64 {
+			t.Errorf("manual %s: %d pages, want 64", id, st.Result.Pages)
+		}
+		rendered += st.Result.Chapters.Rendered
+	}
+	if rendered != 64 {
+		t.Errorf("%d chapter renders over 20 manuals of the same 64 chapters, want 64", rendered)
+	}
+}
