@@ -26,6 +26,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
 // AnchorPrefix starts the URL of an anchor mark; .invalid is a name that
@@ -756,35 +758,8 @@ func (m *manual) partOf(u string) (part int, fragment string, ok bool) {
 		part, ok = m.byChapter[n]
 		return part, frag, ok
 	}
-	part, ok = m.byURL[canonical(base)]
+	part, ok = m.byURL[spec.CanonicalURL(base)]
 	return part, frag, ok
-}
-
-// canonical is spec.CanonicalURL's rule (scheme and host case, default
-// port, empty path), so a link and a chapter URL compare as the worker
-// keys them; the caller passes chapter URLs already canonical.
-func canonical(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
-	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	host, port := strings.ToLower(u.Hostname()), u.Port()
-	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
-		port = ""
-	}
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	if port != "" {
-		host += ":" + port
-	}
-	u.Host = host
-	if u.Path == "" {
-		u.Path = "/"
-	}
-	u.Fragment, u.RawFragment = "", ""
-	return u.String()
 }
 
 // writeOutline writes one entry per part (but NoEntry ones) with the

@@ -405,12 +405,20 @@ func (h *Handler) download(ctx context.Context, key, path string) error {
 		return err
 	}
 	defer rc.Close()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
+	return toNewFile(path)(ctx, rc)
+}
+
+// toNewFile is a sink that copies a PDF into a file it creates at path
+// (O_EXCL: never one that is there already, nor what a link points at).
+func toNewFile(path string) func(context.Context, io.Reader) error {
+	return func(_ context.Context, pdf io.Reader) error {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, pdf)
+		return errors.Join(err, f.Close())
 	}
-	_, err = io.Copy(f, rc)
-	return errors.Join(err, f.Close())
 }
 
 // partInfo is what the table of contents and the running headers need of
@@ -507,14 +515,7 @@ window.__PDX_SHEET__ = true;
 	sheet := spec.PrintSettings{Paper: settings.Paper, PaperWidthIn: settings.PaperWidthIn, PaperHeightIn: settings.PaperHeightIn,
 		Landscape: settings.Landscape, PrintBackground: true, Scale: 1, Media: "print", WaitFor: "window.__PDX_SHEET__===true"}
 	path := filepath.Join(dir, "decorations.pdf")
-	st, err := h.cfg.Renderer.Render(ctx, render.Source{HTML: b.String()}, sheet, func(_ context.Context, pdf io.Reader) error {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(f, pdf)
-		return errors.Join(err, f.Close())
-	})
+	st, err := h.cfg.Renderer.Render(ctx, render.Source{HTML: b.String()}, sheet, toNewFile(path))
 	if err != nil {
 		return "", fmt.Errorf("printing the manual's headers and footers: %w", err)
 	}
@@ -556,14 +557,7 @@ li .page{flex:0 0 auto;font-variant-numeric:tabular-nums}
 		// Printed without an outline: the manual's lists it as one entry.
 		tocSettings := spec.ChapterSettings(settings)
 		tocSettings.Outline, tocSettings.Tagged = false, false
-		st, err := h.cfg.Renderer.Render(ctx, render.Source{HTML: b.String()}, tocSettings, func(_ context.Context, pdf io.Reader) error {
-			f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(f, pdf)
-			return errors.Join(err, f.Close())
-		})
+		st, err := h.cfg.Renderer.Render(ctx, render.Source{HTML: b.String()}, tocSettings, toNewFile(path))
 		if err != nil {
 			return assemble.Part{}, 0, fmt.Errorf("printing the table of contents: %w", err)
 		}
