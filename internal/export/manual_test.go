@@ -78,6 +78,12 @@ type manualEnv struct {
 
 func startManualEnv(t *testing.T, site *chapterSite, asynqConcurrency, chapterConcurrency int) *manualEnv {
 	t.Helper()
+	return startManualEnvWith(t, site, asynqConcurrency, chapterConcurrency, 5000)
+}
+
+// startManualEnvWith is startManualEnv with RENDER_MAX_PAGES maxPages.
+func startManualEnvWith(t *testing.T, site *chapterSite, asynqConcurrency, chapterConcurrency, maxPages int) *manualEnv {
+	t.Helper()
 	queue, locks := testsupport.StartRedis(t), testsupport.StartRedis(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dir := t.TempDir()
@@ -96,7 +102,7 @@ func startManualEnv(t *testing.T, site *chapterSite, asynqConcurrency, chapterCo
 	t.Cleanup(func() { _ = lockRedis.Close() })
 	gate := lock.NewGate(lock.NewMutex(lockRedis, lock.Config{TTL: 5 * time.Second, FailOpen: true, OpTimeout: time.Second, Logger: log}))
 	h, err := export.NewHandler(export.Config{Store: files, Renderer: renderer, Gate: gate, Logger: log, Namespace: dir,
-		Hosts: spec.Hosts{Sources: hosts}, ChapterConcurrency: chapterConcurrency, MaxPages: 5000})
+		Hosts: spec.Hosts{Sources: hosts}, ChapterConcurrency: chapterConcurrency, MaxPages: maxPages})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,5 +535,21 @@ func TestManual_DocumentOptionsApplyOnceToTheManual(t *testing.T) {
 	}
 	if text := squeeze(e.artifact(plain), 1); strings.Contains(text, "INTERNALDRAFT") {
 		t.Fatal("the watermark reached the shared chapters")
+	}
+}
+
+// TestManual_PageLimitAppliesToTheWholeManual: chapters each under
+// RENDER_MAX_PAGES that add up to more fail the manual for good, naming
+// the limit, and store no manual.
+func TestManual_PageLimitAppliesToTheWholeManual(t *testing.T) {
+	site := startChapterSite(t)
+	e := startManualEnvWith(t, site, 2, 2, 4)
+	st := e.export(t, exportclient.Request{ManualID: "long", Version: "1", Chapters: []exportclient.Chapter{
+		{URL: site.url("intro.html"), Revision: "r1"}, {URL: site.url("guide.html"), Revision: "r1"}, {URL: site.url("reference.html"), Revision: "r1"}}})
+	if st.State != "failed" || !strings.Contains(st.Error, "RENDER_MAX_PAGES (4)") || st.Retried != 0 {
+		t.Fatalf("state %s, retried %d, error %q: want failed for good naming RENDER_MAX_PAGES", st.State, st.Retried, st.Error)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "long")); !os.IsNotExist(err) {
+		t.Fatalf("a manual over the limit was stored: %v", err)
 	}
 }
