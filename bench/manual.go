@@ -158,6 +158,33 @@ func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
 	}
 	res.measured = append(res.measured, peerRow)
 	logf("   %s: %.1f s, CPU %.1f s, %d pages", peerRow.label, peerRow.wallMS/1000, peerRow.cpu, peerRow.pages)
+
+	// Two workers of one fleet (two Chromiums), a fresh revision of every
+	// chapter so that all of them print again, spread over both.
+	f.stop()
+	f2, err := startInProcFleet(ctx, e, "manual-2", 2, workerSpec{extraEnv: []string{allowed, "TASK_TIMEOUT=10m", "RENDER_TIMEOUT=5m"}})
+	if err != nil {
+		return err
+	}
+	defer f2.stop()
+	client2, err := exportclient.New(exportclient.Config{Redis: f2.queueOpt, AllowedHosts: ln.Addr().String(), Timeout: 10 * time.Minute})
+	if err != nil {
+		return err
+	}
+	defer client2.Close()
+	client, f = client2, f2
+	if _, _, err := measure("warm-up", exportclient.Request{ManualID: "warm", Version: freshVersion("w2"), URL: base + "documentation.html"}); err != nil {
+		return err
+	}
+	version = freshVersion("m2")
+	st, two, err := measure("↳ the same on 2 workers", exportclient.Request{ManualID: "node", Version: "20.2",
+		Chapters: chapters(""), Options: exportclient.Options{Outline: true, TOC: true}})
+	if err != nil {
+		return err
+	}
+	two.note = chapterNote(st)
+	res.measured = append(res.measured, two)
+	logf("   %s: %.1f s, CPU %.1f s, %s", two.label, two.wallMS/1000, two.cpu, two.note)
 	return nil
 }
 
@@ -280,7 +307,13 @@ func (m *manualResult) rows() []row {
 	}
 	one, whole, again, peerRow := m.measured[0], m.measured[1], m.measured[2], m.measured[3]
 	ratio := func(a, b float64) string { return fmt.Sprintf("%.2f×", a/b) }
-	return []row{
+	var two []row
+	if len(m.measured) > 4 {
+		t := m.measured[4]
+		two = []row{{"M", "↳ the same on 2 workers (" + t.note + ")", fmt.Sprintf("%.1f s · CPU %.1f s", t.wallMS/1000, t.cpu),
+			"1 worker", ratio(t.wallMS, whole.wallMS), "—"}}
+	}
+	return append([]row{
 		{"M", fmt.Sprintf("whole manual: Node.js docs, %d chapters → %d pages, outline %d entries, %d links left to chapter URLs", m.chapters, whole.pages, whole.outline, whole.webLinks),
 			fmt.Sprintf("%.1f s · CPU %.1f s", whole.wallMS/1000, whole.cpu),
 			fmt.Sprintf("peer per page + merge %.1f s · CPU %.1f s (outline %d, %d links to chapter URLs)", peerRow.wallMS/1000, peerRow.cpu, peerRow.outline, peerRow.webLinks),
@@ -289,7 +322,7 @@ func (m *manualResult) rows() []row {
 			fmt.Sprintf("%.1f s · CPU %.1f s, %d pages", one.wallMS/1000, one.cpu, one.pages), ratio(whole.wallMS, one.wallMS), "≤ 0.6× wall " + verdict(whole.wallMS <= 0.6*one.wallMS)},
 		{"M", "↳ next version, one chapter revised (" + again.note + ")", fmt.Sprintf("%.1f s · CPU %.1f s", again.wallMS/1000, again.cpu),
 			"the first export", ratio(again.wallMS, whole.wallMS), "≤ 0.15× wall " + verdict(again.wallMS <= 0.15*whole.wallMS)},
-	}
+	}, two...)
 }
 
 func (m *manualResult) markdown() string {
@@ -297,7 +330,8 @@ func (m *manualResult) markdown() string {
 	fmt.Fprintf(&b, "\n## M. A whole manual from chapters\n\n")
 	fmt.Fprintf(&b, "The Node.js API documentation of Debian's nodejs package (%s): %d module pages that link each\n", nodeDocs, m.chapters)
 	fmt.Fprintf(&b, "other, and all.html, the same content as one page, served on loopback. One in-process worker\n")
-	fmt.Fprintf(&b, "(RENDER_CONCURRENCY 2) with real Chromium; one run each. CPU is the whole process tree's (worker,\n")
+	fmt.Fprintf(&b, "(RENDER_CONCURRENCY 2) with real Chromium, and for the last row two workers of one fleet (two Chromiums\n")
+	fmt.Fprintf(&b, "on the same cores, every chapter revised so that all print again); one run each. CPU is the whole process tree's (worker,\n")
 	fmt.Fprintf(&b, "Chromium, redis-server); heap is the peak of the Go heap above the idle heap. The peer prints each\n")
 	fmt.Fprintf(&b, "page in a tab of one shared browser, two at a time, and merges the files with pdfcpu, as\n")
 	fmt.Fprintf(&b, "Gotenberg's per-page conversion and merge route do. \"Links to chapter URLs\" are link annotations that\n")
