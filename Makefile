@@ -22,7 +22,7 @@ build: ## build bin/worker, bin/enqueue and bin/api
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/enqueue ./cmd/enqueue
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/api ./cmd/api
 
-demo: setup build ## run the end-to-end demo: Redis + 2 workers + 7 concurrent exports
+demo: setup build ## run the end-to-end demo: Redis + 2 workers + 7 concurrent exports + a whole manual
 	$(GO) run ./examples/demo
 
 test: setup ## run every test (race detector, real Redis/Chromium/S3 server)

@@ -3,8 +3,12 @@
 // ./var/demo/artifacts, and seven concurrent `enqueue export --wait --json`
 // calls — six identical requests for the sample manual and one with other
 // options. It prints who rendered and who reused, checks that every key was
-// rendered exactly once and that every PDF opens, then stops everything it
-// started. Run it with `make demo` (which builds bin/worker and bin/enqueue).
+// rendered exactly once and that every PDF opens. Then it exports a whole
+// manual from chapters (eight linked pages of the Node.js API docs that
+// Debian's nodejs package installs, served on loopback), and its next
+// version with one chapter revised, which prints that chapter alone. Last,
+// it stops everything it started. Run it with `make demo` (which builds
+// bin/worker and bin/enqueue).
 package main
 
 import (
@@ -13,6 +17,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,11 +79,20 @@ func run() error {
 			w.Kill()
 		}
 	}()
+	// The docs site of the whole-manual part: Debian's Node.js API docs.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	site := &http.Server{Handler: http.FileServer(http.Dir(nodeDocs)), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = site.Serve(ln) }()
+	defer site.Close()
 	common := []string{
 		"REDIS_URL=redis://" + redisAddr + "/0",
 		"STORAGE_URL=file://./" + demoDir + "/artifacts",
 		"LOG_FORMAT=json", "LOG_LEVEL=info",
 		"WORKER_CONCURRENCY=8", "RENDER_CONCURRENCY=2",
+		"ALLOWED_HOSTS=" + ln.Addr().String(),
 	}
 	var adminAddrs []string
 	for i := 1; i <= 2; i++ {
@@ -171,6 +186,10 @@ func run() error {
 	}
 	fmt.Println("\nEvery key was rendered exactly once; every other request reused it.")
 
+	if err := wholeManual(common, "http://"+ln.Addr().String()+"/"); err != nil {
+		return err
+	}
+
 	// SIGTERM to each worker: each must exit 0.
 	for _, w := range workers {
 		if err := w.Stop(30 * time.Second); err != nil {
@@ -197,4 +216,69 @@ func (ex *export) run(env []string) {
 	if err := json.Unmarshal(stdout.Bytes(), &ex.result); err != nil {
 		ex.err = fmt.Errorf("bad --json output %q: %w", stdout.String(), err)
 	}
+}
+
+// nodeDocs is where Debian's nodejs package installs the Node.js API docs
+// (make setup installs it).
+const nodeDocs = "/usr/share/doc/nodejs/api"
+
+// wholeManual exports eight linked pages of the Node.js docs as one manual
+// with an outline and a table of contents, then the next version with one
+// chapter revised: that chapter is printed again, the others are reused.
+func wholeManual(env []string, base string) error {
+	pages := []string{"dns", "errors", "events", "fs", "http", "net", "stream", "url"}
+	write := func(version, revised string) (string, error) {
+		var b strings.Builder
+		for _, p := range pages {
+			rev := "r1"
+			if p == revised {
+				rev = "r2"
+			}
+			fmt.Fprintf(&b, "%s%s.html rev=%s\n", base, p, rev)
+		}
+		path := filepath.Join(demoDir, "chapters-"+version+".txt")
+		return path, os.WriteFile(path, []byte(b.String()), 0o644)
+	}
+	fmt.Printf("\ndemo: a whole manual from %d chapters of the Node.js docs (%s), then its next version with fs revised\n", len(pages), nodeDocs)
+	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nMANUAL\tOUTCOME\tCHAPTERS RENDERED\tREUSED\tPAGES\tBYTES\tTOTAL MS")
+	var results []spec.Result
+	for _, v := range []struct{ version, revised string }{{"20.1", ""}, {"20.2", "fs"}} {
+		list, err := write(v.version, v.revised)
+		if err != nil {
+			return err
+		}
+		ex := &export{name: "node-api " + v.version, args: []string{"export", "--manual", "node-api", "--version", v.version,
+			"--chapters", list, "--outline", "--toc", "--wait=5m", "--json"}}
+		ex.run(env)
+		if ex.err != nil {
+			return fmt.Errorf("%s: %w (see %s/worker-*.log; make setup installs the Node.js docs)", ex.name, ex.err, demoDir)
+		}
+		r := ex.result
+		if r.Chapters == nil {
+			return fmt.Errorf("%s: the result counts no chapters", ex.name)
+		}
+		results = append(results, r)
+		fmt.Fprintf(tw, "%s\trendered\t%d\t%d\t%d\t%d\t%d\n", ex.name, r.Chapters.Rendered, r.Chapters.Reused, r.Pages, r.Bytes, ex.ms)
+	}
+	_ = tw.Flush()
+	if c := results[0].Chapters; c.Rendered != len(pages) {
+		return fmt.Errorf("the first version printed %d of %d chapters", c.Rendered, len(pages))
+	}
+	if c := results[1].Chapters; c.Rendered != 1 || c.Reused != len(pages)-1 {
+		return fmt.Errorf("the next version printed %d chapters and reused %d, want 1 and %d", c.Rendered, c.Reused, len(pages)-1)
+	}
+	for _, r := range results {
+		path := filepath.Join(demoDir, "artifacts", r.ArtifactKey)
+		n, err := harness.PDFPages(path)
+		if err != nil {
+			return err
+		}
+		if n != r.Pages {
+			return fmt.Errorf("%s: pdfinfo counts %d pages, the result %d", path, n, r.Pages)
+		}
+		fmt.Printf("  %s  (%d pages with its contents and outline, pdfinfo ok)\n", path, n)
+	}
+	fmt.Println("\nThe revised chapter alone was printed again; the manual was assembled anew.")
+	return nil
 }
