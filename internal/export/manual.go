@@ -261,25 +261,80 @@ func (h *Handler) processChapter(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("%w: %w", redact.Error(err), asynq.SkipRetry)
 	}
 	log = log.With("manual_task", ct.ManualTask, "chapter", ct.Index, "manual_id", ct.ManualID, "version", ct.Version)
-	if h.cfg.Finisher != nil {
-		if f, ok, err := h.cfg.Finisher.Recorded(ctx, ct.ManualTask); err == nil && ok {
-			log.InfoContext(ctx, "the manual is final already; its chapter is not needed", "state", f.State)
-			return nil
-		}
-	}
-	if c := h.cfg.Cancellations; c != nil {
-		if canceled, err := c.Canceled(ctx, ct.ManualTask); err == nil && canceled {
-			log.InfoContext(ctx, "the manual was canceled; its chapter is not needed")
-			return nil
-		}
+	if why := h.manualEnded(ctx, ct.ManualTask); why != "" {
+		log.InfoContext(ctx, "the manual's chapter is not needed", "because", why)
+		return nil
 	}
 	key := env.ChapterKey(0)
-	ctx = forManual(ctx, ct.ManualTask)
+	ctx, stop := h.whileManualRuns(forManual(ctx, ct.ManualTask), ct.ManualTask)
+	defer stop()
 	if _, err := h.export(ctx, log.With("chapter_key", key), job{Envelope: env.ChapterEnvelope(0), markAnchors: true}, key); err != nil {
+		if errors.Is(context.Cause(ctx), errManualEnded) {
+			// Its render stopped and released the chapter's lock as
+			// failed: another manual that needs the chapter takes it over.
+			log.InfoContext(ctx, "the manual ended while its chapter printed; stopped")
+			return nil
+		}
 		return redact.Error(err)
 	}
 	h.chapterStored(ctx, log, ct.ManualTask, key)
 	return nil
+}
+
+// errManualEnded: the manual a chapter task printed for became final
+// (canceled, failed) while it printed.
+var errManualEnded = errors.New("the manual ended")
+
+// manualCheckInterval is how often a chapter task looks whether its
+// manual ended: one or two Redis reads a second per running chapter.
+const manualCheckInterval = time.Second
+
+// manualEnded says why a manual no longer needs its chapters ("" while it
+// runs): final already, or canceled. A Redis error answers "": the
+// chapter is printed, which costs at worst a render.
+func (h *Handler) manualEnded(ctx context.Context, manualTask string) string {
+	if h.cfg.Finisher != nil {
+		if f, ok, err := h.cfg.Finisher.Recorded(ctx, manualTask); err == nil && ok {
+			return "the manual is " + string(f.State)
+		}
+	}
+	if c := h.cfg.Cancellations; c != nil {
+		if canceled, err := c.Canceled(ctx, manualTask); err == nil && canceled {
+			return "the manual was canceled"
+		}
+	}
+	return ""
+}
+
+// whileManualRuns returns ctx canceled with errManualEnded once the manual
+// ends, so that a chapter of a canceled manual stops printing; stop ends
+// the watch and waits for it.
+func (h *Handler) whileManualRuns(ctx context.Context, manualTask string) (context.Context, func()) {
+	if h.cfg.Finisher == nil && h.cfg.Cancellations == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(manualCheckInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if h.manualEnded(ctx, manualTask) != "" {
+					cancel(errManualEnded)
+					return
+				}
+			}
+		}
+	}()
+	return ctx, func() {
+		cancel(nil)
+		<-done
+	}
 }
 
 // chapterName is how errors and logs name a chapter: its URL (redacted

@@ -154,3 +154,85 @@ func TestWorker_OneSlotCompletesManyManuals(t *testing.T) {
 		t.Errorf("%d chapter renders over 20 manuals of the same 64 chapters, want 64", rendered)
 	}
 }
+
+// TestWorker_CancelingAManualStopsItsChapters: a manual canceled while its
+// chapters print, on its own worker and on another, stops them: the
+// chapter tasks end within a few seconds instead of printing on, none of
+// the queued ones starts, and nothing more is fetched.
+func TestWorker_CancelingAManualStopsItsChapters(t *testing.T) {
+	const chapters = 8
+	var started atomic.Int64
+	var lastStart atomic.Int64 // unix nanos
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started.Add(1)
+		lastStart.Store(time.Now().UnixNano())
+		select { // a slow docs server: every chapter is still loading when the cancel comes
+		case <-time.After(6 * time.Second):
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprintf(w, `<!doctype html><title>%s</title><h1>%s</h1>`, r.URL.Path, r.URL.Path)
+	}))
+	t.Cleanup(site.Close)
+	redis := testsupport.StartRedis(t)
+	storeDir := t.TempDir()
+	siteHost := strings.TrimPrefix(site.URL, "http://")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, name := range []string{"w1", "w2"} {
+		cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+storeDir, "ADMIN_ADDR=",
+			"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "ALLOWED_HOSTS="+siteHost, "RENDER_CONCURRENCY=1", "WORKER_CONCURRENCY=3")
+		w := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Hostname: name})
+		if err := w.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Shutdown)
+	}
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, AllowedHosts: siteHost})
+	req := exportclient.Request{ManualID: "canceled", Version: "1"}
+	for i := range chapters {
+		req.Chapters = append(req.Chapters, exportclient.Chapter{URL: fmt.Sprintf("%s/c%d.html", site.URL, i), Revision: "r1"})
+	}
+	job, err := c.Enqueue(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testsupport.Eventually(t, 30*time.Second, func() error {
+		if n := started.Load(); n < 2 {
+			return fmt.Errorf("%d chapters loading", n)
+		}
+		return nil
+	})
+	if _, err := c.Cancel(ctx, job.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	canceledAt := time.Now()
+	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: redis.Addr()})
+	t.Cleanup(func() { _ = insp.Close() })
+	testsupport.Eventually(t, 10*time.Second, func() error {
+		active, err := insp.ListActiveTasks("default")
+		if err != nil {
+			return err
+		}
+		if len(active) > 0 {
+			return fmt.Errorf("%d tasks still active, %s after the cancel", len(active), time.Since(canceledAt).Round(time.Millisecond))
+		}
+		return nil
+	})
+	if took := time.Since(canceledAt); took > 5*time.Second {
+		t.Errorf("the chapters stopped %s after the cancel; the pages take 6 s", took.Round(time.Millisecond))
+	}
+	st, err := c.Status(ctx, job.TaskID)
+	if err != nil || st.State != exportclient.StateCanceled {
+		t.Fatalf("manual %s %v, want canceled", st.State, err)
+	}
+	n := started.Load()
+	time.Sleep(2 * time.Second) // queued chapter tasks would start by now
+	if started.Load() != n || time.Unix(0, lastStart.Load()).After(canceledAt.Add(time.Second)) {
+		t.Errorf("chapters started after the cancel: %d fetches, then %d", n, started.Load())
+	}
+	stored, _ := filepath.Glob(filepath.Join(storeDir, "_chapters", "*.pdf"))
+	if len(stored) != 0 {
+		t.Errorf("%d chapters stored of a manual canceled while every page was loading", len(stored))
+	}
+}
