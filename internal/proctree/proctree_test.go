@@ -42,7 +42,9 @@ func TestDescendantsAndAlive(t *testing.T) {
 // reaped by its parent sh; CPU of sh's tree still holds what it burned,
 // and sh's own time does not.
 func TestCPU_CountsReapedDescendants(t *testing.T) {
-	cmd := exec.Command("sh", "-c", `(end=$(( $(date +%s) + 1 )); while [ "$(date +%s)" -lt "$end" ] || [ "$n" = "" ]; do n=$((n+1)); :; done; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done); echo done; sleep 30`)
+	// A fixed amount of work (about 0.4 CPU-s), not a time: on a busy
+	// machine a loop bounded by the clock gets too little of a core.
+	cmd := exec.Command("sh", "-c", `(i=0; while [ $i -lt 600000 ]; do i=$((i+1)); done); echo done; sleep 30`)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
