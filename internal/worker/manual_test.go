@@ -37,21 +37,9 @@ func TestWorker_ManualChaptersSpreadOverTheFleet(t *testing.T) {
 		fmt.Fprintf(w, `<!doctype html><title>Chapter %d</title><h1 id="top">Chapter %d</h1><p><a href="chapter-%d.html#top">next</a></p>`, i, i, (i+1)%chapters)
 	}))
 	t.Cleanup(site.Close)
-	redis := testsupport.StartRedis(t)
-	storeDir := t.TempDir()
-	siteHost := strings.TrimPrefix(site.URL, "http://")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for _, name := range []string{"w1", "w2"} {
-		cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+storeDir, "ADMIN_ADDR=",
-			"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "ALLOWED_HOSTS="+siteHost, "RENDER_CONCURRENCY=1", "WORKER_CONCURRENCY=3")
-		w := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Hostname: name})
-		if err := w.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(w.Shutdown)
-	}
-	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, AllowedHosts: siteHost})
+	_, storeDir, c := startManualFleet(ctx, t, site)
 	req := exportclient.Request{ManualID: "fleet", Version: "1", Options: exportclient.Options{Outline: true}}
 	for i := range chapters {
 		req.Chapters = append(req.Chapters, exportclient.Chapter{URL: fmt.Sprintf("%s/chapter-%d.html", site.URL, i), Revision: "r1"})
@@ -174,21 +162,9 @@ func TestWorker_CancelingAManualStopsItsChapters(t *testing.T) {
 		fmt.Fprintf(w, `<!doctype html><title>%s</title><h1>%s</h1>`, r.URL.Path, r.URL.Path)
 	}))
 	t.Cleanup(site.Close)
-	redis := testsupport.StartRedis(t)
-	storeDir := t.TempDir()
-	siteHost := strings.TrimPrefix(site.URL, "http://")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for _, name := range []string{"w1", "w2"} {
-		cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+storeDir, "ADMIN_ADDR=",
-			"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "ALLOWED_HOSTS="+siteHost, "RENDER_CONCURRENCY=1", "WORKER_CONCURRENCY=3")
-		w := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Hostname: name})
-		if err := w.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(w.Shutdown)
-	}
-	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, AllowedHosts: siteHost})
+	redis, storeDir, c := startManualFleet(ctx, t, site)
 	req := exportclient.Request{ManualID: "canceled", Version: "1"}
 	for i := range chapters {
 		req.Chapters = append(req.Chapters, exportclient.Chapter{URL: fmt.Sprintf("%s/c%d.html", site.URL, i), Revision: "r1"})
@@ -235,4 +211,24 @@ func TestWorker_CancelingAManualStopsItsChapters(t *testing.T) {
 	if len(stored) != 0 {
 		t.Errorf("%d chapters stored of a manual canceled while every page was loading", len(stored))
 	}
+}
+
+// startManualFleet starts two workers, w1 and w2 (one tab, three handler
+// slots each), on one Redis and one file store, allowed to reach site, and
+// a client of them.
+func startManualFleet(ctx context.Context, t *testing.T, site *httptest.Server) (*testsupport.Redis, string, *exportclient.Client) {
+	t.Helper()
+	redis := testsupport.StartRedis(t)
+	storeDir := t.TempDir()
+	siteHost := strings.TrimPrefix(site.URL, "http://")
+	for _, name := range []string{"w1", "w2"} {
+		cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+storeDir, "ADMIN_ADDR=",
+			"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "ALLOWED_HOSTS="+siteHost, "RENDER_CONCURRENCY=1", "WORKER_CONCURRENCY=3")
+		w := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Hostname: name})
+		if err := w.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Shutdown)
+	}
+	return redis, storeDir, newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, AllowedHosts: siteHost})
 }
