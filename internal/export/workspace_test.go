@@ -68,6 +68,9 @@ func TestOpenWorkspace_PrivateDirectoryRemovedOnClose(t *testing.T) {
 func TestOpenWorkspace_SweepsWhatStoppedWorkersLeft(t *testing.T) {
 	parent := t.TempDir()
 	running := openWorkspace(t, parent) // another worker, still running
+	// Its own sweep of parent must be over before the leftovers are made,
+	// or it removes the "killed" directory half-made.
+	<-running.swept
 	if err := os.WriteFile(filepath.Join(running.Dir(), "spool-1.pdf"), []byte("in use"), 0o600); err != nil {
 		t.Fatal(err)
 	}
