@@ -87,7 +87,10 @@ func scenarioDocOptions(ctx context.Context, e *benchEnv, rep *report) error {
 		for _, v := range singles {
 			v.opts(o)
 		}
-	}})
+	}}, struct {
+		label string
+		opts  func(*exportclient.Options)
+	}{"fast web view (qpdf --linearize)", func(o *exportclient.Options) { o.FastWebView = true }})
 	runs := e.o.runs
 	res := &docoptsResult{samples: runs}
 	rep.docopts = res
@@ -209,7 +212,8 @@ func (d *docoptsResult) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## D. Document options\n\n")
 	fmt.Fprintf(&b, "The Go specification with the outline on (tagged), exported plain and with each document option\n")
-	fmt.Fprintf(&b, "(metadata, watermark, AES-256 encryption, all three) on one in-process worker with real Chromium,\n")
+	fmt.Fprintf(&b, "(metadata, watermark, AES-256 encryption, all three; and the fast web view, linearized by qpdf)\n")
+	fmt.Fprintf(&b, "on one in-process worker with real Chromium,\n")
 	fmt.Fprintf(&b, "interleaved round by round, %d rounds, every export rendering (a fresh version). CPU is the whole\n", d.samples)
 	fmt.Fprintf(&b, "process tree's (worker, Chromium, redis-server) per export, read 0.5 s after it (so the renderer that\n")
 	fmt.Fprintf(&b, "exits with the browser context is counted); heap is the peak of the Go heap above\n")

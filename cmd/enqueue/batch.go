@@ -62,6 +62,7 @@ func runBatch(ctx context.Context, e env, args []string) int {
 	fs.BoolVar(&opts.Landscape, "landscape", false, "landscape for every row")
 	fs.BoolVar(&opts.Outline, "outline", false, "document outline for every row (implies tagged)")
 	fs.BoolVar(&opts.Tagged, "tagged", false, "tagged PDF for every row")
+	fs.BoolVar(&opts.FastWebView, "fast-web-view", false, "linearized PDF (fast web view) for every row")
 	fs.StringVar(&opts.WaitFor, "wait-for", "", "readiness expression for every row")
 	fs.StringVar(&progress, "progress", "auto", "auto (bar on a terminal, a line every 5s otherwise), bar, lines")
 	if err := fs.Parse(normalizeRate(args)); err != nil {

@@ -66,6 +66,7 @@ func runExport(ctx context.Context, e env, args []string) int {
 	fs.StringVar(&htmlFile, "html-file", "", "print this HTML file instead of a URL (- for stdin, at most 2 MiB)")
 	fs.StringVar(&chaptersFile, "chapters", "", `export a whole manual: this file lists its chapters in order, one "URL [rev=REVISION] [title]" a line (- for stdin)`)
 	fs.BoolVar(&req.Options.TOC, "toc", false, "with --chapters: a table of contents with the final page numbers before the first chapter")
+	fs.BoolVar(&req.Options.FastWebView, "fast-web-view", false, "linearize the PDF (qpdf --linearize) so a viewer shows page 1 before the whole file arrived")
 	fs.StringVar(&req.Options.Paper, "paper", "", "paper: A4 (default), Letter, Legal, A3, A5")
 	fs.BoolVar(&req.Options.Landscape, "landscape", false, "landscape orientation")
 	fs.StringVar(&marginMM, "margin-mm", "", "all four margins in mm (default 10)")

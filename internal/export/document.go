@@ -74,12 +74,18 @@ func pdfcpuConf() *model.Configuration {
 }
 
 // spool copies a render's stream to a new temporary file of ws, at most
-// MaxPostProcessBytes; the caller removes the file.
-func spool(ws *Workspace, pdf io.Reader) (path string, n int64, err error) {
-	return spoolLimited(ws, pdf, MaxPostProcessBytes)
+// MaxPostProcessBytes when pdfcpu rewrites it (d.Rewrites), else at most
+// MaxLinearizeBytes; the caller removes the file.
+func spool(ws *Workspace, pdf io.Reader, d *spec.DocumentSettings) (path string, n int64, err error) {
+	if d.Rewrites() {
+		return spoolLimited(ws, pdf, MaxPostProcessBytes, errTooLargeToPostProcess)
+	}
+	return spoolLimited(ws, pdf, MaxLinearizeBytes, errTooLargeToLinearize)
 }
 
-func spoolLimited(ws *Workspace, pdf io.Reader, limit int64) (path string, n int64, err error) {
+// spoolLimited spools at most limit bytes, failing with tooLarge (which
+// wraps errTooLarge) past it.
+func spoolLimited(ws *Workspace, pdf io.Reader, limit int64, tooLarge error) (path string, n int64, err error) {
 	f, err := ws.createTemp("spool-*.pdf")
 	if err != nil {
 		return "", 0, fmt.Errorf("spooling the PDF for its document options: %w", err)
@@ -88,7 +94,7 @@ func spoolLimited(ws *Workspace, pdf io.Reader, limit int64) (path string, n int
 	n, err = io.Copy(f, io.LimitReader(pdf, limit+1))
 	err = errors.Join(err, f.Close())
 	if err == nil && n > limit {
-		err = errTooLargeToPostProcess
+		err = tooLarge
 	}
 	if err != nil {
 		_ = os.Remove(path)
@@ -97,7 +103,13 @@ func spoolLimited(ws *Workspace, pdf io.Reader, limit int64) (path string, n int
 	return path, n, nil
 }
 
-var errTooLargeToPostProcess = fmt.Errorf("%w: the PDF is larger than %d MiB, the most the document options (metadata, watermark, encryption) post-process; export it without them, or in parts (page_ranges)", ErrPostProcess, MaxPostProcessBytes>>20)
+// errTooLarge: a PDF over the post-processing limits; final.
+var errTooLarge = fmt.Errorf("%w: the PDF is too large", ErrPostProcess)
+
+var (
+	errTooLargeToPostProcess = fmt.Errorf("%w: larger than %d MiB, the most the document options (metadata, watermark, encryption) post-process; export it without them, or in parts (page_ranges)", errTooLarge, MaxPostProcessBytes>>20)
+	errTooLargeToLinearize   = fmt.Errorf("%w: larger than %d MiB, the most options.fast_web_view linearizes; export it without fast_web_view", errTooLarge, MaxLinearizeBytes>>20)
+)
 
 // permissionBits are the PDF permission bits (ISO 32000-2, table 22) of
 // spec.PermissionNames.
@@ -291,29 +303,62 @@ func check(pctx *model.Context, k keep) error {
 }
 
 // postProcessed runs the document options on a spooled render under the
-// worker's post-processing slot, into a new file of the workspace, and
+// worker's post-processing slot, into new files of the workspace: pdfcpu's
+// rewrite (metadata, watermark, encryption), then the linearization (fast
+// web view), which must come last because any rewrite undoes it. It
 // returns the output's path (the caller removes it). Its errors are final
-// (SkipRetry) unless ctx ended or the output file could not be made.
+// (SkipRetry) unless ctx ended or a file could not be made.
 func (h *Handler) postProcessed(ctx context.Context, in string, s spec.PrintSettings, pw spec.Passwords, pages int) (string, error) {
 	ws := h.workspace
 	if err := ws.acquire(ctx); err != nil {
 		return "", err
 	}
 	defer ws.release()
-	o, err := ws.createTemp("post-*.pdf")
-	if err != nil {
-		return "", fmt.Errorf("the file for the post-processed PDF: %w", err)
-	}
-	err = postProcess(ctx, in, o, s.Document, pw, keep{pages: pages, tagged: s.Tagged, outline: s.Outline})
-	if cerr := o.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(o.Name())
-		if ctx.Err() != nil {
-			return "", err
+	d, cur := s.Document, in
+	final := func(err error) error {
+		if cur != in {
+			_ = os.Remove(cur)
 		}
-		return "", fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+		if ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
-	return o.Name(), nil
+	if d.Rewrites() {
+		o, err := ws.createTemp("post-*.pdf")
+		if err != nil {
+			return "", fmt.Errorf("the file for the post-processed PDF: %w", err)
+		}
+		err = postProcess(ctx, in, o, d, pw, keep{pages: pages, tagged: s.Tagged, outline: s.Outline})
+		if cerr := o.Close(); err == nil {
+			err = cerr
+		}
+		cur = o.Name()
+		if err != nil {
+			return "", final(err)
+		}
+	}
+	if d.FastWebView {
+		o, err := ws.createTemp("linear-*.pdf")
+		if err != nil {
+			if cur != in {
+				_ = os.Remove(cur)
+			}
+			return "", fmt.Errorf("the file for the linearized PDF: %w", err)
+		}
+		_ = o.Close()
+		owner := ""
+		if d.Encryption != nil {
+			owner = pw.Owner
+		}
+		err = linearize(ctx, cur, o.Name(), owner)
+		if cur != in {
+			_ = os.Remove(cur)
+		}
+		cur = o.Name()
+		if err != nil {
+			return "", final(err)
+		}
+	}
+	return cur, nil
 }

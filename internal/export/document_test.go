@@ -101,11 +101,11 @@ func TestPostProcess_RefusesToLoseWhatWasPrinted(t *testing.T) {
 // it is processed, and its spool file removed.
 func TestSpool_Limit(t *testing.T) {
 	ws := openWorkspace(t, t.TempDir())
-	path, _, err := spoolLimited(ws, bytes.NewReader(make([]byte, 1001)), 1000)
+	path, _, err := spoolLimited(ws, bytes.NewReader(make([]byte, 1001)), 1000, errTooLargeToPostProcess)
 	if !errors.Is(err, errTooLargeToPostProcess) || path != "" {
 		t.Fatalf("spool over the limit = %q, %v", path, err)
 	}
-	path, n, err := spoolLimited(ws, bytes.NewReader(make([]byte, 1000)), 1000)
+	path, n, err := spoolLimited(ws, bytes.NewReader(make([]byte, 1000)), 1000, errTooLargeToPostProcess)
 	if err != nil || n != 1000 || filepath.Dir(path) != ws.Dir() {
 		t.Fatalf("spool at the limit = %q, %d, %v; want a file in %s", path, n, err, ws.Dir())
 	}
@@ -151,7 +151,7 @@ func TestSpool_PrivateDirectoryRemovedUnderneath(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.after(t, ws, parent)
-			path, _, err := spool(ws, bytes.NewReader([]byte("%PDF-")))
+			path, _, err := spool(ws, bytes.NewReader([]byte("%PDF-")), nil)
 			if !tc.ok {
 				var pe *fs.PathError
 				if err == nil || (!errors.As(err, &pe) && !errors.Is(err, errForeignDir)) {

@@ -312,7 +312,7 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 	var spoolErr error
 	if settings.Document != nil {
 		sink = func(_ context.Context, pdf io.Reader) error {
-			spooled, _, spoolErr = spool(h.workspace, pdf)
+			spooled, _, spoolErr = spool(h.workspace, pdf, settings.Document)
 			return spoolErr
 		}
 		defer func() {
@@ -342,7 +342,7 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 		}
 	}
 	renderMS := time.Since(started).Milliseconds()
-	if errors.Is(spoolErr, errTooLargeToPostProcess) {
+	if errors.Is(spoolErr, errTooLarge) {
 		return spec.Result{}, fmt.Errorf("rendering %s: %w: %w", key, spoolErr, asynq.SkipRetry)
 	}
 	if pe := (*fs.PathError)(nil); errors.As(spoolErr, &pe) {

@@ -107,6 +107,16 @@ type DocumentSettings struct {
 	Metadata   *Metadata           `json:"metadata,omitempty"`
 	Watermark  *WatermarkSettings  `json:"watermark,omitempty"`
 	Encryption *EncryptionSettings `json:"encryption,omitempty"`
+	// FastWebView: linearized last, after everything else (omitted when
+	// false, so other artifacts keep their keys).
+	FastWebView bool `json:"fast_web_view,omitempty"`
+}
+
+// Rewrites reports whether d changes the PDF's content (metadata,
+// watermark, encryption): whether pdfcpu post-processes it. A fast web
+// view alone only reorders it.
+func (d *DocumentSettings) Rewrites() bool {
+	return d != nil && (d.Metadata != nil || d.Watermark != nil || d.Encryption != nil)
 }
 
 // WatermarkSettings is a watermark with the defaults applied.
@@ -129,10 +139,10 @@ type EncryptionSettings struct {
 func (e *EncryptionSettings) Has(name string) bool { return slices.Contains(e.Allow, name) }
 
 func (o Options) documentSettings() *DocumentSettings {
-	if o.Metadata == nil && o.Watermark == nil && o.Encryption == nil {
+	if !o.HasDocumentOptions() {
 		return nil
 	}
-	d := &DocumentSettings{}
+	d := &DocumentSettings{FastWebView: o.FastWebView}
 	if m := o.Metadata; m != nil {
 		c := *m
 		c.Keywords = slices.Clone(m.Keywords)

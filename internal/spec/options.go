@@ -69,12 +69,17 @@ type Options struct {
 	// TOC puts a table of contents, with the manual's page numbers, before
 	// the first chapter (source.chapters only).
 	TOC bool `json:"toc,omitempty"`
+	// FastWebView linearizes the finished PDF (qpdf --linearize), so a
+	// reader's viewer shows the first page after fetching its first bytes
+	// with Range requests instead of the whole file.
+	FastWebView bool `json:"fast_web_view,omitempty"`
 }
 
-// HasDocumentOptions reports whether o asks for metadata, a watermark or
-// encryption: whether the PDF is post-processed instead of streamed.
+// HasDocumentOptions reports whether o asks for metadata, a watermark,
+// encryption or a fast web view: whether the PDF is post-processed
+// instead of streamed.
 func (o Options) HasDocumentOptions() bool {
-	return o.Metadata != nil || o.Watermark != nil || o.Encryption != nil
+	return o.Metadata != nil || o.Watermark != nil || o.Encryption != nil || o.FastWebView
 }
 
 // PrintSettings are Options with every default applied and every value
