@@ -45,6 +45,9 @@ type job struct {
 	// manual: a manual whose chapters are stored; its "render" assembles
 	// them (manual.go).
 	manual *manualPlan
+	// stored is what storage answered for the job's key moments ago (a
+	// manual's look-up of its chapters), so the export does not ask again.
+	stored *storage.Object
 }
 
 // ProcessTask implements asynq.Handler.
@@ -169,7 +172,13 @@ func (h *Handler) resolve(ctx context.Context, taskID string, env spec.Envelope)
 
 func (h *Handler) export(ctx context.Context, log *slog.Logger, p job, key string) (spec.Result, error) {
 	var staleETag string
-	obj, err := h.cfg.Store.Stat(ctx, key)
+	var obj storage.Object
+	var err error
+	if p.stored != nil {
+		obj = *p.stored
+	} else {
+		obj, err = h.cfg.Store.Stat(ctx, key)
+	}
 	switch {
 	case err == nil && (!p.Force || storedBy(ctx, obj)):
 		// Stored already — by this very task too, when an earlier attempt

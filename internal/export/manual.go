@@ -22,6 +22,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/storage"
 )
 
 // A manual from chapters (source.chapters) is exported in two steps:
@@ -111,7 +112,7 @@ func (h *Handler) chapters(ctx context.Context, log *slog.Logger, p job) (*manua
 		}
 	}
 	manualTask, _ := asynq.GetTaskID(ctx)
-	h.fanOut(ctx, log, p, manualTask, todo)
+	stored := h.fanOut(ctx, log, p, manualTask, todo)
 	// The fleet takes the queued chapters from the first on; this task
 	// works from the last, so the two meet rather than wait for each other
 	// at the gate.
@@ -124,6 +125,9 @@ func (h *Handler) chapters(ctx context.Context, log *slog.Logger, p job) (*manua
 			for i := range next {
 				key := p.ChapterKey(i)
 				cj := job{Envelope: p.ChapterEnvelope(i), markAnchors: true}
+				if obj, ok := stored[i]; ok {
+					cj.stored = &obj
+				}
 				res, err := h.export(ctx, log.With("chapter", i, "chapter_key", key), cj, key)
 				if err == nil {
 					plan.chapters[i] = chapterDone{key: key, pages: res.Pages, rendered: res.Rendered, warnings: res.Warnings}
@@ -175,9 +179,10 @@ feed:
 // not stored as tasks of their own, once per manual (their task ids are
 // the manual's plus the index, so a retry queues nothing new). Neither is
 // needed for the manual to complete: a failure is logged, not returned.
-func (h *Handler) fanOut(ctx context.Context, log *slog.Logger, p job, manualTask string, todo []int) {
+// It returns what it found stored, by chapter index.
+func (h *Handler) fanOut(ctx context.Context, log *slog.Logger, p job, manualTask string, todo []int) map[int]storage.Object {
 	if manualTask == "" {
-		return
+		return nil
 	}
 	if h.cfg.Progress != nil {
 		if err := h.cfg.Progress.Start(ctx, manualTask, len(todo)); err != nil {
@@ -185,11 +190,11 @@ func (h *Handler) fanOut(ctx context.Context, log *slog.Logger, p job, manualTas
 		}
 	}
 	if h.cfg.ChapterTasks == nil || len(todo) < 2 {
-		return
+		return nil
 	}
-	missing := h.unstored(ctx, p, todo)
+	missing, stored := h.unstored(ctx, p, todo)
 	if len(missing) == 0 {
-		return
+		return stored
 	}
 	tasks := make([]spec.ChapterTask, len(missing))
 	for k, i := range missing {
@@ -199,22 +204,25 @@ func (h *Handler) fanOut(ctx context.Context, log *slog.Logger, p job, manualTas
 	if err := h.cfg.ChapterTasks.EnqueueChapters(ctx, queue, tasks); err != nil {
 		log.WarnContext(ctx, "queuing the manual's chapters for the fleet failed; this task prints them", "err", err)
 	}
+	return stored
 }
 
 // unstored are the chapters of todo that storage does not have (a forced
-// manual: all of them), looked up a few at a time.
-func (h *Handler) unstored(ctx context.Context, p job, todo []int) []int {
+// manual: all of them), looked up a few at a time, and what it found for
+// the others.
+func (h *Handler) unstored(ctx context.Context, p job, todo []int) ([]int, map[int]storage.Object) {
 	if p.Force {
-		return todo
+		return todo, nil
 	}
 	missing := make([]bool, len(todo))
+	objs := make([]storage.Object, len(todo))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(8, len(todo)) {
 		wg.Go(func() {
 			for k := range next {
-				_, err := h.cfg.Store.Stat(ctx, p.ChapterKey(todo[k]))
-				missing[k] = err != nil
+				obj, err := h.cfg.Store.Stat(ctx, p.ChapterKey(todo[k]))
+				missing[k], objs[k] = err != nil, obj
 			}
 		})
 	}
@@ -224,12 +232,15 @@ func (h *Handler) unstored(ctx context.Context, p job, todo []int) []int {
 	close(next)
 	wg.Wait()
 	var out []int
+	stored := make(map[int]storage.Object, len(todo))
 	for k, i := range todo {
 		if missing[k] {
 			out = append(out, i)
+		} else {
+			stored[i] = objs[k]
 		}
 	}
-	return out
+	return out, stored
 }
 
 func (h *Handler) chapterStored(ctx context.Context, log *slog.Logger, manualTask, key string) {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,11 +79,12 @@ type manualEnv struct {
 
 func startManualEnv(t *testing.T, site *chapterSite, asynqConcurrency, chapterConcurrency int) *manualEnv {
 	t.Helper()
-	return startManualEnvWith(t, site, asynqConcurrency, chapterConcurrency, 5000)
+	return startManualEnvWith(t, site, asynqConcurrency, chapterConcurrency, nil)
 }
 
-// startManualEnvWith is startManualEnv with RENDER_MAX_PAGES maxPages.
-func startManualEnvWith(t *testing.T, site *chapterSite, asynqConcurrency, chapterConcurrency, maxPages int) *manualEnv {
+// startManualEnvWith is startManualEnv with the handler's configuration
+// changed by tune.
+func startManualEnvWith(t *testing.T, site *chapterSite, asynqConcurrency, chapterConcurrency int, tune func(*export.Config)) *manualEnv {
 	t.Helper()
 	queue, locks := testsupport.StartRedis(t), testsupport.StartRedis(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -101,8 +103,12 @@ func startManualEnvWith(t *testing.T, site *chapterSite, asynqConcurrency, chapt
 	lockRedis := redis.NewClient(&redis.Options{Addr: locks.Addr(), DialTimeout: 300 * time.Millisecond, MaxRetries: -1})
 	t.Cleanup(func() { _ = lockRedis.Close() })
 	gate := lock.NewGate(lock.NewMutex(lockRedis, lock.Config{TTL: 5 * time.Second, FailOpen: true, OpTimeout: time.Second, Logger: log}))
-	h, err := export.NewHandler(export.Config{Store: files, Renderer: renderer, Gate: gate, Logger: log, Namespace: dir,
-		Hosts: spec.Hosts{Sources: hosts}, ChapterConcurrency: chapterConcurrency, MaxPages: maxPages})
+	cfg := export.Config{Store: files, Renderer: renderer, Gate: gate, Logger: log, Namespace: dir,
+		Hosts: spec.Hosts{Sources: hosts}, ChapterConcurrency: chapterConcurrency, MaxPages: 5000}
+	if tune != nil {
+		tune(&cfg)
+	}
+	h, err := export.NewHandler(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +549,7 @@ func TestManual_DocumentOptionsApplyOnceToTheManual(t *testing.T) {
 // the limit, and store no manual.
 func TestManual_PageLimitAppliesToTheWholeManual(t *testing.T) {
 	site := startChapterSite(t)
-	e := startManualEnvWith(t, site, 2, 2, 4)
+	e := startManualEnvWith(t, site, 2, 2, func(c *export.Config) { c.MaxPages = 4 })
 	st := e.export(t, exportclient.Request{ManualID: "long", Version: "1", Chapters: []exportclient.Chapter{
 		{URL: site.url("intro.html"), Revision: "r1"}, {URL: site.url("guide.html"), Revision: "r1"}, {URL: site.url("reference.html"), Revision: "r1"}}})
 	if st.State != "failed" || !strings.Contains(st.Error, "RENDER_MAX_PAGES (4)") || st.Retried != 0 {
@@ -551,5 +557,82 @@ func TestManual_PageLimitAppliesToTheWholeManual(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.dir, "long")); !os.IsNotExist(err) {
 		t.Fatalf("a manual over the limit was stored: %v", err)
+	}
+}
+
+// statCounter counts the storage look-ups of each key (instrumentation
+// around the real file store).
+type statCounter struct {
+	export.Store
+	mu    sync.Mutex
+	stats map[string]int
+}
+
+func (s *statCounter) Stat(ctx context.Context, key string) (storage.Object, error) {
+	s.mu.Lock()
+	s.stats[key]++
+	s.mu.Unlock()
+	return s.Store.Stat(ctx, key)
+}
+
+func (s *statCounter) count(suffix string) (keys, lookups int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, n := range s.stats {
+		if strings.HasPrefix(k, "_chapters/") && strings.HasSuffix(k, suffix) {
+			keys++
+			lookups += n
+		}
+	}
+	return keys, lookups
+}
+
+// queuedChapters takes a manual's chapter tasks and drops them: the
+// manual's own task prints what is missing (the fleet's side is
+// internal/worker's test with real queues).
+type queuedChapters struct{ n atomic.Int64 }
+
+func (q *queuedChapters) EnqueueChapters(_ context.Context, _ string, tasks []spec.ChapterTask) error {
+	q.n.Add(int64(len(tasks)))
+	return nil
+}
+
+// TestManual_StoredChaptersLookedUpOnce: a manual whose chapters are all
+// stored asks storage about each chapter once (the look-up that decides
+// what to queue for the fleet serves the chapter's reuse too; on S3 each
+// is a HEAD), and queues none of them.
+func TestManual_StoredChaptersLookedUpOnce(t *testing.T) {
+	site := startChapterSite(t)
+	var counter *statCounter
+	queued := &queuedChapters{}
+	e := startManualEnvWith(t, site, 2, 2, func(c *export.Config) {
+		counter = &statCounter{Store: c.Store, stats: map[string]int{}}
+		c.Store, c.ChapterTasks = counter, queued
+	})
+	req := func(version string) exportclient.Request {
+		return exportclient.Request{ManualID: "lookups", Version: version, Chapters: []exportclient.Chapter{
+			{URL: site.url("intro.html"), Revision: "r1"},
+			{URL: site.url("guide.html"), Revision: "r1"},
+			{URL: site.url("reference.html"), Revision: "r1"},
+		}}
+	}
+	if st := e.export(t, req("1")); st.State != "completed" {
+		t.Fatalf("first version: %s %s", st.State, st.Error)
+	}
+	if got := queued.n.Load(); got != 3 {
+		t.Fatalf("first version queued %d chapters for the fleet, want 3", got)
+	}
+	counter.mu.Lock()
+	clear(counter.stats)
+	counter.mu.Unlock()
+	st := e.export(t, req("2"))
+	if st.State != "completed" || st.Result.Chapters == nil || st.Result.Chapters.Reused != 3 {
+		t.Fatalf("next version: %s %s %+v", st.State, st.Error, st.Result)
+	}
+	if keys, lookups := counter.count(".pdf"); keys != 3 || lookups != 3 {
+		t.Errorf("the stored chapters' PDFs were looked up %d times over %d keys, want once each over 3", lookups, keys)
+	}
+	if got := queued.n.Load(); got != 3 {
+		t.Errorf("stored chapters were queued for the fleet: %d tasks in all, want 3", got)
 	}
 }
