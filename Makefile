@@ -41,7 +41,7 @@ lint: ## gofmt, go vet and staticcheck (pinned)
 bench: setup build ## benchmarks vs same-run baselines: prints a table, writes BENCHMARKS.md (BENCH_FLAGS=-quick: harness check)
 	$(GO) run ./bench $(BENCH_FLAGS)
 
-chaos: setup ## reliability suite: fault scenarios, soak, hostile inputs, fuzzing → RELIABILITY.md (~20 min)
+chaos: setup ## reliability suite: fault scenarios, soak, hostile inputs, fuzzing → RELIABILITY.md (~11 min)
 	@scripts/chaos.sh
 
 clean: ## remove build output (bin/, stray go build binaries) and demo data

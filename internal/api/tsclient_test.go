@@ -42,7 +42,9 @@ func nodeTool(t *testing.T, modules, dir, tool string, args ...string) string {
 }
 
 // TestOpenAPI_TypeScriptClientCompiles: the types openapi-typescript
-// generates from api/openapi.yaml, with its default options, type
+// generates from api/openapi.yaml, with the README's own command run at the
+// root of a copy of the repository (so redocly.yaml's apis entry applies,
+// as it does for a reader who runs it as written), type
 // api/client-check/client.ts (openapi-fetch: enqueue with only the fields a
 // caller must send, long-poll, download, cancel, a callback body) so that
 // tsc compiles it, and a request naming the envelope-only
@@ -50,25 +52,37 @@ func nodeTool(t *testing.T, modules, dir, tool string, args ...string) string {
 // unused otherwise, which tsc reports).
 func TestOpenAPI_TypeScriptClientCompiles(t *testing.T) {
 	modules := nodeTools(t)
-	spec, err := filepath.Abs("../../api/openapi.yaml")
+	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir() // no redocly.yaml here: openapi-typescript would read it
-	for _, f := range []string{"client.ts", "tsconfig.json"} {
-		raw, err := os.ReadFile(filepath.Join("../../api/client-check", f))
+	m := regexp.MustCompile("`npx openapi-typescript ([^`]+)`").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md names no `npx openapi-typescript …` command")
+	}
+	args := strings.Fields(string(m[1]))
+	root := t.TempDir()
+	for dst, src := range map[string]string{"redocly.yaml": "../../redocly.yaml", "api/openapi.yaml": "../../api/openapi.yaml",
+		"client.ts": "../../api/client-check/client.ts", "tsconfig.json": "../../api/client-check/tsconfig.json"} {
+		raw, err := os.ReadFile(src)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, f), raw, 0o644); err != nil {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, dst)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, dst), raw, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
+	if err := os.Symlink(modules, filepath.Join(root, "node_modules")); err != nil {
 		t.Fatal(err)
 	}
-	nodeTool(t, modules, dir, "openapi-typescript", spec, "--output", "schema.ts")
-	nodeTool(t, modules, dir, "tsc", "--project", ".")
+	nodeTool(t, modules, root, "openapi-typescript", args...)
+	if _, err := os.Stat(filepath.Join(root, "schema.ts")); err != nil {
+		t.Fatalf("the README's command (npx openapi-typescript %s) wrote no schema.ts beside client.ts: %v", m[1], err)
+	}
+	nodeTool(t, modules, root, "tsc", "--project", ".")
 }
 
 // TestOpenAPI_RedoclyLint: api/openapi.yaml passes redocly lint with the
