@@ -32,11 +32,12 @@ test: setup ## run every test (race detector, real Redis/Chromium/S3 server)
 test-short: ## unit tests only
 	$(GO) test -short -count=1 ./...
 
-lint: ## gofmt, go vet and staticcheck (pinned)
+lint: ## gofmt, go vet, staticcheck (pinned), the vendored asynq against upstream
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	@test -x bin/staticcheck || GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	bin/staticcheck ./...
+	@scripts/check-vendored.sh
 
 bench: setup build ## benchmarks vs same-run baselines: prints a table, writes BENCHMARKS.md (BENCH_FLAGS=-quick: harness check)
 	$(GO) run ./bench $(BENCH_FLAGS)
