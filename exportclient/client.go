@@ -18,9 +18,9 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/credstore"
 	"github.com/pdfexport/pdfexport/internal/doorbell"
-	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -187,11 +187,11 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Redis == nil {
 		return nil, errors.New("exportclient: Config.Redis is required")
 	}
-	sources, err := egress.Parse(cfg.AllowedHosts)
+	sources, err := allowlist.Parse(cfg.AllowedHosts)
 	if err != nil {
 		return nil, fmt.Errorf("exportclient: AllowedHosts: %w", err)
 	}
-	callbacks, err := egress.Parse(cfg.CallbackAllowedHosts)
+	callbacks, err := allowlist.Parse(cfg.CallbackAllowedHosts)
 	if err != nil {
 		return nil, fmt.Errorf("exportclient: CallbackAllowedHosts: %w", err)
 	}

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/assemble"
-	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
@@ -41,7 +41,7 @@ func printChapters(t *testing.T, dir string, pages ...string) (parts []assemble.
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	r, err := render.New(render.Config{ChromiumPath: testsupport.ChromiumPath(t), Timeout: time.Minute,
-		AllowedHosts: egress.MustParse(ln.Addr().String()), Logger: slog.New(slog.DiscardHandler)})
+		AllowedHosts: allowlist.MustParse(ln.Addr().String()), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/buildinfo"
 	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/redact"
@@ -43,8 +44,8 @@ type Config struct {
 	// Keys are CALLBACK_SECRET's keys (spec.ParseCallbackSecrets); each
 	// delivery carries one v1 signature per key. None refuses every delivery.
 	Keys    [][]byte
-	Allowed egress.List   // CALLBACK_ALLOWED_HOSTS
-	Timeout time.Duration // one POST; default 10s
+	Allowed allowlist.List // CALLBACK_ALLOWED_HOSTS
+	Timeout time.Duration  // one POST; default 10s
 	Logger  *slog.Logger
 	// Observer, if set, counts outcomes.
 	Observer Observer

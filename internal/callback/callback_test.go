@@ -16,7 +16,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -97,7 +97,7 @@ func deliverer(cfg Config) *Deliverer {
 // are retryable errors, the 2xx ends the task.
 func TestDeliver_SignedAndStableAcrossRetries(t *testing.T) {
 	r := newReceiver(t, http.StatusServiceUnavailable, http.StatusInternalServerError)
-	d := deliverer(Config{Allowed: egress.MustParse(r.host())})
+	d := deliverer(Config{Allowed: allowlist.MustParse(r.host())})
 	defer d.Close()
 	tk := task(t, r.srv.URL+"/hooks/pdf")
 	for attempt := 1; attempt <= 3; attempt++ {
@@ -145,10 +145,10 @@ func TestDeliver_RefusedForGood(t *testing.T) {
 		cfg  Config
 		url  string
 	}{
-		{"host no longer on the list", Config{Allowed: egress.MustParse("api.example.com")}, r.srv.URL + "/h"},
-		{"name resolving to loopback", Config{Allowed: egress.MustParse("*.example.test"), Lookup: toLoopback}, "http://hooks.example.test:" + port + "/h"},
-		{"no secret on the worker", Config{Keys: [][]byte{}, Allowed: egress.MustParse(r.host())}, r.srv.URL + "/h"},
-		{"not http", Config{Allowed: egress.MustParse(r.host())}, "file:///etc/passwd"},
+		{"host no longer on the list", Config{Allowed: allowlist.MustParse("api.example.com")}, r.srv.URL + "/h"},
+		{"name resolving to loopback", Config{Allowed: allowlist.MustParse("*.example.test"), Lookup: toLoopback}, "http://hooks.example.test:" + port + "/h"},
+		{"no secret on the worker", Config{Keys: [][]byte{}, Allowed: allowlist.MustParse(r.host())}, r.srv.URL + "/h"},
+		{"not http", Config{Allowed: allowlist.MustParse(r.host())}, "file:///etc/passwd"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,7 +169,7 @@ func TestDeliver_RefusedForGood(t *testing.T) {
 // (retried), and its target is never requested.
 func TestDeliver_DoesNotFollowRedirects(t *testing.T) {
 	r := newReceiver(t, http.StatusFound)
-	d := deliverer(Config{Allowed: egress.MustParse(r.host())})
+	d := deliverer(Config{Allowed: allowlist.MustParse(r.host())})
 	defer d.Close()
 	err := d.ProcessTask(context.Background(), task(t, r.srv.URL+"/h"))
 	if err == nil || errors.Is(err, asynq.SkipRetry) {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 )
 
 // verifyJS verifies a delivery with the npm standardwebhooks package (the
@@ -47,7 +47,7 @@ func TestDeliver_VerifiesWithTheNodeLibrary(t *testing.T) {
 		t.Fatalf("scripts/install-node-tools.sh (run by make setup): %v\n%s", err, out)
 	}
 	r := newReceiver(t)
-	d := webhookDeliverer(t, Config{Allowed: egress.MustParse(r.host())}, oldSecret+","+newSecret)
+	d := webhookDeliverer(t, Config{Allowed: allowlist.MustParse(r.host())}, oldSecret+","+newSecret)
 	defer d.Close()
 	if err := d.ProcessTask(context.Background(), task(t, r.srv.URL+"/h")); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/tracing"
 )
@@ -31,7 +31,7 @@ func TestDeliver_ContinuesTheExportsTrace(t *testing.T) {
 		w.WriteHeader(status)
 	}))
 	t.Cleanup(srv.Close)
-	d := deliverer(Config{Allowed: egress.MustParse(strings.TrimPrefix(srv.URL, "http://"))})
+	d := deliverer(Config{Allowed: allowlist.MustParse(strings.TrimPrefix(srv.URL, "http://"))})
 	defer d.Close()
 
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"

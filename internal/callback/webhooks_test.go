@@ -13,7 +13,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -40,7 +40,7 @@ func referenceVerify(t *testing.T, secret string, q received) error {
 // header.
 func TestDeliver_StandardWebhooks(t *testing.T) {
 	r := newReceiver(t)
-	d := webhookDeliverer(t, Config{Allowed: egress.MustParse(r.host())}, newSecret)
+	d := webhookDeliverer(t, Config{Allowed: allowlist.MustParse(r.host())}, newSecret)
 	defer d.Close()
 	before := time.Now().Unix()
 	if err := d.ProcessTask(context.Background(), task(t, r.srv.URL+"/hooks/pdf")); err != nil {
@@ -72,7 +72,7 @@ func TestDeliver_StandardWebhooks(t *testing.T) {
 // receivers can move to the new key before the old one is dropped.
 func TestDeliver_RotatedSecrets(t *testing.T) {
 	r := newReceiver(t)
-	d := webhookDeliverer(t, Config{Allowed: egress.MustParse(r.host())}, oldSecret+" "+newSecret)
+	d := webhookDeliverer(t, Config{Allowed: allowlist.MustParse(r.host())}, oldSecret+" "+newSecret)
 	defer d.Close()
 	if err := d.ProcessTask(context.Background(), task(t, r.srv.URL+"/h")); err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func TestDeliver_RotatedSecrets(t *testing.T) {
 func TestDeliver_RetryKeepsIDFreshSignature(t *testing.T) {
 	r := newReceiver(t, http.StatusInternalServerError)
 	clock := time.Now().Add(-10 * time.Second)
-	d := webhookDeliverer(t, Config{Allowed: egress.MustParse(r.host()),
+	d := webhookDeliverer(t, Config{Allowed: allowlist.MustParse(r.host()),
 		Now: func() time.Time { clock = clock.Add(5 * time.Second); return clock }}, newSecret)
 	defer d.Close()
 	tk := task(t, r.srv.URL+"/h")
@@ -139,7 +139,7 @@ func TestDeliver_RetryKeepsIDFreshSignature(t *testing.T) {
 // verifies.
 func TestDeliver_TamperedOrStaleFails(t *testing.T) {
 	r := newReceiver(t)
-	d := webhookDeliverer(t, Config{Allowed: egress.MustParse(r.host())}, newSecret)
+	d := webhookDeliverer(t, Config{Allowed: allowlist.MustParse(r.host())}, newSecret)
 	defer d.Close()
 	if err := d.ProcessTask(context.Background(), task(t, r.srv.URL+"/h")); err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestDeliver_TamperedOrStaleFails(t *testing.T) {
 	}
 
 	late := newReceiver(t)
-	stale := webhookDeliverer(t, Config{Allowed: egress.MustParse(late.host()),
+	stale := webhookDeliverer(t, Config{Allowed: allowlist.MustParse(late.host()),
 		Now: func() time.Time { return time.Now().Add(-6 * time.Minute) }}, newSecret)
 	defer stale.Close()
 	if err := stale.ProcessTask(context.Background(), task(t, late.srv.URL+"/h")); err != nil {

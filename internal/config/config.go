@@ -19,7 +19,7 @@ import (
 
 	env "github.com/caarlos0/env/v11"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -103,8 +103,8 @@ type Config struct {
 	SecretsKey string `env:"SECRETS_KEY" help:"Keys sealing the secrets an export stores beside its task in Redis (per-export source.headers and source.cookies, options.encryption's passwords) with AES-256-GCM: one or more whsec_<base64 key> entries (keys of at least 32 bytes, e.g. whsec_$(openssl rand -base64 32)), space- or comma-separated; the first seals, every one opens, so a key rotates: prepend the new key on workers, then on enqueuers, and drop the old one once exports sealed with it are final (SOURCE_TTL at most). Set the same list on workers and on every enqueuer (bin/api, bin/enqueue, exportclient's Config.SecretsKey), workers first. Empty: those secrets sit in clear in Redis while the export waits and runs (its memory, RDB/AOF files, replicas, MONITOR), and workers warn at start. Values stored in clear are read either way; a worker that cannot open a sealed value fails that export for good."`
 
 	// Parsed forms, filled by Load.
-	Allowed         egress.List    `env:"-"`
-	CallbackAllowed egress.List    `env:"-"`
+	Allowed         allowlist.List `env:"-"`
+	CallbackAllowed allowlist.List `env:"-"`
 	QueueWeights    map[string]int `env:"-"`
 	// BatchQueueSet are the queues of BATCH_QUEUES (all on QUEUES).
 	BatchQueueSet  []string `env:"-"`
@@ -310,12 +310,12 @@ func (c *Config) validate() []VarError {
 			bad("S3_ENDPOINT", "must be an http(s) URL like http://127.0.0.1:7070")
 		}
 	}
-	allowed, err := egress.Parse(c.AllowedHosts)
+	allowed, err := allowlist.Parse(c.AllowedHosts)
 	if err != nil {
 		bad("ALLOWED_HOSTS", "%v", err)
 	}
 	c.Allowed = allowed
-	callbacks, err := egress.Parse(c.CallbackAllowedHosts)
+	callbacks, err := allowlist.Parse(c.CallbackAllowedHosts)
 	if err != nil {
 		bad("CALLBACK_ALLOWED_HOSTS", "%v", err)
 	}

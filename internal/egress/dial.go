@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 )
 
 // ErrRefused is the cause of every Refusal.
@@ -24,7 +26,7 @@ func (e *Refusal) Unwrap() error { return ErrRefused }
 
 // Dial timeouts of a Dialer without its own.
 const (
-	DefaultResolveTimeout = 5 * time.Second
+	DefaultResolveTimeout = allowlist.ResolveTimeout
 	DefaultDialTimeout    = 10 * time.Second
 )
 
@@ -36,7 +38,7 @@ const (
 // by address, whatever the list's entries say.
 // The renderer's egress proxy and callback delivery both dial through it.
 type Dialer struct {
-	List List
+	List allowlist.List
 	// Lookup resolves a name; nil: the system resolver.
 	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Dial connects to a checked "ip:port"; nil: a net.Dialer with
@@ -67,11 +69,11 @@ func (d Dialer) CheckHost(host, port string) error {
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return &Refusal{fmt.Sprintf("bad port %q", port)}
 	}
-	if why := d.List.reserved.HostRefusal(host, port); why != "" {
+	if why := d.List.Reserved().HostRefusal(host, port); why != "" {
 		return &Refusal{why}
 	}
 	if !d.List.AllowsHost(host, port) {
-		canon, _, _ := CanonicalHost(host)
+		canon, _, _ := allowlist.CanonicalHost(host)
 		return &Refusal{net.JoinHostPort(canon, port) + " is not on the allowlist"}
 	}
 	return nil
@@ -86,13 +88,13 @@ func (d Dialer) Resolve(ctx context.Context, host, port string) ([]netip.AddrPor
 		return nil, err
 	}
 	n, _ := strconv.Atoi(port)
-	canon, addr, isIP := CanonicalHost(host)
+	canon, addr, isIP := allowlist.CanonicalHost(host)
 	if isIP {
 		// AllowsHost already required an entry naming it (or a public address).
 		if why := d.List.AddrRefusal(addr, port); why != "" {
 			return nil, &Refusal{why}
 		}
-		if why := d.List.reserved.AddrRefusal(ctx, d.Lookup, addr, port); why != "" {
+		if why := d.List.Reserved().AddrRefusal(ctx, d.Lookup, addr, port); why != "" {
 			return nil, &Refusal{why}
 		}
 		return []netip.AddrPort{netip.AddrPortFrom(addr, uint16(n))}, nil
@@ -109,7 +111,7 @@ func (d Dialer) Resolve(ctx context.Context, host, port string) ([]netip.AddrPor
 		a = a.Unmap().WithZone("")
 		why := d.List.AddrRefusal(a, port)
 		if why == "" {
-			why = d.List.reserved.AddrRefusal(ctx, d.Lookup, a, port)
+			why = d.List.Reserved().AddrRefusal(ctx, d.Lookup, a, port)
 		}
 		if why == "" {
 			ok = append(ok, netip.AddrPortFrom(a, uint16(n)))

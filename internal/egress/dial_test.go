@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 )
 
 // TestDialer_ConnectsOnlyWhereTheListAllows: a real listener on loopback is
@@ -45,7 +47,7 @@ func TestDialer_ConnectsOnlyWhereTheListAllows(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Dialer{List: MustParse(tt.list), Lookup: rebind}
+			d := Dialer{List: allowlist.MustParse(tt.list), Lookup: rebind}
 			c, err := d.DialContext(context.Background(), "tcp", tt.target)
 			if tt.want == "" {
 				if err != nil {

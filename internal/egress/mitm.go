@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -122,7 +123,7 @@ func (p *Proxy) credsFor(s *Session, scheme, host, port string) spec.Credentials
 		c = p.creds.For(scheme, host, port)
 	}
 	if s != nil && s.scheme == scheme && s.port == port {
-		if h, _, _ := CanonicalHost(host); h != s.host {
+		if h, _, _ := allowlist.CanonicalHost(host); h != s.host {
 			return c
 		}
 		c = c.Merge(s.creds)

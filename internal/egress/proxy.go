@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/redact"
 )
 
@@ -97,7 +98,7 @@ type Options struct {
 
 // StartProxy listens on 127.0.0.1 on a random port and serves.
 // creds, if not nil, gives the requests of matching hosts their credentials.
-func StartProxy(allowed List, logger *slog.Logger, creds Credentials, o Options) (*Proxy, error) {
+func StartProxy(allowed allowlist.List, logger *slog.Logger, creds Credentials, o Options) (*Proxy, error) {
 	icp, err := newInterceptor()
 	if err != nil {
 		return nil, err
@@ -110,7 +111,7 @@ func StartProxy(allowed List, logger *slog.Logger, creds Credentials, o Options)
 	// it): a request looped through it would come from the proxy, which the
 	// peer guard cannot tell from the worker.
 	if allowed.Reserved() == nil {
-		allowed = allowed.WithReserved(NewReserved())
+		allowed = allowed.WithReserved(allowlist.NewReserved())
 	}
 	unreserve, err := allowed.Reserved().Add("egress proxy", ln.Addr().String())
 	if err != nil {
@@ -199,7 +200,7 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Allowed is the list the proxy enforces, with the Reserved endpoints it
 // refuses besides (its own listeners among them).
-func (p *Proxy) Allowed() List { return p.dialer.List }
+func (p *Proxy) Allowed() allowlist.List { return p.dialer.List }
 
 // close stops listening, ends every request and tunnel and waits for the
 // goroutines of the proxy. It is idempotent.

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
@@ -60,7 +61,7 @@ func newProxyHarness(t *testing.T, allow string, answer func(host string, n int6
 			return answer(host, h.lookups.Add(1)), nil
 		}
 	}
-	p, err := StartProxy(MustParse(allow), slog.New(slog.NewTextHandler(io.Discard, nil)), nil, o)
+	p, err := StartProxy(allowlist.MustParse(allow), slog.New(slog.NewTextHandler(io.Discard, nil)), nil, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 )
 
 // TestReserved_OwnEndpointsWhateverTheList: the allowlist names the
@@ -14,7 +16,7 @@ import (
 // check (the tab guard's, URL validation's) still refuse them, naming the
 // setting they belong to.
 func TestReserved_OwnEndpointsWhateverTheList(t *testing.T) {
-	own := NewReserved()
+	own := allowlist.NewReserved()
 	for _, ep := range []struct{ what, hostport string }{
 		{"ADMIN_ADDR", "127.0.0.1:9090"},
 		{"REDIS_URL", "localhost:6379"},
@@ -29,7 +31,7 @@ func TestReserved_OwnEndpointsWhateverTheList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list := MustParse("127.0.0.1:9090,127.0.0.2:9090,0.0.0.0:9090,localhost:9090,[::1]:9090," +
+	list := allowlist.MustParse("127.0.0.1:9090,127.0.0.2:9090,0.0.0.0:9090,localhost:9090,[::1]:9090," +
 		"127.0.0.1:6379,127.0.0.1:8080,10.9.9.9:8080,minio.internal:9000,alias.internal:9000,10.0.0.5:9000," +
 		"127.0.0.1:9091,127.0.0.1:41234,docs.example.com").WithReserved(own)
 	lookup := func(_ context.Context, host string) ([]netip.Addr, error) {
@@ -78,7 +80,7 @@ func TestReserved_OwnEndpointsWhateverTheList(t *testing.T) {
 		// address spelling, localhost, and reserved names, not the
 		// addresses a reserved name resolves to.
 		hostLevel := tc.host != "alias.internal" && tc.host != "10.0.0.5"
-		if hostLevel && (!errors.Is(checkErr, ErrForbidden) || !strings.Contains(checkErr.Error(), tc.what)) {
+		if hostLevel && (!errors.Is(checkErr, allowlist.ErrForbidden) || !strings.Contains(checkErr.Error(), tc.what)) {
 			t.Errorf("Check(%s, %s) = %v, want a refusal naming %s", tc.host, tc.port, checkErr, tc.what)
 		}
 		if hostLevel && list.AllowsHost(tc.host, tc.port) {
@@ -109,12 +111,12 @@ func TestParse_SpecialAddressNeedsAPort(t *testing.T) {
 		{"127.0.0.1:8080, [::1]:9000, 10.1.2.3:443", ""},
 		{"93.184.216.34, docs.example.com, localhost, *.example.org", ""},
 	} {
-		_, err := Parse(tc.list)
+		_, err := allowlist.Parse(tc.list)
 		switch {
 		case tc.bad == "" && err != nil:
-			t.Errorf("Parse(%q) = %v, want valid", tc.list, err)
+			t.Errorf("allowlist.Parse(%q) = %v, want valid", tc.list, err)
 		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), `"`+tc.bad+`"`) || !strings.Contains(err.Error(), "explicit port")):
-			t.Errorf("Parse(%q) = %v, want an error naming %q and asking for a port", tc.list, err, tc.bad)
+			t.Errorf("allowlist.Parse(%q) = %v, want an error naming %q and asking for a port", tc.list, err, tc.bad)
 		}
 	}
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/render"
@@ -94,7 +94,7 @@ func startManualEnvWith(t *testing.T, site *chapterSite, asynqConcurrency, chapt
 		t.Fatal(err)
 	}
 	_, port, _ := net.SplitHostPort(site.srv.Listener.Addr().String())
-	hosts := egress.MustParse("127.0.0.1:" + port)
+	hosts := allowlist.MustParse("127.0.0.1:" + port)
 	renderer, err := render.New(render.Config{ChromiumPath: testsupport.ChromiumPath(t), Concurrency: 2, Timeout: 30 * time.Second, Logger: log, AllowedHosts: hosts})
 	if err != nil {
 		t.Fatal(err)

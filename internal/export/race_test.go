@@ -15,8 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/credstore"
-	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/outcome"
@@ -56,7 +56,7 @@ func newRaceRig(t *testing.T, retention time.Duration) *raceRig {
 	}
 	t.Cleanup(func() { _ = renderer.Close() })
 	finisher := &outcome.Finisher{RDB: rdb, Client: asynq.NewClientFromRedisClient(rdb), CallbackMaxRetry: 1, Retention: retention}
-	hosts := spec.Hosts{Callbacks: egress.MustParse("hooks.example.com")}
+	hosts := spec.Hosts{Callbacks: allowlist.MustParse("hooks.example.com")}
 	h, err := NewHandler(Config{Store: files, Renderer: renderer, Logger: log, Hosts: hosts,
 		Gate:    lock.NewGate(lock.NewMutex(rdb, lock.Config{TTL: 5 * time.Second, Logger: log})),
 		Sources: htmlstore.Store{RDB: rdb}, Credentials: &credstore.Store{RDB: rdb},

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
@@ -203,7 +203,7 @@ func BenchmarkStreamLargePDF(b *testing.B) {
 	for i := range images {
 		fmt.Fprintf(&html, `<img src="%s/%d.jpg">`, srv.URL, i)
 	}
-	r := benchRenderer(b, Config{AllowedHosts: egress.MustParse(strings.TrimPrefix(srv.URL, "http://")), Timeout: 5 * time.Minute})
+	r := benchRenderer(b, Config{AllowedHosts: allowlist.MustParse(strings.TrimPrefix(srv.URL, "http://")), Timeout: 5 * time.Minute})
 	runtime.GC()
 	var base runtime.MemStats
 	runtime.ReadMemStats(&base)

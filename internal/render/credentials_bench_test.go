@@ -17,8 +17,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/pdfexport/pdfexport/bench/peer"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/chromium"
-	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -79,7 +79,7 @@ func BenchmarkSourceCredentials(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := New(Config{ChromiumPath: shell, AllowedHosts: egress.MustParse("127.0.0.1:" + pp + ",127.0.0.1:" + op),
+	r, err := New(Config{ChromiumPath: shell, AllowedHosts: allowlist.MustParse("127.0.0.1:" + pp + ",127.0.0.1:" + op),
 		SourceAuth: rules, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
@@ -142,12 +142,12 @@ wk.onmessage = e => { document.getElementById("worker").textContent = e.data; do
 	return s
 }
 
-func (s *privateSites) allowlist() egress.List {
+func (s *privateSites) allowlist() allowlist.List {
 	_, dp, _ := net.SplitHostPort(s.docs.Listener.Addr().String())
 	_, op, _ := net.SplitHostPort(s.other.Listener.Addr().String())
 	// localhost:Q lets the name through; the proxy dials 127.0.0.1:Q only
 	// because that exact address is listed too.
-	return egress.MustParse("127.0.0.1:" + dp + ",localhost:" + op + ",127.0.0.1:" + op)
+	return allowlist.MustParse("127.0.0.1:" + dp + ",localhost:" + op + ",127.0.0.1:" + op)
 }
 
 // TestRender_SourceCredentials: a private page renders with its login,

@@ -15,8 +15,8 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/target"
 
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/chromium"
-	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
@@ -229,11 +229,11 @@ func newEgressSites(t *testing.T) *egressSites {
 	return s
 }
 
-func (s *egressSites) allowlist() egress.List {
+func (s *egressSites) allowlist() allowlist.List {
 	bPort := strconv.Itoa(s.b.Listener.Addr().(*net.TCPAddr).Port)
 	// localhost:PORT lets the name through; the proxy dials 127.0.0.1:PORT
 	// only because that exact address is listed too.
-	return egress.MustParse(s.a.hostPort() + ",localhost:" + bPort + ",127.0.0.1:" + bPort)
+	return allowlist.MustParse(s.a.hostPort() + ",localhost:" + bPort + ",127.0.0.1:" + bPort)
 }
 
 // TestRender_EgressGuardedInEveryContext loads pages that try to reach a
@@ -353,7 +353,7 @@ func testEgressGuarded(t *testing.T, chromiumPath string, siteIsolation bool) {
 func TestRender_EgressProxyRefusedSourceIsBlocked(t *testing.T) {
 	sites := newEgressSites(t)
 	aPort := strconv.Itoa(sites.a.Listener.Addr().(*net.TCPAddr).Port)
-	allow := egress.MustParse(sites.a.hostPort() + ",localhost:" + aPort + ",127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t)))
+	allow := allowlist.MustParse(sites.a.hostPort() + ",localhost:" + aPort + ",127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t)))
 	t.Run("tab guard off", func(t *testing.T) {
 		r := newRenderer(t, Config{AllowedHosts: allow}, func(r *Renderer) { r.hooks.skipTabGuard = true })
 		out := render(t, r, context.Background(), Source{URL: "http://localhost:" + aPort + "/embeds"}, settings(spec.Options{WaitFor: "window.__done === true"}))
@@ -367,7 +367,7 @@ func TestRender_EgressProxyRefusedSourceIsBlocked(t *testing.T) {
 		t.Logf("redirect: %v", out.err)
 	})
 	t.Run("name listed without its address", func(t *testing.T) {
-		r := newRenderer(t, Config{AllowedHosts: egress.MustParse("localhost:" + aPort)})
+		r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse("localhost:" + aPort)})
 		out := render(t, r, context.Background(), Source{URL: "http://localhost:" + aPort + "/embeds"}, settings(spec.Options{}))
 		if !errors.Is(out.err, ErrBlocked) || Retryable(out.err) {
 			t.Errorf("err = %v, want non-retryable ErrBlocked", out.err)

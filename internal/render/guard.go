@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -56,7 +57,7 @@ func (r *Renderer) precheckSource(ctx context.Context, raw string) error {
 
 // checkURL decides whether the page may request raw. It returns nil or an
 // error wrapping ErrBlocked that says why.
-func checkURL(allowed egress.List, raw string) error {
+func checkURL(allowed allowlist.List, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("%w: unparsable URL %q", ErrBlocked, shortURL(raw))
@@ -84,7 +85,7 @@ func checkURL(allowed egress.List, raw string) error {
 
 // guard intercepts the requests of one tab.
 type guard struct {
-	allowed   egress.List
+	allowed   allowlist.List
 	log       *slog.Logger
 	mainFrame cdp.FrameID
 	notify    func()                   // called when the main document is blocked
@@ -98,7 +99,7 @@ type guard struct {
 	done chan struct{}
 }
 
-func newGuard(allowed egress.List, log *slog.Logger, mainFrame cdp.FrameID, notify func(), blocked func(url, reason string)) *guard {
+func newGuard(allowed allowlist.List, log *slog.Logger, mainFrame cdp.FrameID, notify func(), blocked func(url, reason string)) *guard {
 	return &guard{allowed: allowed, log: log, mainFrame: mainFrame, notify: notify, blocked: blocked, done: make(chan struct{})}
 }
 

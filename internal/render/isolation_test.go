@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
@@ -130,7 +130,7 @@ func TestRender_RendersAreIsolated(t *testing.T) {
 		} {
 			t.Run(build+"/"+tc.name, func(t *testing.T) {
 				s, other := isolationSite(t)
-				allow := egress.MustParse(s.hostPort() + "," + strings.TrimPrefix(other, "http://"))
+				allow := allowlist.MustParse(s.hostPort() + "," + strings.TrimPrefix(other, "http://"))
 				r := newRenderer(t, Config{ChromiumPath: path, AllowedHosts: allow, Timeout: 20 * time.Second}, func(r *Renderer) { r.hooks.design = tc.design })
 				wait := settings(spec.Options{WaitFor: "window.__done === true"})
 				a := mustRender(t, r, Source{URL: s.URL + "/set"}, wait)

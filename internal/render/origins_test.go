@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
@@ -153,7 +153,7 @@ setTimeout(() => { location.href = %[1]q + "/navigated"; }, 300);
 	}
 	other = newDualSite(t, certs, handler)
 	site := newDualSite(t, certs, handler)
-	allowed := egress.MustParse(site.hostPort + "," + other.hostPort)
+	allowed := allowlist.MustParse(site.hostPort + "," + other.hostPort)
 	const token = "Bearer origin-secret"
 	leaked := func(t *testing.T, logs ...*hitLog) {
 		t.Helper()
@@ -243,7 +243,7 @@ func TestRender_ProxyServesOnlyItsBrowsers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRenderer(t, Config{AllowedHosts: egress.MustParse(host), Timeout: 30 * time.Second, SourceAuth: rules})
+	r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(host), Timeout: 30 * time.Second, SourceAuth: rules})
 	mustRender(t, r, Source{URL: "http://" + host + "/page"}, spec.Options{}.Settings())
 	if hits := log.all(); len(hits) == 0 || hits[0].auth != secret {
 		t.Fatalf("the browser's request did not get the rule's secret: %v", hits)

@@ -11,7 +11,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -74,7 +74,7 @@ func TestRender_WaitsForRequestsAfterLoad(t *testing.T) {
 				</script>`))
 		}
 	})
-	r := newRenderer(t, Config{AllowedHosts: egress.MustParse(s.hostPort())})
+	r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(s.hostPort())})
 	out := mustRender(t, r, Source{URL: s.URL + "/"}, settings(spec.Options{}))
 	if text := pdfText(t, out.pdf); !strings.Contains(text, "LATE-CONTENT") {
 		t.Fatalf("the content fetched after load is missing:\n%s", text)

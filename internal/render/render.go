@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -286,7 +287,7 @@ func (r *Renderer) openAuthSession(src Source) (*egress.Session, error) {
 	if port == "" {
 		port = spec.DefaultPort(u.Scheme)
 	}
-	host, _, _ := egress.CanonicalHost(u.Hostname())
+	host, _, _ := allowlist.CanonicalHost(u.Hostname())
 	return r.proxy.Load().OpenSession(strings.ToLower(u.Scheme), host, port, src.Auth)
 }
 

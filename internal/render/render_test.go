@@ -24,7 +24,7 @@ import (
 	"testing/iotest"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -291,7 +291,7 @@ func TestRender_URLSourceAndRequestGuard(t *testing.T) {
 		}
 	})
 	closedPort := testsupport.FreePort(t)
-	r := newRenderer(t, Config{AllowedHosts: egress.MustParse(allowed.hostPort() + ",127.0.0.1:" + strconv.Itoa(closedPort))})
+	r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(allowed.hostPort() + ",127.0.0.1:" + strconv.Itoa(closedPort))})
 
 	tests := []struct {
 		name      string
@@ -386,7 +386,7 @@ func TestRender_TimeoutThenNextRenderSucceeds(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { close(hang) })
-	r := newRenderer(t, Config{Timeout: 1500 * time.Millisecond, AllowedHosts: egress.MustParse(slow.hostPort())})
+	r := newRenderer(t, Config{Timeout: 1500 * time.Millisecond, AllowedHosts: allowlist.MustParse(slow.hostPort())})
 
 	tests := []struct {
 		name     string
@@ -803,7 +803,7 @@ func TestRender_WaitsForSlowWebFont(t *testing.T) {
 		w.Header().Set("Access-Control-Allow-Origin", "*")
 		w.Write(font)
 	})
-	r := newRenderer(t, Config{AllowedHosts: egress.MustParse(fonts.hostPort())})
+	r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(fonts.hostPort())})
 	html := fmt.Sprintf(`<!doctype html><style>@font-face { font-family: Slow; src: url(%s/slow.ttf); }
 		p { font-family: Slow, sans-serif; }</style><p>Typeset in the slow font</p>`, fonts.URL)
 	out := mustRender(t, r, Source{HTML: html}, settings(spec.Options{}))

@@ -16,6 +16,7 @@ import (
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/chromium"
 	"github.com/pdfexport/pdfexport/internal/egress"
 )
@@ -49,7 +50,7 @@ type Config struct {
 	// Its Reserved endpoints (the worker's own, List.WithReserved) are
 	// refused whatever it allows; the egress proxy adds its listeners to
 	// them.
-	AllowedHosts egress.List
+	AllowedHosts allowlist.List
 	// StartTimeout bounds a browser start. Default 20s.
 	StartTimeout time.Duration
 	// Logger receives lifecycle events. nil means slog.Default().
@@ -207,7 +208,7 @@ func New(cfg Config) (*Renderer, error) {
 	if cfg.AllowedHosts.Reserved() == nil {
 		// The tab guard and the egress proxy share one set, so the guard
 		// refuses the proxy's own listeners too.
-		cfg.AllowedHosts = cfg.AllowedHosts.WithReserved(egress.NewReserved())
+		cfg.AllowedHosts = cfg.AllowedHosts.WithReserved(allowlist.NewReserved())
 	}
 	if cfg.ChromiumPath == "" {
 		p, err := FindChromium()

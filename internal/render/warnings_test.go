@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
@@ -71,7 +71,7 @@ func TestRender_ReportsWhatThePageLost(t *testing.T) {
 	site, deadPort := warningSite(t)
 	host := strings.TrimPrefix(site.URL, "http://")
 	obs := &warningCounter{kinds: map[string]int{}}
-	r := newRenderer(t, Config{AllowedHosts: egress.MustParse(host + ",127.0.0.1:" + strconv.Itoa(deadPort)), Observer: obs})
+	r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(host + ",127.0.0.1:" + strconv.Itoa(deadPort)), Observer: obs})
 	st, err := r.Render(context.Background(), Source{URL: site.URL + "/broken"}, spec.Options{}.Settings(), discardSink)
 	if err != nil {
 		t.Fatalf("Render: %v", err)
@@ -119,7 +119,7 @@ func TestRender_ReportsWhatThePageLost(t *testing.T) {
 func TestRender_FailOnWarnings(t *testing.T) {
 	site, deadPort := warningSite(t)
 	host := strings.TrimPrefix(site.URL, "http://")
-	r := newRenderer(t, Config{AllowedHosts: egress.MustParse(host + ",127.0.0.1:" + strconv.Itoa(deadPort))})
+	r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(host + ",127.0.0.1:" + strconv.Itoa(deadPort))})
 	tests := []struct {
 		name, path string
 		failOn     spec.FailOn

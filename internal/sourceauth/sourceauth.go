@@ -16,7 +16,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/reload"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -32,7 +32,7 @@ type Rules struct {
 }
 
 type rule struct {
-	hosts egress.Origins
+	hosts allowlist.Origins
 	creds spec.Credentials
 }
 
@@ -123,7 +123,7 @@ func parse(data []byte, env Env, readFile ReadFile) (*Rules, []string, error) {
 	var errs []error
 	for i, fr := range doc.Rules {
 		field := func(f string) string { return fmt.Sprintf("rules[%d].%s", i, f) }
-		hosts, narrowed, err := egress.ParseOrigins(fr.Hosts)
+		hosts, narrowed, err := allowlist.ParseOrigins(fr.Hosts)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", field("hosts"), err))

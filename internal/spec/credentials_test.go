@@ -7,11 +7,11 @@ import (
 
 	. "github.com/pdfexport/pdfexport/internal/spec"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 )
 
 func TestValidate_Credentials(t *testing.T) {
-	hosts := Hosts{Sources: egress.MustParse("docs.example.com")}
+	hosts := Hosts{Sources: allowlist.MustParse("docs.example.com")}
 	const page = "https://docs.example.com/"
 	creds := func(h map[string]string, c ...Cookie) Credentials { return Credentials{Headers: h, Cookies: c} }
 	requests := []struct {

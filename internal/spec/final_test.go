@@ -12,21 +12,21 @@ import (
 	. "github.com/pdfexport/pdfexport/internal/spec"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 )
 
 func TestValidate_Callback(t *testing.T) {
-	hooks := egress.MustParse("api.example.com,127.0.0.1:9999")
+	hooks := allowlist.MustParse("api.example.com,127.0.0.1:9999")
 	tests := []struct {
 		name     string
 		callback *Callback
-		hooks    egress.List
+		hooks    allowlist.List
 		want     string // "" accepts; else a word of the rule
 	}{
-		{"none", nil, egress.List{}, ""},
+		{"none", nil, allowlist.List{}, ""},
 		{"allowed host", &Callback{URL: "https://api.example.com/hooks/pdf"}, hooks, ""},
 		{"loopback named exactly", &Callback{URL: "http://127.0.0.1:9999/hook"}, hooks, ""},
-		{"callbacks disabled", &Callback{URL: "https://api.example.com/hooks/pdf"}, egress.List{}, "CALLBACK_ALLOWED_HOSTS is empty"},
+		{"callbacks disabled", &Callback{URL: "https://api.example.com/hooks/pdf"}, allowlist.List{}, "CALLBACK_ALLOWED_HOSTS is empty"},
 		{"host off the list", &Callback{URL: "https://evil.example.net/x"}, hooks, "not on CALLBACK_ALLOWED_HOSTS"},
 		{"metadata address", &Callback{URL: "http://169.254.169.254/latest"}, hooks, "special-purpose address"},
 		{"loopback on another port", &Callback{URL: "http://127.0.0.1:22/"}, hooks, "special-purpose address"},

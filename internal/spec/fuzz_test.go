@@ -10,7 +10,7 @@ import (
 
 	. "github.com/pdfexport/pdfexport/internal/spec"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 )
 
 // The fuzz targets check the promises of the wire contract on arbitrary
@@ -109,8 +109,8 @@ func checkAllowedURL(t *testing.T, raw string) {
 	if port == "" {
 		port = DefaultPort(u.Scheme)
 	}
-	canon, addr, isIP := egress.CanonicalHost(u.Hostname())
-	if isIP && egress.IsSpecial(addr) && !(canon == "127.0.0.1" && port == "8080") {
+	canon, addr, isIP := allowlist.CanonicalHost(u.Hostname())
+	if isIP && allowlist.IsSpecial(addr) && !(canon == "127.0.0.1" && port == "8080") {
 		t.Fatalf("accepted URL %q reaches the special address %s:%s, which is not listed", raw, addr, port)
 	}
 	if !isIP && !fuzzAllowed.AllowsHost(canon, port) {

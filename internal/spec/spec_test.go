@@ -9,10 +9,10 @@ import (
 
 	. "github.com/pdfexport/pdfexport/internal/spec"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 )
 
-var testAllowed = egress.MustParse("docs.example.com,*.example.org,127.0.0.1:8080")
+var testAllowed = allowlist.MustParse("docs.example.com,*.example.org,127.0.0.1:8080")
 
 func validPayload() Envelope {
 	return Envelope{V: 1, ManualID: "ops-guide", Version: "2026.11.3",

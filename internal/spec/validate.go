@@ -38,7 +38,7 @@ type Hosts struct {
 	Callbacks HostList // CALLBACK_ALLOWED_HOSTS: callback.url's host; nil or empty refuses callbacks
 }
 
-// HostList is an allowlist of hosts (egress.List implements it): the
+// HostList is an allowlist of hosts (allowlist.List implements it): the
 // contract names what a URL may point at without depending on the network
 // code that enforces it.
 type HostList interface {

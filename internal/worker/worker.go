@@ -26,12 +26,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/internal/admin"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/buildinfo"
 	"github.com/pdfexport/pdfexport/internal/callback"
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/credstore"
 	"github.com/pdfexport/pdfexport/internal/doorbell"
-	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
@@ -104,8 +104,8 @@ type Worker struct {
 	log     *slog.Logger
 	metrics *admin.Metrics
 
-	own       *egress.Reserved // the worker's own endpoints, which no render or callback may reach
-	chromium  *render.Renderer // nil when Options.Renderer replaces it
+	own       *allowlist.Reserved // the worker's own endpoints, which no render or callback may reach
+	chromium  *render.Renderer    // nil when Options.Renderer replaces it
 	store     storage.Backend
 	lockRDB   redis.UniversalClient
 	srv       *asynq.Server    // the interactive lane (every queue without a batch lane)
@@ -588,8 +588,8 @@ func (w *Worker) sweepTemp(files *storage.File) {
 // (the default one too: bin/api shares the workers' environment when
 // co-located); every Redis the worker talks to; the S3 endpoint. The
 // egress proxy adds its own listeners.
-func ownEndpoints(cfg config.Config) (*egress.Reserved, error) {
-	own := egress.NewReserved()
+func ownEndpoints(cfg config.Config) (*allowlist.Reserved, error) {
+	own := allowlist.NewReserved()
 	add := func(what, hostport string) error {
 		if _, err := own.Add(what, hostport); err != nil {
 			return &config.Error{Vars: []config.VarError{{Var: what, Reason: err.Error()}}}

@@ -1,4 +1,4 @@
-package egress
+package allowlist
 
 // The allowlist decides which hosts an export may reach. It is shared by
 // request validation (the source URL, through spec.HostList) and the

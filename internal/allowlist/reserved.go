@@ -1,4 +1,4 @@
-package egress
+package allowlist
 
 import (
 	"context"
@@ -28,6 +28,10 @@ import (
 // addresses the name resolves to when they are special-purpose ones; a name
 // on public addresses is refused by name only, since a public address may
 // serve unrelated sites by name (a shared S3 or CDN front end).
+
+// ResolveTimeout bounds one name look-up of a reserved endpoint (and the
+// egress dialer's).
+const ResolveTimeout = 5 * time.Second
 
 // Reserved is the set of the worker's own endpoints. The zero value is not
 // usable: NewReserved. It is safe for concurrent use; endpoints come and go
@@ -240,7 +244,7 @@ func (r *Reserved) resolve(ctx context.Context, lookup func(context.Context, str
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, DefaultResolveTimeout)
+	rctx, cancel := context.WithTimeout(ctx, ResolveTimeout)
 	defer cancel()
 	addrs, err := lookup(rctx, name)
 	if err != nil {
