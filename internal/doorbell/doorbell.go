@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/pdfexport/pdfexport/internal/subscription"
 )
 
 // Channel is the sharded pub/sub channel of rings; a message is the name of
@@ -71,18 +73,13 @@ func (nopObserver) Woken(string) {}
 // reconnects and resubscribes after a network failure or a failover), for
 // every queue server of the process (Waiter).
 type Bell struct {
-	rdb redis.UniversalClient
+	sub *subscription.Subscription
 	obs Observer
-	log *slog.Logger
 
 	coalesce time.Duration
 
 	mu      sync.Mutex
 	waiters []*waiter
-
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
 }
 
 // waiter is one queue server's wait.
@@ -135,8 +132,19 @@ func New(cfg Config) *Bell {
 	if cfg.Coalesce == 0 {
 		cfg.Coalesce = DefaultCoalesce
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Bell{rdb: cfg.RDB, obs: cfg.Observer, log: cfg.Logger, coalesce: max(cfg.Coalesce, 0), ctx: ctx, cancel: cancel}
+	b := &Bell{obs: cfg.Observer, coalesce: max(cfg.Coalesce, 0)}
+	b.sub = subscription.New(subscription.Config{RDB: cfg.RDB, Channel: Channel,
+		OnMessage: func(queue string) {
+			if queue != "" {
+				b.ring(queue)
+			}
+		},
+		// Every confirmation, the first and each after a reconnect, wakes
+		// every waiter once: rings may have been lost meanwhile.
+		OnSubscribed: func() { b.ring("") },
+		Logger:       cfg.Logger.With("component", "doorbell", "meanwhile", "idle workers poll every TASK_CHECK_INTERVAL"),
+	})
+	return b
 }
 
 // Waiter returns the idle wait (asynq's Config.IdleWait) of a queue server
@@ -155,13 +163,10 @@ func (b *Bell) Waiter(queues ...string) func(ctx context.Context, d time.Duratio
 }
 
 // Start subscribes in the background, retrying until Close.
-func (b *Bell) Start() { b.wg.Go(b.run) }
+func (b *Bell) Start() { _ = b.sub.Start() }
 
 // Close ends the subscription and waits for its goroutine.
-func (b *Bell) Close() {
-	b.cancel()
-	b.wg.Wait()
-}
+func (b *Bell) Close() { _ = b.sub.Close() }
 
 func (w *waiter) wait(ctx context.Context, d time.Duration) {
 	w.b.obs.IdlePoll()
@@ -236,68 +241,6 @@ func (b *Bell) ring(queue string) {
 		select {
 		case w.wake <- struct{}{}:
 		default: // one is pending already
-		}
-	}
-}
-
-// retryMax bounds the pause between attempts at subscribing.
-const retryMax = 30 * time.Second
-
-func (b *Bell) run() {
-	pause := 100 * time.Millisecond
-	for {
-		ps := b.rdb.SSubscribe(b.ctx) // no channel yet: no I/O
-		err := ps.SSubscribe(b.ctx, Channel)
-		if err == nil {
-			b.listen(ps)
-			_ = ps.Close()
-			return
-		}
-		_ = ps.Close()
-		if b.ctx.Err() != nil {
-			return
-		}
-		b.log.Warn("doorbell: subscribing failed; idle workers poll every TASK_CHECK_INTERVAL meanwhile", "channel", Channel, "err", err, "retry_in", pause)
-		select {
-		case <-b.ctx.Done():
-			return
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, retryMax)
-	}
-}
-
-// healthCheck is how long the subscription may be quiet before go-redis
-// pings it to find a connection that died silently (go-redis's default is
-// 3 s: a third of a Redis command a second per idle worker). A broken
-// connection that Redis or the network closes is noticed at once; one that
-// dies silently costs at most this long of polling only.
-const healthCheck = 15 * time.Second
-
-// listen dispatches rings until Close. go-redis pings the connection when
-// it is quiet and, when it broke, reconnects and subscribes again; every
-// confirmation (the first and each after a reconnect) wakes the worker
-// once, since rings may have been lost meanwhile.
-func (b *Bell) listen(ps *redis.PubSub) {
-	msgs := ps.ChannelWithSubscriptions(redis.WithChannelHealthCheckInterval(healthCheck))
-	for {
-		select {
-		case <-b.ctx.Done():
-			return
-		case m, ok := <-msgs:
-			if !ok {
-				return
-			}
-			switch m := m.(type) {
-			case *redis.Subscription:
-				if m.Kind == "ssubscribe" {
-					b.ring("")
-				}
-			case *redis.Message:
-				if m.Payload != "" {
-					b.ring(m.Payload)
-				}
-			}
 		}
 	}
 }

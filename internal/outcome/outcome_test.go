@@ -111,7 +111,7 @@ func TestFinish_OneCallbackPerExport(t *testing.T) {
 func listenerGoroutines() int {
 	buf := make([]byte, 1<<20)
 	n := runtime.Stack(buf, true)
-	return strings.Count(string(buf[:n]), "outcome.(*Listener)")
+	return strings.Count(string(buf[:n]), "subscription.(*Subscription)")
 }
 
 // TestListener_WatchDoesNotWaitAndCloseEndsTheSubscriber: with Redis slow to
