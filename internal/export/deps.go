@@ -68,6 +68,14 @@ type Cancellations interface {
 	StoredResult(ctx context.Context, queue, taskID string) (*spec.Result, error)
 }
 
+// Outcomes tells of an export's final state the moment it is announced
+// (outcome.Listener: the process's one subscription). The watch is
+// best-effort: announcements can be lost, so a caller also looks for
+// itself, less often.
+type Outcomes interface {
+	Watch(taskID string) (*outcome.Watch, error)
+}
+
 // ErrCanceled ends an export canceled by request: final, never retried.
 var ErrCanceled = errors.New(spec.CanceledError)
 
@@ -106,6 +114,10 @@ type Config struct {
 	// Cancellations is asked when a task starts and when its context is
 	// canceled; nil: exports are never canceled by request.
 	Cancellations Cancellations
+	// Outcomes, when set, tells a running chapter task at once that its
+	// manual ended (canceled, failed), instead of at its next look every
+	// manualCheckInterval.
+	Outcomes Outcomes
 	// PublicURL is bin/api's base URL (API_PUBLIC_URL); when set, results
 	// carry download_url.
 	PublicURL string

@@ -297,8 +297,14 @@ func (h *Handler) processChapter(ctx context.Context, t *asynq.Task) error {
 var errManualEnded = errors.New("the manual ended")
 
 // manualCheckInterval is how often a chapter task looks whether its
-// manual ended: one or two Redis reads a second per running chapter.
-const manualCheckInterval = time.Second
+// manual ended (one or two Redis reads each time per running chapter);
+// manualCheckIntervalWatched is the same with Config.Outcomes, whose
+// announcement ends the chapter at once, the look only catching a lost
+// announcement.
+const (
+	manualCheckInterval        = time.Second
+	manualCheckIntervalWatched = 10 * time.Second
+)
 
 // manualEnded says why a manual no longer needs its chapters ("" while it
 // runs): final already, or canceled. A Redis error answers "": the
@@ -325,14 +331,25 @@ func (h *Handler) whileManualRuns(ctx context.Context, manualTask string) (conte
 		return ctx, func() {}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
+	interval := manualCheckInterval
+	var announced <-chan spec.Final
+	unwatch := func() {}
+	if h.cfg.Outcomes != nil {
+		if w, err := h.cfg.Outcomes.Watch(manualTask); err == nil {
+			announced, interval, unwatch = w.C(), manualCheckIntervalWatched, w.Stop
+		}
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(manualCheckInterval)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
+				return
+			case <-announced:
+				cancel(errManualEnded)
 				return
 			case <-t.C:
 				if h.manualEnded(ctx, manualTask) != "" {
@@ -345,6 +362,7 @@ func (h *Handler) whileManualRuns(ctx context.Context, manualTask string) (conte
 	return ctx, func() {
 		cancel(nil)
 		<-done
+		unwatch()
 	}
 }
 

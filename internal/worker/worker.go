@@ -313,6 +313,10 @@ func (w *Worker) Start(ctx context.Context) error {
 	outcomes := asynq.NewClientFromRedisClient(queueRDB) // closed with queueRDB
 	finisher := &outcome.Finisher{RDB: queueRDB, Client: outcomes, CallbackMaxRetry: cfg.CallbackMaxRetry,
 		Retention: cfg.ResultRetention}
+	// A running chapter hears at once that its manual ended; the listener
+	// subscribes at the first chapter that asks.
+	finals := outcome.NewListener(queueRDB)
+	w.undo = append(w.undo, func() { _ = finals.Close() })
 	// SECRETS_KEY opens what enqueuers sealed; without it secrets stored
 	// beside their tasks are in clear, which operators should hear once.
 	secretKeys, err := credstore.ParseKeys(cfg.SecretsKey)
@@ -332,6 +336,7 @@ func (w *Worker) Start(ctx context.Context) error {
 			Credentials:   &credstore.Store{RDB: queueRDB, Keys: secretKeys}, // and so do per-export credentials
 			Finisher:      finisher,
 			Cancellations: outcome.Cancels{RDB: queueRDB},
+			Outcomes:      finals,
 			PublicURL:     cfg.APIPublicURL,
 			MaxPages:      cfg.RenderMaxPages, MaxBytes: cfg.RenderMaxBytes,
 			ChapterConcurrency: cfg.RenderConcurrency,
