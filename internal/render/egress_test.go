@@ -351,6 +351,7 @@ func testEgressGuarded(t *testing.T, chromiumPath string, siteIsolation bool) {
 // forbidden server with the tab guard off is refused by the proxy as
 // ErrBlocked too.
 func TestRender_EgressProxyRefusedSourceIsBlocked(t *testing.T) {
+	testsupport.SkipShort(t, "Chromium") // its counts after the subtests need them run
 	sites := newEgressSites(t)
 	aPort := strconv.Itoa(sites.a.Listener.Addr().(*net.TCPAddr).Port)
 	allow := allowlist.MustParse(sites.a.hostPort() + ",localhost:" + aPort + ",127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t)))

@@ -28,6 +28,7 @@ var buildBinaries = sync.OnceValues(func() (string, error) {
 // binaries, built once per test binary (tests that drive real processes).
 func Binaries(t testing.TB) string {
 	t.Helper()
+	SkipShort(t, "the binaries built")
 	dir, err := buildBinaries()
 	if err != nil {
 		t.Fatal(err)

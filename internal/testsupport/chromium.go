@@ -14,6 +14,7 @@ import (
 // never skips) and says how to install one.
 func ChromiumPath(t testing.TB) string {
 	t.Helper()
+	SkipShort(t, "Chromium")
 	if p := os.Getenv("CHROMIUM_PATH"); p != "" {
 		found, err := exec.LookPath(p)
 		if err != nil {
@@ -33,6 +34,7 @@ func ChromiumPath(t testing.TB) string {
 // each. Both are installed by make setup; a missing one fails the test.
 func ChromiumBuilds(t testing.TB) map[string]string {
 	t.Helper()
+	SkipShort(t, "Chromium")
 	shell, err := chromium.HeadlessShell()
 	if err != nil {
 		t.Fatalf("%v", err)

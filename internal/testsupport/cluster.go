@@ -30,6 +30,7 @@ func StartRedisCluster(t testing.TB) *RedisCluster { return StartRedisClusterWit
 // node, such as --requirepass PW --masterauth PW.
 func StartRedisClusterWith(t testing.TB, extra ...string) *RedisCluster {
 	t.Helper()
+	SkipShort(t, "redis-server (a Cluster)")
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Fatalf("redis-cli not found: run `make setup` (apt-get install redis-server)")
 	}

@@ -4,3 +4,14 @@
 // test, and it never relies on a server already running on the machine: a
 // missing binary fails the test with the command that installs it.
 package testsupport
+
+import "testing"
+
+// SkipShort skips the test under -short, which runs what needs no
+// server, browser or build of the binaries (make test-short: a minute).
+func SkipShort(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test needs " + what)
+	}
+}

@@ -31,6 +31,7 @@ func StartRedis(t testing.TB) *Redis { return StartRedisWith(t) }
 // append-only file from the same directory).
 func StartRedisWith(t testing.TB, extra ...string) *Redis {
 	t.Helper()
+	SkipShort(t, "redis-server")
 	r := &Redis{t: t, Port: FreePort(t), dir: t.TempDir(), extra: extra}
 	r.Start()
 	t.Cleanup(r.Stop)

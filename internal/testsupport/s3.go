@@ -48,6 +48,7 @@ type S3Server struct {
 // build it.
 func StartS3(t testing.TB) *S3Server {
 	t.Helper()
+	SkipShort(t, "an S3 server (versitygw)")
 	s := &S3Server{
 		t:         t,
 		Port:      FreePort(t),

@@ -36,6 +36,7 @@ const (
 // knows the replica and the other Sentinels. Everything stops at test end.
 func StartRedisSentinel(t testing.TB) *Sentinel {
 	t.Helper()
+	SkipShort(t, "redis-server (Sentinel)")
 	s := &Sentinel{MasterName: "pdfexport", Password: "DATA-PW-3c7", SentinelPassword: "SENTINEL-PW-a41"}
 	ctx := context.Background()
 	base := t.TempDir()

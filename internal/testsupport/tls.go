@@ -109,6 +109,7 @@ const ACLUser, ACLPassword = "exporter", "ACL-PW-7e1a"
 // (ACLUser, ACLPassword); the default user is off. It stops at test end.
 func StartRedisTLS(t testing.TB, pki TLSFiles) *harness.Redis {
 	t.Helper()
+	SkipShort(t, "redis-server (TLS)")
 	args := append(pki.RedisTLSArgs(), "--user", "default", "off", "--user", ACLUser, "on", ">"+ACLPassword, "~*", "&*", "+@all")
 	srv, err := harness.StartRedisWith(context.Background(), filepath.Join(t.TempDir(), "redis"), harness.RedisOptions{TLS: true, Extra: args})
 	if err != nil {
