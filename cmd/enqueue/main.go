@@ -111,11 +111,12 @@ Run "enqueue COMMAND --help" for a command's flags.
 Exit codes: 0 done, 1 task failed, 2 invalid input (stderr names the field),
 3 Redis or storage unreachable.
 
-Environment: REDIS_URL (or REDIS_SENTINEL_ADDRS+REDIS_SENTINEL_MASTER, or
-REDIS_CLUSTER_ADDRS), ALLOWED_HOSTS, MAX_RETRY, TASK_TIMEOUT, RESULT_RETENTION:
-the same variables as the worker (see "worker --help"). Tracing: the OTEL_*
-variables (README, "Tracing"); TRACEPARENT makes the exports join that trace.
+Tracing: the OTEL_* variables (README, "Tracing"); TRACEPARENT makes the
+exports join that trace.
+
+Configuration (environment variables):
 `, buildinfo.String())
+	_ = config.WriteVariables(w, "enqueue")
 }
 
 // newClient loads the configuration and builds an exportclient from it. On

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -102,13 +101,5 @@ Exit codes: 0 stopped cleanly, 1 failed, 2 invalid configuration,
 
 Configuration (environment variables):
 `, buildinfo.String())
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	for _, v := range config.Variables() {
-		def := v.Default
-		if def == "" {
-			def = "-"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", v.Name, def, v.Doc)
-	}
-	_ = tw.Flush()
+	_ = config.WriteVariables(w, "worker")
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,14 +54,22 @@ func TestRun_MalformedCallbackSecretExits2(t *testing.T) {
 	}
 }
 
-func TestRun_HelpListsEveryVariable(t *testing.T) {
+// TestRun_HelpListsTheWorkersVariables: --help lists every variable the
+// worker reads, and none it does not (MAX_RETRY is the enqueuers').
+func TestRun_HelpListsTheWorkersVariables(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"--help"}, nil, &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(line, "  ") {
+			listed[f[0]] = true
+		}
+	}
 	for _, v := range config.Variables() {
-		if !strings.Contains(stdout.String(), v.Name) {
-			t.Errorf("--help misses %s", v.Name)
+		if reads := slices.Contains(v.Binaries, "worker"); reads != listed[v.Name] {
+			t.Errorf("--help lists %s: %v; the worker reads it: %v", v.Name, listed[v.Name], reads)
 		}
 	}
 	stdout.Reset()

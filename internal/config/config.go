@@ -7,14 +7,17 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	env "github.com/caarlos0/env/v11"
@@ -33,74 +36,74 @@ import (
 // `help` tag what it does: --help and the README's configuration table
 // come from these tags.
 type Config struct {
-	RedisURL            string   `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379/0" help:"Redis holding the asynq queues: redis://[:password@]host:port/db or rediss:// for TLS."`
-	RedisSentinelAddrs  []string `env:"REDIS_SENTINEL_ADDRS" envSeparator:"," help:"Comma list of Sentinel host:port; with REDIS_SENTINEL_MASTER selects Sentinel mode."`
-	RedisSentinelMaster string   `env:"REDIS_SENTINEL_MASTER" help:"Master name monitored by the Sentinels."`
-	RedisClusterAddrs   []string `env:"REDIS_CLUSTER_ADDRS" envSeparator:"," help:"Comma list of Redis Cluster node host:port; selects Cluster mode."`
-	LockRedisURL        string   `env:"LOCK_REDIS_URL" help:"Redis for render locks if not the queue's (redis:// or rediss://). Default: the queue's Redis."`
-	RedisUsername       string   `env:"REDIS_USERNAME" help:"ACL user of the Redis data nodes, every topology (overrides a URL's)."`
-	RedisPassword       string   `env:"REDIS_PASSWORD" help:"Password of the Redis data nodes, every topology (overrides a URL's)."`
-	RedisSentinelPass   string   `env:"REDIS_SENTINEL_PASSWORD" help:"The Sentinels' own password (requirepass of sentinel.conf), if they have one."`
-	RedisTLS            bool     `env:"REDIS_TLS" envDefault:"false" help:"TLS to Sentinel and Cluster nodes (single-node URLs say rediss:// instead)."`
-	RedisTLSCAFile      string   `env:"REDIS_TLS_CA_FILE" help:"PEM file of the CA that signed the Redis servers' certificates (default: the system's roots)."`
-	RedisTLSCertFile    string   `env:"REDIS_TLS_CERT_FILE" help:"PEM client certificate for Redis TLS (with REDIS_TLS_KEY_FILE), when the servers require one."`
-	RedisTLSKeyFile     string   `env:"REDIS_TLS_KEY_FILE" help:"PEM private key of REDIS_TLS_CERT_FILE."`
+	RedisURL            string   `env:"REDIS_URL" bins:"worker,enqueue,api" envDefault:"redis://127.0.0.1:6379/0" help:"Redis holding the asynq queues: redis://[:password@]host:port/db or rediss:// for TLS."`
+	RedisSentinelAddrs  []string `env:"REDIS_SENTINEL_ADDRS" bins:"worker,enqueue,api" envSeparator:"," help:"Comma list of Sentinel host:port; with REDIS_SENTINEL_MASTER selects Sentinel mode."`
+	RedisSentinelMaster string   `env:"REDIS_SENTINEL_MASTER" bins:"worker,enqueue,api" help:"Master name monitored by the Sentinels."`
+	RedisClusterAddrs   []string `env:"REDIS_CLUSTER_ADDRS" bins:"worker,enqueue,api" envSeparator:"," help:"Comma list of Redis Cluster node host:port; selects Cluster mode."`
+	LockRedisURL        string   `env:"LOCK_REDIS_URL" bins:"worker" help:"Redis for render locks if not the queue's (redis:// or rediss://). Default: the queue's Redis."`
+	RedisUsername       string   `env:"REDIS_USERNAME" bins:"worker,enqueue,api" help:"ACL user of the Redis data nodes, every topology (overrides a URL's)."`
+	RedisPassword       string   `env:"REDIS_PASSWORD" bins:"worker,enqueue,api" help:"Password of the Redis data nodes, every topology (overrides a URL's)."`
+	RedisSentinelPass   string   `env:"REDIS_SENTINEL_PASSWORD" bins:"worker,enqueue,api" help:"The Sentinels' own password (requirepass of sentinel.conf), if they have one."`
+	RedisTLS            bool     `env:"REDIS_TLS" bins:"worker,enqueue,api" envDefault:"false" help:"TLS to Sentinel and Cluster nodes (single-node URLs say rediss:// instead)."`
+	RedisTLSCAFile      string   `env:"REDIS_TLS_CA_FILE" bins:"worker,enqueue,api" help:"PEM file of the CA that signed the Redis servers' certificates (default: the system's roots)."`
+	RedisTLSCertFile    string   `env:"REDIS_TLS_CERT_FILE" bins:"worker,enqueue,api" help:"PEM client certificate for Redis TLS (with REDIS_TLS_KEY_FILE), when the servers require one."`
+	RedisTLSKeyFile     string   `env:"REDIS_TLS_KEY_FILE" bins:"worker,enqueue,api" help:"PEM private key of REDIS_TLS_CERT_FILE."`
 
-	StorageURL       string        `env:"STORAGE_URL" envDefault:"file://./var/artifacts" help:"Where PDFs are stored: file:///abs/dir, file://./rel/dir or s3://bucket/prefix."`
-	S3Endpoint       string        `env:"S3_ENDPOINT" help:"S3 endpoint URL for S3-compatible servers (empty: AWS)."`
-	S3Region         string        `env:"S3_REGION" envDefault:"us-east-1" help:"S3 region."`
-	S3ForcePathStyle bool          `env:"S3_FORCE_PATH_STYLE" envDefault:"false" help:"Path-style S3 addressing (needed by most S3-compatible servers)."`
-	S3CreateBucket   bool          `env:"S3_CREATE_BUCKET" envDefault:"false" help:"Create the bucket at start if missing (development only)."`
-	S3PresignTTL     time.Duration `env:"S3_PRESIGN_TTL" envDefault:"24h" help:"Lifetime of presigned download URLs in results."`
+	StorageURL       string        `env:"STORAGE_URL" bins:"worker,enqueue,api" envDefault:"file://./var/artifacts" help:"Where PDFs are stored: file:///abs/dir, file://./rel/dir or s3://bucket/prefix."`
+	S3Endpoint       string        `env:"S3_ENDPOINT" bins:"worker,enqueue,api" help:"S3 endpoint URL for S3-compatible servers (empty: AWS)."`
+	S3Region         string        `env:"S3_REGION" bins:"worker,enqueue,api" envDefault:"us-east-1" help:"S3 region."`
+	S3ForcePathStyle bool          `env:"S3_FORCE_PATH_STYLE" bins:"worker,enqueue,api" envDefault:"false" help:"Path-style S3 addressing (needed by most S3-compatible servers)."`
+	S3CreateBucket   bool          `env:"S3_CREATE_BUCKET" bins:"worker,enqueue,api" envDefault:"false" help:"Create the bucket at start if missing (development only)."`
+	S3PresignTTL     time.Duration `env:"S3_PRESIGN_TTL" bins:"worker,enqueue,api" envDefault:"24h" help:"Lifetime of presigned download URLs in results."`
 
-	ChromiumPath        string        `env:"CHROMIUM_PATH" help:"Chromium binary (empty: auto-detect, the headless shell first: chromium-headless-shell, chrome-headless-shell, then /usr/lib/chromium/chromium, chromium, google-chrome)."`
-	RenderConcurrency   int           `env:"RENDER_CONCURRENCY" envDefault:"2" help:"Tabs rendering at once per worker process."`
-	RenderTimeout       time.Duration `env:"RENDER_TIMEOUT" envDefault:"60s" help:"Deadline of one render (load, readiness, print, upload)."`
-	RenderMaxPerBrowser int           `env:"RENDER_MAX_PER_BROWSER" envDefault:"100" help:"Restart Chromium after this many renders."`
-	RenderMaxPages      int           `env:"RENDER_MAX_PAGES" envDefault:"5000" help:"Most pages of one PDF; a longer one fails for good, nothing stored."`
-	RenderMaxBytes      int64         `env:"RENDER_MAX_BYTES" envDefault:"536870912" help:"Most bytes of one PDF (default 512 MiB); a larger one fails for good, nothing stored."`
-	AllowedHosts        string        `env:"ALLOWED_HOSTS" help:"Hosts pages may load from: comma list of host, host:port or *.suffix. Loopback, private and other special-purpose addresses only when listed exactly with a port (127.0.0.1:8080; without one the entry is refused). The worker's own endpoints (ADMIN_ADDR, API_ADDR, the Redis servers, S3_ENDPOINT, its egress proxy) are never reachable, whatever the list says."`
+	ChromiumPath        string        `env:"CHROMIUM_PATH" bins:"worker" help:"Chromium binary (empty: auto-detect, the headless shell first: chromium-headless-shell, chrome-headless-shell, then /usr/lib/chromium/chromium, chromium, google-chrome)."`
+	RenderConcurrency   int           `env:"RENDER_CONCURRENCY" bins:"worker" envDefault:"2" help:"Tabs rendering at once per worker process."`
+	RenderTimeout       time.Duration `env:"RENDER_TIMEOUT" bins:"worker" envDefault:"60s" help:"Deadline of one render (load, readiness, print, upload)."`
+	RenderMaxPerBrowser int           `env:"RENDER_MAX_PER_BROWSER" bins:"worker" envDefault:"100" help:"Restart Chromium after this many renders."`
+	RenderMaxPages      int           `env:"RENDER_MAX_PAGES" bins:"worker" envDefault:"5000" help:"Most pages of one PDF; a longer one fails for good, nothing stored."`
+	RenderMaxBytes      int64         `env:"RENDER_MAX_BYTES" bins:"worker" envDefault:"536870912" help:"Most bytes of one PDF (default 512 MiB); a larger one fails for good, nothing stored."`
+	AllowedHosts        string        `env:"ALLOWED_HOSTS" bins:"worker,enqueue,api" help:"Hosts pages may load from: comma list of host, host:port or *.suffix. Loopback, private and other special-purpose addresses only when listed exactly with a port (127.0.0.1:8080; without one the entry is refused). The worker's own endpoints (ADMIN_ADDR, API_ADDR, the Redis servers, S3_ENDPOINT, its egress proxy) are never reachable, whatever the list says."`
 
-	WorkerConcurrency int           `env:"WORKER_CONCURRENCY" envDefault:"8" help:"asynq handler slots per worker process (waiting tasks hold a slot but no tab)."`
-	Queues            string        `env:"QUEUES" help:"Queues and their priority weights, e.g. critical=6,default=3,batch=1."`
-	BatchQueues       string        `env:"BATCH_QUEUES" envDefault:"batch" empty:"off" help:"Queues of QUEUES served by the worker's batch lane: their own handler slots (BATCH_CONCURRENCY), their own Chromium (RENDER_CONCURRENCY tabs) at a lower CPU priority (BATCH_NICE), so a catalogue re-render never takes the handler slots, tabs or CPU of interactive exports. Empty: one lane for every queue."`
-	BatchConcurrency  int           `env:"BATCH_CONCURRENCY" envDefault:"3" help:"Handler slots of the batch lane (batch tasks in progress at once per worker process, waiting for another worker's render included)."`
-	BatchNice         int           `env:"BATCH_NICE" envDefault:"10" help:"Nice value (0-19) of the batch lane's Chromium: under contention interactive renders get the CPU first, while batch keeps a share of a fully loaded CPU (smaller the higher the value) and all of an idle one."`
-	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"1s" help:"How often an idle worker polls its queues besides the doorbell (asynq TaskCheckInterval, jittered 0.5–1.5×). With TASK_DOORBELL an enqueue wakes idle workers at once, so this only bounds the pick-up of a task whose ring was lost and of retries and scheduled tasks as they become due; without it, it is the pick-up latency. Each poll is a few Redis commands per queue, so a short interval makes every idle worker a steady load on Redis (BENCHMARKS.md, section 12, measures it)."`
-	TaskDoorbell      bool          `env:"TASK_DOORBELL" envDefault:"true" help:"Idle workers wait on a doorbell (sharded pub/sub pdfexport:doorbell, Redis ≥ 7) that every enqueue through exportclient, bin/api and bin/enqueue rings, and pick up a new export within milliseconds; false: they only poll every TASK_CHECK_INTERVAL."`
-	MaxRetry          int           `env:"MAX_RETRY" help:"Retries of a failed export before it is archived."`
-	TaskTimeout       time.Duration `env:"TASK_TIMEOUT" help:"Overall deadline of one export task, waiting for another worker's render included."`
-	ResultRetention   time.Duration `env:"RESULT_RETENTION" help:"How long finished tasks and their results stay readable (status, --wait, GET /v1/exports/{id})."`
-	SourceTTL         time.Duration `env:"SOURCE_TTL" help:"How long an inline HTML document of 32 KiB or more, or an export's source credentials (source.headers, source.cookies), stored beside its export task, survive when the export never finishes (they are deleted as soon as it is final). Longer than the longest queue wait plus all retries."`
-	SourceAuthFile    string        `env:"SOURCE_AUTH_FILE" help:"JSON file of credentials for private sources: {\"rules\": [{\"hosts\": \"docs.example.com,*.intra.example\", \"headers\": {\"Authorization\": \"env:DOCS_TOKEN\"}, \"cookies\": [{\"name\": \"sid\", \"value\": \"file:/run/secrets/sid\", \"path\": \"/\"}]}]}. hosts are origins: a bare host (or host:port, *.suffix) is https only, port 443 unless given; plain http needs http://host:port. Every request of a render to a matching origin gets them, no other request does. Reloaded on SIGHUP and when it (or a file it names) changes. Workers only."`
+	WorkerConcurrency int           `env:"WORKER_CONCURRENCY" bins:"worker" envDefault:"8" help:"asynq handler slots per worker process (waiting tasks hold a slot but no tab)."`
+	Queues            string        `env:"QUEUES" bins:"worker,enqueue,api" help:"Queues and their priority weights, e.g. critical=6,default=3,batch=1."`
+	BatchQueues       string        `env:"BATCH_QUEUES" bins:"worker" envDefault:"batch" empty:"off" help:"Queues of QUEUES served by the worker's batch lane: their own handler slots (BATCH_CONCURRENCY), their own Chromium (RENDER_CONCURRENCY tabs) at a lower CPU priority (BATCH_NICE), so a catalogue re-render never takes the handler slots, tabs or CPU of interactive exports. Empty: one lane for every queue."`
+	BatchConcurrency  int           `env:"BATCH_CONCURRENCY" bins:"worker" envDefault:"3" help:"Handler slots of the batch lane (batch tasks in progress at once per worker process, waiting for another worker's render included)."`
+	BatchNice         int           `env:"BATCH_NICE" bins:"worker" envDefault:"10" help:"Nice value (0-19) of the batch lane's Chromium: under contention interactive renders get the CPU first, while batch keeps a share of a fully loaded CPU (smaller the higher the value) and all of an idle one."`
+	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" bins:"worker" envDefault:"1s" help:"How often an idle worker polls its queues besides the doorbell (asynq TaskCheckInterval, jittered 0.5–1.5×). With TASK_DOORBELL an enqueue wakes idle workers at once, so this only bounds the pick-up of a task whose ring was lost and of retries and scheduled tasks as they become due; without it, it is the pick-up latency. Each poll is a few Redis commands per queue, so a short interval makes every idle worker a steady load on Redis (BENCHMARKS.md, section 12, measures it)."`
+	TaskDoorbell      bool          `env:"TASK_DOORBELL" bins:"worker" envDefault:"true" help:"Idle workers wait on a doorbell (sharded pub/sub pdfexport:doorbell, Redis ≥ 7) that every enqueue through exportclient, bin/api and bin/enqueue rings, and pick up a new export within milliseconds; false: they only poll every TASK_CHECK_INTERVAL."`
+	MaxRetry          int           `env:"MAX_RETRY" bins:"enqueue,api" help:"Retries of a failed export before it is archived."`
+	TaskTimeout       time.Duration `env:"TASK_TIMEOUT" bins:"worker,enqueue,api" help:"Overall deadline of one export task, waiting for another worker's render included."`
+	ResultRetention   time.Duration `env:"RESULT_RETENTION" bins:"worker,enqueue,api" help:"How long finished tasks and their results stay readable (status, --wait, GET /v1/exports/{id})."`
+	SourceTTL         time.Duration `env:"SOURCE_TTL" bins:"enqueue,api" help:"How long an inline HTML document of 32 KiB or more, or an export's source credentials (source.headers, source.cookies), stored beside its export task, survive when the export never finishes (they are deleted as soon as it is final). Longer than the longest queue wait plus all retries."`
+	SourceAuthFile    string        `env:"SOURCE_AUTH_FILE" bins:"worker" help:"JSON file of credentials for private sources: {\"rules\": [{\"hosts\": \"docs.example.com,*.intra.example\", \"headers\": {\"Authorization\": \"env:DOCS_TOKEN\"}, \"cookies\": [{\"name\": \"sid\", \"value\": \"file:/run/secrets/sid\", \"path\": \"/\"}]}]}. hosts are origins: a bare host (or host:port, *.suffix) is https only, port 443 unless given; plain http needs http://host:port. Every request of a render to a matching origin gets them, no other request does. Reloaded on SIGHUP and when it (or a file it names) changes. Workers only."`
 
-	LockTTL         time.Duration `env:"LOCK_TTL" envDefault:"30s" help:"Render lock lease; renewed every third of it while rendering."`
-	LockWaitTimeout time.Duration `env:"LOCK_WAIT_TIMEOUT" envDefault:"5m" help:"Longest a task waits for another worker's render before it is retried."`
-	LockGrace       time.Duration `env:"LOCK_GRACE" envDefault:"10m" help:"How long the outcome of a release is remembered for late arrivals."`
-	LockFailOpen    bool          `env:"LOCK_FAIL_OPEN" envDefault:"true" help:"Render without the lock when Redis is unreachable (a duplicate render beats a failed export)."`
+	LockTTL         time.Duration `env:"LOCK_TTL" bins:"worker" envDefault:"30s" help:"Render lock lease; renewed every third of it while rendering."`
+	LockWaitTimeout time.Duration `env:"LOCK_WAIT_TIMEOUT" bins:"worker" envDefault:"5m" help:"Longest a task waits for another worker's render before it is retried."`
+	LockGrace       time.Duration `env:"LOCK_GRACE" bins:"worker" envDefault:"10m" help:"How long the outcome of a release is remembered for late arrivals."`
+	LockFailOpen    bool          `env:"LOCK_FAIL_OPEN" bins:"worker" envDefault:"true" help:"Render without the lock when Redis is unreachable (a duplicate render beats a failed export)."`
 
-	AdminAddr         string        `env:"ADMIN_ADDR" envDefault:"127.0.0.1:9090" empty:"off" help:"Admin HTTP listen address (health, readiness, metrics, dashboard); empty disables it."`
-	Dashboard         bool          `env:"DASHBOARD" envDefault:"false" help:"Serve the asynqmon dashboard at /monitoring/ on the admin address."`
-	DashboardUser     string        `env:"DASHBOARD_USER" help:"Basic-auth user for the dashboard (with DASHBOARD_PASSWORD; empty: no authentication, allowed only on a loopback ADMIN_ADDR)."`
-	DashboardPassword string        `env:"DASHBOARD_PASSWORD" help:"Basic-auth password for the dashboard."`
-	DashboardReadOnly bool          `env:"DASHBOARD_READONLY" envDefault:"false" help:"Dashboard in view-only mode (no retry, delete or pause buttons)."`
-	LogLevel          string        `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error."`
-	LogFormat         string        `env:"LOG_FORMAT" envDefault:"json" help:"json or text."`
-	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s" help:"How long a stopping worker lets renders in flight finish."`
+	AdminAddr         string        `env:"ADMIN_ADDR" bins:"worker" envDefault:"127.0.0.1:9090" empty:"off" help:"Admin HTTP listen address (health, readiness, metrics, dashboard); empty disables it."`
+	Dashboard         bool          `env:"DASHBOARD" bins:"worker" envDefault:"false" help:"Serve the asynqmon dashboard at /monitoring/ on the admin address."`
+	DashboardUser     string        `env:"DASHBOARD_USER" bins:"worker" help:"Basic-auth user for the dashboard (with DASHBOARD_PASSWORD; empty: no authentication, allowed only on a loopback ADMIN_ADDR)."`
+	DashboardPassword string        `env:"DASHBOARD_PASSWORD" bins:"worker" help:"Basic-auth password for the dashboard."`
+	DashboardReadOnly bool          `env:"DASHBOARD_READONLY" bins:"worker" envDefault:"false" help:"Dashboard in view-only mode (no retry, delete or pause buttons)."`
+	LogLevel          string        `env:"LOG_LEVEL" bins:"worker,enqueue,api" envDefault:"info" help:"debug, info, warn or error."`
+	LogFormat         string        `env:"LOG_FORMAT" bins:"worker,enqueue,api" envDefault:"json" help:"json or text."`
+	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" bins:"worker" envDefault:"30s" help:"How long a stopping worker lets renders in flight finish."`
 
-	APIAddr      string `env:"API_ADDR" envDefault:"127.0.0.1:8080" help:"Listen address of bin/api, the HTTP enqueue API."`
-	APIToken     string `env:"API_TOKEN" help:"Bearer token required by the HTTP enqueue API (bin/api) (empty: no authentication; bind to a private address)."`
-	APIPublicURL string `env:"API_PUBLIC_URL" help:"Base URL at which API servers reach bin/api, e.g. https://pdf.internal.example.com; set on workers, results and callbacks carry download_url = <it>/v1/exports/{id}/pdf."`
+	APIAddr      string `env:"API_ADDR" bins:"worker,enqueue,api" envDefault:"127.0.0.1:8080" help:"Listen address of bin/api, the HTTP enqueue API."`
+	APIToken     string `env:"API_TOKEN" bins:"enqueue,api" help:"Bearer token required by the HTTP enqueue API (bin/api) (empty: no authentication; bind to a private address)."`
+	APIPublicURL string `env:"API_PUBLIC_URL" bins:"worker,enqueue" help:"Base URL at which API servers reach bin/api, e.g. https://pdf.internal.example.com; set on workers, results and callbacks carry download_url = <it>/v1/exports/{id}/pdf."`
 
-	APIClientsFile string `env:"API_CLIENTS_FILE" help:"YAML or JSON file of the HTTP API's clients, each with its own bearer token and queues: {\"clients\": [{\"name\": \"portal\", \"token\": \"env:PORTAL_TOKEN\", \"queues\": [\"default\"]}]}. A token is env:NAME, file:PATH or a literal of at least 16 characters; queues default to default. An export belongs to the client that enqueued it: another client's GET, DELETE, download or long-poll of it is a 404, and a queue outside the client's set a 403. API_TOKEN stays valid beside them, as one more client with every queue, which sees the exports that record no client (its own, bin/enqueue's, and those from before the file). Reloaded on SIGHUP and when it (or a file it names) changes. bin/api only."`
-	APIMaxWaiters  int    `env:"API_MAX_WAITERS" envDefault:"1000" help:"Most GET /v1/exports/{id}?wait= long-polls waiting at once per bin/api process; more answer 429 with Retry-After. Each holds a connection and polls Redis once a second."`
+	APIClientsFile string `env:"API_CLIENTS_FILE" bins:"enqueue,api" help:"YAML or JSON file of the HTTP API's clients, each with its own bearer token and queues: {\"clients\": [{\"name\": \"portal\", \"token\": \"env:PORTAL_TOKEN\", \"queues\": [\"default\"]}]}. A token is env:NAME, file:PATH or a literal of at least 16 characters; queues default to default. An export belongs to the client that enqueued it: another client's GET, DELETE, download or long-poll of it is a 404, and a queue outside the client's set a 403. API_TOKEN stays valid beside them, as one more client with every queue, which sees the exports that record no client (its own, bin/enqueue's, and those from before the file). Reloaded on SIGHUP and when it (or a file it names) changes. bin/api only."`
+	APIMaxWaiters  int    `env:"API_MAX_WAITERS" bins:"enqueue,api" envDefault:"1000" help:"Most GET /v1/exports/{id}?wait= long-polls waiting at once per bin/api process; more answer 429 with Retry-After. Each holds a connection and polls Redis once a second."`
 
-	CallbackAllowedHosts string        `env:"CALLBACK_ALLOWED_HOSTS" help:"Hosts callback.url may name (same syntax and address rules as ALLOWED_HOSTS); empty refuses callbacks. Set on workers and on every enqueuer."`
-	CallbackSecret       string        `env:"CALLBACK_SECRET" help:"Keys signing callbacks the Standard Webhooks way (webhook-signature): one or more whsec_<base64 key> entries (keys of at least 16 bytes, e.g. whsec_$(openssl rand -base64 32)), space- or comma-separated; every delivery carries one signature per key, so a key rotates without a gap. Required on workers when CALLBACK_ALLOWED_HOSTS is set; a malformed entry stops the worker. Enqueuers do not need it."`
-	CallbackTimeout      time.Duration `env:"CALLBACK_TIMEOUT" envDefault:"10s" help:"Deadline of one callback POST (connect, send, response header)."`
-	CallbackMaxRetry     int           `env:"CALLBACK_MAX_RETRY" help:"Retries of a callback the receiver did not accept (non-2xx, network error), backing off from 1s to 1h: about 9 hours of attempts."`
+	CallbackAllowedHosts string        `env:"CALLBACK_ALLOWED_HOSTS" bins:"worker,enqueue,api" help:"Hosts callback.url may name (same syntax and address rules as ALLOWED_HOSTS); empty refuses callbacks. Set on workers and on every enqueuer."`
+	CallbackSecret       string        `env:"CALLBACK_SECRET" bins:"worker" help:"Keys signing callbacks the Standard Webhooks way (webhook-signature): one or more whsec_<base64 key> entries (keys of at least 16 bytes, e.g. whsec_$(openssl rand -base64 32)), space- or comma-separated; every delivery carries one signature per key, so a key rotates without a gap. Required on workers when CALLBACK_ALLOWED_HOSTS is set; a malformed entry stops the worker. Enqueuers do not need it."`
+	CallbackTimeout      time.Duration `env:"CALLBACK_TIMEOUT" bins:"worker" envDefault:"10s" help:"Deadline of one callback POST (connect, send, response header)."`
+	CallbackMaxRetry     int           `env:"CALLBACK_MAX_RETRY" bins:"worker,enqueue,api" help:"Retries of a callback the receiver did not accept (non-2xx, network error), backing off from 1s to 1h: about 9 hours of attempts."`
 
-	SecretsKey string `env:"SECRETS_KEY" help:"Keys sealing the secrets an export stores beside its task in Redis (per-export source.headers and source.cookies, options.encryption's passwords) with AES-256-GCM: one or more whsec_<base64 key> entries (keys of at least 32 bytes, e.g. whsec_$(openssl rand -base64 32)), space- or comma-separated; the first seals, every one opens, so a key rotates: prepend the new key on workers, then on enqueuers, and drop the old one once exports sealed with it are final (SOURCE_TTL at most). Set the same list on workers and on every enqueuer (bin/api, bin/enqueue, exportclient's Config.SecretsKey), workers first. Empty: those secrets sit in clear in Redis while the export waits and runs (its memory, RDB/AOF files, replicas, MONITOR), and workers warn at start. Values stored in clear are read either way; a worker that cannot open a sealed value fails that export for good."`
+	SecretsKey string `env:"SECRETS_KEY" bins:"worker,enqueue,api" help:"Keys sealing the secrets an export stores beside its task in Redis (per-export source.headers and source.cookies, options.encryption's passwords) with AES-256-GCM: one or more whsec_<base64 key> entries (keys of at least 32 bytes, e.g. whsec_$(openssl rand -base64 32)), space- or comma-separated; the first seals, every one opens, so a key rotates: prepend the new key on workers, then on enqueuers, and drop the old one once exports sealed with it are final (SOURCE_TTL at most). Set the same list on workers and on every enqueuer (bin/api, bin/enqueue, exportclient's Config.SecretsKey), workers first. Empty: those secrets sit in clear in Redis while the export waits and runs (its memory, RDB/AOF files, replicas, MONITOR), and workers warn at start. Values stored in clear are read either way; a worker that cannot open a sealed value fails that export for good."`
 
 	// Parsed forms, filled by Load.
 	Allowed         allowlist.List `env:"-"`
@@ -524,7 +527,47 @@ func Variables() []Variable {
 		if !tagged && !preset.Field(i).IsZero() {
 			def = formatDefault(preset.Field(i).Interface())
 		}
-		out = append(out, Variable{Name: name, Default: def, Doc: f.Tag.Get("help")})
+		out = append(out, Variable{Name: name, Default: def, Doc: f.Tag.Get("help"), Binaries: binaries(f)})
+	}
+	return out
+}
+
+// Binaries are the programs that read the configuration, the values of a
+// variable's bins tag.
+var Binaries = []string{"worker", "enqueue", "api"}
+
+// binaries is the bins tag of f: which of Binaries read the variable.
+func binaries(f reflect.StructField) []string {
+	var out []string
+	for b := range strings.SplitSeq(f.Tag.Get("bins"), ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// WriteVariables writes the variables bin reads as its --help lists them:
+// name, default, meaning.
+func WriteVariables(w io.Writer, bin string) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for _, v := range VariablesFor(bin) {
+		def := v.Default
+		if def == "" {
+			def = "-"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", v.Name, def, v.Doc)
+	}
+	return tw.Flush()
+}
+
+// VariablesFor lists the variables bin reads, for its --help.
+func VariablesFor(bin string) []Variable {
+	var out []Variable
+	for _, v := range Variables() {
+		if slices.Contains(v.Binaries, bin) {
+			out = append(out, v)
+		}
 	}
 	return out
 }
@@ -549,4 +592,6 @@ func formatDefault(v any) string {
 // Variable describes one setting.
 type Variable struct {
 	Name, Default, Doc string
+	// Binaries read it (a subset of Binaries, in that order).
+	Binaries []string
 }

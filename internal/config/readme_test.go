@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -14,15 +15,37 @@ const (
 // MarkdownTable renders Variables as the README's configuration table.
 func markdownTable() string {
 	var b strings.Builder
-	b.WriteString("| variable | default | meaning |\n|---|---|---|\n")
+	b.WriteString("| variable | default | read by | meaning |\n|---|---|---|---|\n")
 	for _, v := range Variables() {
 		def := "—"
 		if v.Default != "" {
 			def = "`" + v.Default + "`"
 		}
-		b.WriteString("| `" + v.Name + "` | " + def + " | " + strings.ReplaceAll(v.Doc, "|", "\\|") + " |\n")
+		b.WriteString("| `" + v.Name + "` | " + def + " | " + strings.Join(v.Binaries, ", ") + " | " + strings.ReplaceAll(v.Doc, "|", "\\|") + " |\n")
 	}
 	return b.String()
+}
+
+// TestVariables_SayWhoReadsThem: every variable names the binaries that
+// read it, from Binaries, in that order, so each --help and the README's
+// column list a variable only where it does something.
+func TestVariables_SayWhoReadsThem(t *testing.T) {
+	for _, v := range Variables() {
+		if len(v.Binaries) == 0 {
+			t.Errorf("%s has no bins tag (worker, enqueue, api: the binaries that read it)", v.Name)
+		}
+		last := -1
+		for _, b := range v.Binaries {
+			i := slices.Index(Binaries, b)
+			if i <= last {
+				t.Errorf("%s: bins %v: want a subset of %v in that order", v.Name, v.Binaries, Binaries)
+			}
+			last = i
+		}
+	}
+	if got := VariablesFor("worker"); slices.ContainsFunc(got, func(v Variable) bool { return v.Name == "MAX_RETRY" }) {
+		t.Error("the worker's variables list MAX_RETRY, which only enqueuers read")
+	}
 }
 
 // TestREADMEListsEveryVariable fails when the README's configuration table
