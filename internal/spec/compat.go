@@ -136,3 +136,33 @@ func validateEnvelopeVersion(v int) *FieldError {
 	}
 	return nil
 }
+
+// NewerOutcome is what a worker reads from an envelope of a newer version
+// than it serves (ErrNewerEnvelope), to finish the export it refuses: the
+// fields of version 1 that the final record and the callback carry
+// (manual_id, version, request_id, callback.url when its host is on
+// hosts.Callbacks), read leniently. Nothing else: what the envelope stored
+// beside the task is left to its TTL, since a worker does not act on
+// records of a version it does not know.
+func NewerOutcome(data []byte, hosts Hosts) Envelope {
+	var head struct {
+		ManualID  string    `json:"manual_id"`
+		Version   string    `json:"version"`
+		RequestID string    `json:"request_id"`
+		Callback  *Callback `json:"callback"`
+	}
+	if len(data) > MaxPayloadBytes || json.Unmarshal(data, &head) != nil {
+		return Envelope{}
+	}
+	e := Envelope{V: EnvelopeVersion}
+	if validateIdentifier("manual_id", head.ManualID) == nil && validateIdentifier("version", head.Version) == nil {
+		e.ManualID, e.Version = head.ManualID, head.Version
+	}
+	if len(head.RequestID) <= MaxRequestIDBytes && printable(head.RequestID) {
+		e.RequestID = head.RequestID
+	}
+	if head.Callback != nil && head.Callback.validate(hosts.Callbacks) == nil {
+		e.Callback = &Callback{URL: head.Callback.URL}
+	}
+	return e
+}
