@@ -40,6 +40,7 @@ import (
 //   - version 2 passes the gate (this worker announces it) and completes;
 //   - an envelope of a version newer than this build fails for good naming
 //     the version it needs and the field it does not know; nothing stored.
+//
 // exitUnavailableForTest is bin/enqueue's exit code for an export refused
 // because older workers serve its queue (cmd/enqueue's exitUnavailable).
 const exitUnavailableForTest = 3
