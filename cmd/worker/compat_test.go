@@ -21,6 +21,10 @@ import (
 	"github.com/pdfexport/pdfexport/internal/testsupport"
 )
 
+// exitUnavailableForTest is bin/enqueue's exit code for an export refused
+// because older workers serve its queue (cmd/enqueue's exitUnavailable).
+const exitUnavailableForTest = 3
+
 // TestCompat_PreviousRelease runs the previous release's binaries
 // (testsupport.PreviousCommit, built from the git history) beside this
 // build's on one Redis, as docs/COMPATIBILITY.md promises:
@@ -40,11 +44,6 @@ import (
 //   - version 2 passes the gate (this worker announces it) and completes;
 //   - an envelope of a version newer than this build fails for good naming
 //     the version it needs and the field it does not know; nothing stored.
-//
-// exitUnavailableForTest is bin/enqueue's exit code for an export refused
-// because older workers serve its queue (cmd/enqueue's exitUnavailable).
-const exitUnavailableForTest = 3
-
 func TestCompat_PreviousRelease(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the previous release's binaries")
