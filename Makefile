@@ -27,6 +27,9 @@ demo: setup build ## run the end-to-end demo: Redis + 2 workers + 7 concurrent e
 
 test: setup ## run every test (race detector, real Redis/Chromium/S3 server)
 	$(GO) vet ./...
+	@# The previous release's binaries, for the compatibility test, built
+	@# (or taken from the cache) before the packages' timeouts start.
+	$(GO) test -count=1 -timeout 15m -run '^TestPreviousBinaries_BuildOnceAndRun$$' ./internal/testsupport
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 test-short: ## the tests that need no server, browser or built binary (30 CPU-s warm)

@@ -21,6 +21,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/credstore"
 	"github.com/pdfexport/pdfexport/internal/doorbell"
+	"github.com/pdfexport/pdfexport/internal/fleet"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -163,7 +164,65 @@ type Config struct {
 	// stored in clear, readable by anyone who reads Redis, its files or its
 	// replicas while the export waits and runs.
 	SecretsKey string
+
+	// OlderWorkers is what Enqueue does when the export's envelope needs a
+	// newer envelope version than a worker serving its queue serves (that
+	// worker would refuse it for good; docs/COMPATIBILITY.md). The zero
+	// value refuses it (ErrOlderWorkers) before anything is written.
+	OlderWorkers OlderWorkers
 }
+
+// OlderWorkers is Config.OlderWorkers (OLDER_WORKERS of bin/api and
+// bin/enqueue).
+type OlderWorkers string
+
+// The policies of Config.OlderWorkers.
+const (
+	// RefuseOlderWorkers refuses the export with an *OlderWorkersError
+	// naming the older workers; nothing is stored or queued.
+	RefuseOlderWorkers OlderWorkers = "refuse"
+	// WaitForOlderWorkers waits, checking every second, until no older
+	// worker serves the queue (an upgrade in progress), as long as the
+	// context lets it; then it refuses as RefuseOlderWorkers does.
+	WaitForOlderWorkers OlderWorkers = "wait"
+	// AllowOlderWorkers enqueues anyway: an older worker that takes the
+	// export fails it for good with an error naming the version it needs,
+	// and stores nothing.
+	AllowOlderWorkers OlderWorkers = "allow"
+)
+
+// ErrOlderWorkers matches the error of an export refused because workers
+// older than its envelope needs serve its queue (errors.As with
+// *OlderWorkersError names them).
+var ErrOlderWorkers = errors.New("exportclient: older workers serve the queue")
+
+// OlderWorker is a worker process of an OlderWorkersError.
+type OlderWorker = fleet.Worker
+
+// OlderWorkersError is the error of an export whose envelope needs envelope
+// version Needs while Workers, serving Queue, serve only older ones.
+type OlderWorkersError struct {
+	Queue   string
+	Needs   int
+	Field   string // the envelope field that needs it; "" when the caller asked for the version
+	Workers []OlderWorker
+}
+
+func (e *OlderWorkersError) Error() string {
+	why := ""
+	if e.Field != "" {
+		why = " (for " + e.Field + ")"
+	}
+	names := make([]string, len(e.Workers))
+	for i, w := range e.Workers {
+		names[i] = w.String()
+	}
+	return fmt.Sprintf("exportclient: the export needs envelope version %d%s, but queue %q is served by older workers: %s; upgrade them first, or set OLDER_WORKERS (Config.OlderWorkers) to wait or allow (docs/COMPATIBILITY.md)",
+		e.Needs, why, e.Queue, strings.Join(names, ", "))
+}
+
+// Is makes the error match ErrOlderWorkers.
+func (e *OlderWorkersError) Is(target error) bool { return target == ErrOlderWorkers }
 
 // ErrInvalidSecretsKey matches New's error for a Config.SecretsKey that is
 // not whsec_<base64 key> entries of 32 bytes or more; it names the entry,
@@ -222,6 +281,13 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Retention <= 0 {
 		cfg.Retention = spec.DefaultResultRetention
 	}
+	switch cfg.OlderWorkers {
+	case "":
+		cfg.OlderWorkers = RefuseOlderWorkers
+	case RefuseOlderWorkers, WaitForOlderWorkers, AllowOlderWorkers:
+	default:
+		return nil, fmt.Errorf("exportclient: Config.OlderWorkers %q is not refuse, wait or allow", cfg.OlderWorkers)
+	}
 	keys, err := credstore.ParseKeys(cfg.SecretsKey)
 	if err != nil {
 		return nil, fmt.Errorf("exportclient: SecretsKey: %w", err) // names the entry, never its value
@@ -256,7 +322,10 @@ func (c *Client) Validate(p Payload) error { return p.Validate(c.hosts) }
 // EnqueueOption changes one enqueue.
 type EnqueueOption func(*enqueueSettings)
 
-type enqueueSettings struct{ queue, client string }
+type enqueueSettings struct {
+	queue, client string
+	envelope      int
+}
 
 // Queue puts the task on a named queue (e.g. critical, default, batch).
 func Queue(name string) EnqueueOption { return func(s *enqueueSettings) { s.queue = name } }
@@ -266,6 +335,13 @@ func Queue(name string) EnqueueOption { return func(s *enqueueSettings) { s.queu
 // the API shows the export to that client only. An export enqueued without
 // it belongs to nobody in particular: the API shows it to API_TOKEN.
 func ForClient(name string) EnqueueOption { return func(s *enqueueSettings) { s.client = name } }
+
+// EnvelopeVersion writes the envelope as version n at least (it is never
+// below what its fields need): for a caller that depends on what workers of
+// that version do, so that no older worker takes the export
+// (Config.OlderWorkers decides what happens while one serves the queue).
+// n from spec.MinEnvelopeVersion to spec.EnvelopeVersion.
+func EnvelopeVersion(n int) EnqueueOption { return func(s *enqueueSettings) { s.envelope = n } }
 
 // Enqueued identifies an accepted export.
 type Enqueued struct {
@@ -306,9 +382,18 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 			return Enqueued{}, err
 		}
 	}
+	if s.envelope != 0 && (s.envelope < spec.MinEnvelopeVersion || s.envelope > spec.EnvelopeVersion) {
+		return Enqueued{}, &FieldError{Field: "envelope_version", Rule: fmt.Sprintf("must be from %d to %d, got %d", spec.MinEnvelopeVersion, spec.EnvelopeVersion, s.envelope)}
+	}
 	taskID := uuid.NewString()
 	env := p.Envelope()
 	env.Client = s.client
+	// The envelope's version, checked against the workers of the queue
+	// before anything is stored: a refused export leaves nothing behind.
+	env.V, err = c.version(ctx, env, s)
+	if err != nil {
+		return Enqueued{}, err
+	}
 	// What this call stored beside the task; given back if no task is
 	// queued to own it.
 	var stored []func(context.Context)
@@ -346,6 +431,13 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 		env.Source = spec.EnvelopeSource{HTMLRef: &ref}
 		stored = append(stored, func(ctx context.Context) { _, _ = htmlstore.Release(ctx, c.rdb, taskID, ref) })
 	}
+	// Again with the references: should they need a newer version, what
+	// was stored is given back.
+	if n, _ := env.NeededVersion(); n > env.V {
+		if env.V, err = c.version(ctx, env, s); err != nil {
+			return Enqueued{}, err
+		}
+	}
 	body, err := env.Encode()
 	if err != nil {
 		return Enqueued{}, fmt.Errorf("exportclient: encoding the envelope: %w", err)
@@ -361,4 +453,39 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	_ = doorbell.Ring(ctx, c.rdb, info.Queue)
 	c.finals.Prepare() // a Wait is likely to follow: subscribe meanwhile
 	return Enqueued{TaskID: info.ID, Queue: info.Queue, ArtifactKey: key}, nil
+}
+
+// version is the envelope version env needs (at least the one s asks for
+// and env.V), once the workers serving s's queue can serve it, as
+// Config.OlderWorkers says. Envelopes of version 1, which every worker
+// serves, cost no Redis command.
+func (c *Client) version(ctx context.Context, env spec.Envelope, s enqueueSettings) (int, error) {
+	need, field := env.NeededVersion()
+	if s.envelope > need {
+		need, field = s.envelope, ""
+	}
+	if env.V > need {
+		need, field = env.V, ""
+	}
+	if need <= spec.MinEnvelopeVersion || c.cfg.OlderWorkers == AllowOlderWorkers {
+		return need, nil
+	}
+	for {
+		older, err := fleet.Older(ctx, c.rdb, c.inspector, s.queue, need)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if len(older) == 0 {
+			return need, nil
+		}
+		refused := &OlderWorkersError{Queue: s.queue, Needs: need, Field: field, Workers: older}
+		if c.cfg.OlderWorkers != WaitForOlderWorkers {
+			return 0, refused
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%w (waited for them until: %w)", refused, context.Cause(ctx))
+		case <-time.After(time.Second):
+		}
+	}
 }

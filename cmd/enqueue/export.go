@@ -91,6 +91,8 @@ func runExport(ctx context.Context, e env, args []string) int {
 	fs.StringVar(&req.RequestID, "request-id", "", "correlation id logged by the worker")
 	fs.StringVar(&req.CallbackURL, "callback", "", "POST the outcome here once the export is final (host on CALLBACK_ALLOWED_HOSTS)")
 	fs.StringVar(&queue, "queue", "default", "queue: critical, default or batch")
+	var envelopeVersion int
+	fs.IntVar(&envelopeVersion, "envelope-version", 0, "write the envelope as at least this version (docs/COMPATIBILITY.md), so that no older worker takes it; default: what its fields need")
 	fs.Var(&wait, "wait", "wait for the result (--wait waits up to 10m, --wait=DUR up to DUR)")
 	fs.BoolVar(&jsonOut, "json", false, "print JSON (the result document with --wait)")
 	if err := fs.Parse(args); err != nil {
@@ -134,7 +136,11 @@ func runExport(ctx context.Context, e env, args []string) int {
 	}
 	defer client.Close()
 
-	enqueued, err := client.Enqueue(ctx, req, exportclient.Queue(queue))
+	opts := []exportclient.EnqueueOption{exportclient.Queue(queue)}
+	if envelopeVersion != 0 {
+		opts = append(opts, exportclient.EnvelopeVersion(envelopeVersion))
+	}
+	enqueued, err := client.Enqueue(ctx, req, opts...)
 	if err != nil {
 		return exitFor(e, err)
 	}

@@ -29,7 +29,7 @@ const (
 	exitOK          = 0
 	exitFailed      = 1 // the task failed (or was not done in time)
 	exitInvalid     = 2 // invalid input or configuration; stderr names the field
-	exitUnavailable = 3 // Redis or storage unreachable
+	exitUnavailable = 3 // Redis or storage unreachable, or workers too old for the envelope serve its queue
 )
 
 func main() {
@@ -146,6 +146,10 @@ func exitFor(e env, err error) int {
 		fmt.Fprintf(e.stderr, "enqueue: invalid request: %v\n", err)
 		return exitInvalid
 	case errors.Is(err, exportclient.ErrUnavailable):
+		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
+		return exitUnavailable
+	case errors.Is(err, exportclient.ErrOlderWorkers):
+		// Not the request's fault: the fleet cannot serve it yet.
 		fmt.Fprintf(e.stderr, "enqueue: %v\n", err)
 		return exitUnavailable
 	case errors.Is(err, exportclient.ErrNotFound):

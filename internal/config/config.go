@@ -105,6 +105,8 @@ type Config struct {
 
 	SecretsKey string `env:"SECRETS_KEY" bins:"worker,enqueue,api" help:"Keys sealing the secrets an export stores beside its task in Redis (per-export source.headers and source.cookies, options.encryption's passwords) with AES-256-GCM: one or more whsec_<base64 key> entries (keys of at least 32 bytes, e.g. whsec_$(openssl rand -base64 32)), space- or comma-separated; the first seals, every one opens, so a key rotates: prepend the new key on workers, then on enqueuers, and drop the old one once exports sealed with it are final (SOURCE_TTL at most). Set the same list on workers and on every enqueuer (bin/api, bin/enqueue, exportclient's Config.SecretsKey), workers first. Empty: those secrets sit in clear in Redis while the export waits and runs (its memory, RDB/AOF files, replicas, MONITOR), and workers warn at start. Values stored in clear are read either way; a worker that cannot open a sealed value fails that export for good."`
 
+	OlderWorkers string `env:"OLDER_WORKERS" bins:"enqueue,api" envDefault:"refuse" help:"What an enqueuer (bin/api, bin/enqueue) does with an export whose envelope needs a newer envelope version than a worker serving its queue announces (docs/COMPATIBILITY.md; workers of releases before v0.1.0 announce none and serve version 1 only): refuse (the export is refused with an error naming the older workers; nothing is stored or queued), wait (it waits until none serves the queue, checking every second, as long as the request or command lets it), or allow (it is queued; an older worker that takes it fails it for good, naming the version it needs, and stores nothing). Envelopes of version 1, which every worker serves, are never held back."`
+
 	// Parsed forms, filled by Load.
 	Allowed         allowlist.List `env:"-"`
 	CallbackAllowed allowlist.List `env:"-"`
@@ -409,6 +411,11 @@ func (c *Config) validate() []VarError {
 	case "debug", "info", "warn", "error":
 	default:
 		bad("LOG_LEVEL", "must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	switch c.OlderWorkers {
+	case "refuse", "wait", "allow":
+	default:
+		bad("OLDER_WORKERS", "must be refuse, wait or allow, got %q", c.OlderWorkers)
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		bad("LOG_FORMAT", "must be json or text, got %q", c.LogFormat)

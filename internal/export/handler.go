@@ -66,8 +66,14 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 		return fmt.Errorf("export %s is %s already (enqueue it again to export anew): %w", taskID, f.State, asynq.SkipRetry)
 	}
 	var owned *spec.Envelope // names what the task stored beside itself, for Finish
-	if err == nil {
+	switch {
+	case err == nil:
 		owned = &env
+	case errors.Is(err, spec.ErrNewerEnvelope):
+		// Refused for good, but its record and callback say so; what it
+		// stored beside itself is a newer version's, left to its TTL.
+		newer := spec.NewerOutcome(t.Payload(), h.cfg.Hosts)
+		owned = &newer
 	}
 	defer func() { rerr = h.end(ctx, log, taskID, owned, res, rerr) }()
 	if canceled, stored := h.canceledBeforeStart(ctx, taskID); stored != nil {

@@ -73,6 +73,37 @@ var ErrNotOwner = errors.New("htmlstore: source document belongs to other export
 // without scanning the keyspace.
 const indexKey = "pdfexport:html-index"
 
+// Format is the format of the document hashes this build writes and
+// reads: the fields above, with no "fmt" field. A later release that
+// changes what a field means (the previous release's anonymous "refs"
+// count is what such a change cost once: a release that did not know its
+// new meaning deleted other exports' document) writes its format into
+// "fmt"; every script below refuses a hash whose "fmt" is newer, leaving it
+// untouched, so a rollback to this build cannot lose another export's
+// document (docs/COMPATIBILITY.md, "Downgrade").
+const Format = 1
+
+// ErrNewerFormat: the document's hash is of a newer format than this
+// build reads (a later release wrote it); nothing was changed. Retried,
+// since a worker of that release may take the export; a release of it is
+// re-driven until it succeeds or the document's TTL ends.
+var ErrNewerFormat = errors.New("htmlstore: source document stored by a newer release")
+
+// formatCheck refuses a hash of a newer format, for the scripts.
+const formatCheck = `
+local fmt = tonumber(redis.call("HGET", KEYS[1], "fmt") or "1")
+if fmt > 1 then return redis.error_reply("PDFEXPORT_NEWER_FORMAT " .. fmt) end
+`
+
+// formatErr turns a script's refusal of a newer format into ErrNewerFormat.
+func formatErr(err error, sha string) error {
+	if err != nil && strings.HasPrefix(err.Error(), "PDFEXPORT_NEWER_FORMAT") {
+		return fmt.Errorf("%w: sha256 %s has format %s, this build reads %d (roll forward, or let it expire with its TTL)",
+			ErrNewerFormat, sha, strings.TrimPrefix(err.Error(), "PDFEXPORT_NEWER_FORMAT "), Format)
+	}
+	return err
+}
+
 // now is the server's clock in unix ms, for the scripts.
 const now = `
 local t = redis.call("TIME")
@@ -85,7 +116,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 //	KEYS[1] the document's hash   ARGV[1] gzip data   ARGV[2] ttl in ms   ARGV[3] owner
 //
 // Returns the number of owners after the call.
-var putScript = redis.NewScript(now + `
+var putScript = redis.NewScript(formatCheck + now + `
 if redis.call("HEXISTS", KEYS[1], "data") == 0 then
   redis.call("HSET", KEYS[1], "data", ARGV[1])
 end
@@ -124,7 +155,7 @@ end
 // Returns {0} missing, {2} other tasks', {1, data} the owner's.
 var getScript = redis.NewScript(`
 if redis.call("EXISTS", KEYS[1]) == 0 then return {0} end
-` + claim + `
+` + formatCheck + claim + `
 if not owner then return {2} end
 return {1, redis.call("HGET", KEYS[1], "data")}
 `)
@@ -137,7 +168,7 @@ return {1, redis.call("HGET", KEYS[1], "data")}
 // Returns {released (0/1), owners and anonymous references left}.
 var releaseScript = redis.NewScript(`
 if redis.call("EXISTS", KEYS[1]) == 0 then return {0, 0} end
-` + claim + `
+` + formatCheck + claim + `
 local released = 0
 if owner then
   redis.call("HDEL", KEYS[1], "o:" .. ARGV[1])
@@ -179,7 +210,7 @@ func Put(ctx context.Context, rdb redis.UniversalClient, owner, html string, ttl
 		return spec.HTMLRef{}, err
 	}
 	if err := putScript.Run(ctx, rdb, []string{key(ref.SHA256)}, buf.Bytes(), ttl.Milliseconds(), owner).Err(); err != nil {
-		return spec.HTMLRef{}, fmt.Errorf("htmlstore: storing the source document: %w", err)
+		return spec.HTMLRef{}, fmt.Errorf("htmlstore: storing the source document: %w", formatErr(err, ref.SHA256))
 	}
 	// Indexed after (its own key, maybe another Cluster slot), so that a
 	// sweep that saw the document missing and drops its entry cannot drop
@@ -197,7 +228,7 @@ func Put(ctx context.Context, rdb redis.UniversalClient, owner, html string, ttl
 func Get(ctx context.Context, rdb redis.UniversalClient, owner string, ref spec.HTMLRef) (string, error) {
 	res, err := getScript.Run(ctx, rdb, []string{key(ref.SHA256)}, owner).Slice()
 	if err != nil {
-		return "", fmt.Errorf("htmlstore: reading source sha256 %s: %w", ref.SHA256, err)
+		return "", fmt.Errorf("htmlstore: reading source sha256 %s: %w", ref.SHA256, formatErr(err, ref.SHA256))
 	}
 	switch code, _ := res[0].(int64); {
 	case code == 0:
@@ -229,7 +260,7 @@ func Get(ctx context.Context, rdb redis.UniversalClient, owner string, ref spec.
 func Release(ctx context.Context, rdb redis.UniversalClient, owner string, ref spec.HTMLRef) (bool, error) {
 	res, err := releaseScript.Run(ctx, rdb, []string{key(ref.SHA256)}, owner).Slice()
 	if err != nil {
-		return false, fmt.Errorf("htmlstore: releasing source sha256 %s: %w", ref.SHA256, err)
+		return false, fmt.Errorf("htmlstore: releasing source sha256 %s: %w", ref.SHA256, formatErr(err, ref.SHA256))
 	}
 	released, _ := res[0].(int64)
 	return released == 1, nil
@@ -259,6 +290,7 @@ func (s Store) Release(ctx context.Context, owner string, ref spec.HTMLRef) (boo
 // grace period after the sweep first saw it.
 var dropScript = redis.NewScript(now + `
 if redis.call("EXISTS", KEYS[1]) == 0 then return 0 end
+` + formatCheck + `
 local dropped = 0
 for i = 2, #ARGV do
   local id = ARGV[i]
@@ -347,7 +379,7 @@ func sweepDocument(ctx context.Context, rdb redis.UniversalClient, exists Sweep,
 		}
 		if len(args) > 1 {
 			if n, err = dropScript.Run(ctx, rdb, []string{key(sha)}, args...).Int(); err != nil {
-				return 0, err
+				return 0, formatErr(err, sha)
 			}
 		}
 	}

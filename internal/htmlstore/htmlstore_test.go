@@ -3,6 +3,7 @@ package htmlstore
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -216,5 +217,47 @@ func TestSweepOwners_GraceAndTheOldFormat(t *testing.T) {
 	}
 	if rdb.Exists(ctx, key(ref.SHA256)).Val() != 0 {
 		t.Error("the document outlived its last owner")
+	}
+}
+
+// TestDocument_ANewerFormatIsLeftAlone: a document hash a later release
+// wrote in a newer format ("fmt" 2, here with a count this build does not
+// know the meaning of) is refused by every operation of this build
+// (ErrNewerFormat) and left exactly as it was: after a rollback, this
+// build's release or sweep never deletes a document other exports of the
+// later release still need.
+func TestDocument_ANewerFormatIsLeftAlone(t *testing.T) {
+	rdb := testsupport.StartRedis(t).Client()
+	ctx := context.Background()
+	html := "<p>stored by a later release"
+	ref, _ := Put(ctx, rdb, "tmp", html, time.Hour)
+	data := rdb.HGet(ctx, key(ref.SHA256), "data").Val()
+	rdb.Del(ctx, key(ref.SHA256))
+	since := strconv.FormatInt(time.Now().Add(-time.Hour).UnixMilli(), 10)
+	rdb.HSet(ctx, key(ref.SHA256), "data", data, "fmt", 2, "holders", 3, "o:old", since)
+	rdb.Expire(ctx, key(ref.SHA256), time.Hour)
+	before := rdb.HGetAll(ctx, key(ref.SHA256)).Val()
+	for _, tc := range []struct {
+		name string
+		op   func() error
+	}{
+		{"Put", func() error { _, err := Put(ctx, rdb, "new", html, time.Hour); return err }},
+		{"Get", func() error { _, err := Get(ctx, rdb, "old", ref); return err }},
+		{"Release", func() error { _, err := Release(ctx, rdb, "old", ref); return err }},
+		{"SweepOwners", func() error {
+			gone := func(_ context.Context, ids []string) (map[string]bool, error) { return map[string]bool{}, nil }
+			_, err := SweepOwners(ctx, rdb, gone, 0, time.Minute, 10)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.op()
+			if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), "format 2") {
+				t.Errorf("err = %v, want ErrNewerFormat naming format 2", err)
+			}
+			if after := rdb.HGetAll(ctx, key(ref.SHA256)).Val(); !maps.Equal(before, after) {
+				t.Errorf("the hash changed: %v, was %v", after, before)
+			}
+		})
 	}
 }

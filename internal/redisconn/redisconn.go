@@ -179,7 +179,7 @@ func ExportClient(c config.Config) (*exportclient.Client, error) {
 	return exportclient.New(exportclient.Config{Redis: opt, AllowedHosts: c.AllowedHosts, CallbackAllowedHosts: c.CallbackAllowedHosts,
 		CallbackMaxRetry: c.CallbackMaxRetry, MaxRetry: maxRetry,
 		Timeout: c.TaskTimeout, Retention: c.ResultRetention, Queues: queues, Queue: queue, SourceTTL: c.SourceTTL,
-		SecretsKey: c.SecretsKey})
+		SecretsKey: c.SecretsKey, OlderWorkers: exportclient.OlderWorkers(c.OlderWorkers)})
 }
 
 // Describe names the Redis deployment of c for messages: hosts and master

@@ -220,7 +220,9 @@ func (p Envelope) ChapterTask(manualTask string, i int) ChapterTask {
 	opts := p.Options
 	opts.Metadata, opts.Watermark, opts.Encryption, opts.TOC = nil, nil, nil, false
 	opts.HeaderHTML, opts.FooterHTML = "", "" // drawn over the assembled manual
-	return ChapterTask{V: PayloadVersion, ManualTask: manualTask, Index: i, ManualID: p.ManualID, Version: p.Version,
+	// The manual's version: a chapter of an envelope that needs a newer
+	// worker needs it too.
+	return ChapterTask{V: p.V, ManualTask: manualTask, Index: i, ManualID: p.ManualID, Version: p.Version,
 		Chapter: p.Source.Chapters[i], Options: opts, Force: p.Force}
 }
 
@@ -238,6 +240,9 @@ func DecodeChapterTask(data []byte) (ChapterTask, error) {
 		return ChapterTask{}, fieldErr("payload", "larger than %d bytes", MaxPayloadBytes)
 	}
 	var c ChapterTask
+	if err := checkVersion(data, &ChapterTask{}); err != nil {
+		return ChapterTask{}, err
+	}
 	if err := decodeStrict(bytes.NewReader(data), &c); err != nil {
 		return ChapterTask{}, err
 	}

@@ -12,7 +12,9 @@ import (
 // TaskType is the asynq task type of an export.
 const TaskType = "pdf:export"
 
-// PayloadVersion is the only payload schema version this build accepts.
+// PayloadVersion is the schema version of requests ("v" of what callers
+// send), and of envelopes that need nothing newer than version 1
+// (compat.go: envelopes carry the version of the worker they need).
 const PayloadVersion = 1
 
 // Size limits. MaxPayloadBytes bounds what Decode reads, so a hostile client
@@ -186,7 +188,10 @@ func FirstField(err error) string {
 	return ""
 }
 
-// DecodeEnvelope parses a queued payload strictly: unknown fields, wrong
+// DecodeEnvelope parses a queued payload strictly: an envelope of a newer
+// version than this worker serves is refused first (ErrNewerEnvelope,
+// naming the version it needs and the first field this worker does not
+// know); then unknown fields, wrong
 // types, trailing data and documents over MaxPayloadBytes are rejected with a
 // FieldError. Raw credentials (source.headers, source.cookies) are refused:
 // an envelope names them only by reference. It does not validate values;
@@ -196,6 +201,9 @@ func DecodeEnvelope(data []byte) (Envelope, error) {
 		return Envelope{}, fieldErr("payload", "larger than %d bytes", MaxPayloadBytes)
 	}
 	var e Envelope
+	if err := checkVersion(data, &Envelope{}); err != nil {
+		return Envelope{}, err
+	}
 	if err := decodeStrict(bytes.NewReader(data), &e); err != nil {
 		var fe *FieldError
 		if errors.As(err, &fe) && (fe.Field == "headers" || fe.Field == "cookies") {

@@ -107,6 +107,9 @@ func (r Request) Encode() ([]byte, error) { return json.Marshal(r) }
 // ErrInvalid.
 func (r Request) Validate(hosts Hosts) error {
 	errs := r.common().validate(hosts)
+	if r.V != PayloadVersion {
+		errs = append(errs, fieldErr("v", "must be %d (payload schema version), got %d", PayloadVersion, r.V))
+	}
 	errs = append(errs, validateSource(r.Source.URL, r.Source.HTML, nil, r.Source.Chapters, hosts.Sources)...)
 	errs = append(errs, r.Source.Credentials.validate(r.Source.URL)...)
 	errs = append(errs, r.Options.validateManual(r.Source.Chapters != nil)...)

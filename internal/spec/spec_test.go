@@ -70,7 +70,7 @@ func TestValidate_NamesFieldAndRule(t *testing.T) {
 		field  string
 		rule   string
 	}{
-		{"version missing", func(p *Envelope) { p.V = 0 }, "v", "must be 1"},
+		{"version missing", func(p *Envelope) { p.V = 0 }, "v", "from 1 to 2"},
 		{"manual_id missing", func(p *Envelope) { p.ManualID = "" }, "manual_id", "required"},
 		{"manual_id traversal", func(p *Envelope) { p.ManualID = "../etc" }, "manual_id", "must match"},
 		{"manual_id dots", func(p *Envelope) { p.ManualID = "a..b" }, "manual_id", "'..'"},
@@ -153,7 +153,7 @@ func TestValidate_Accepts(t *testing.T) {
 }
 
 func TestValidate_ReportsEveryViolation(t *testing.T) {
-	p := Envelope{V: 2, Source: EnvelopeSource{URL: "ftp://x"}, Options: Options{Paper: "B5"}}
+	p := Envelope{V: EnvelopeVersion + 1, Source: EnvelopeSource{URL: "ftp://x"}, Options: Options{Paper: "B5"}}
 	err := p.Validate(Hosts{Sources: testAllowed})
 	for _, field := range []string{"v:", "manual_id:", "version:", "source.url:", "options.paper:"} {
 		if !strings.Contains(err.Error(), field) {

@@ -58,6 +58,9 @@ type HostList interface {
 // ErrInvalid.
 func (e Envelope) Validate(hosts Hosts) error {
 	errs := e.common().validate(hosts)
+	if fe := validateEnvelopeVersion(e.V); fe != nil {
+		errs = append(errs, fe)
+	}
 	errs = append(errs, validateSource(e.Source.URL, e.Source.HTML, e.Source.HTMLRef, e.Source.Chapters, hosts.Sources)...)
 	errs = append(errs, e.Source.Credentials.validate(e.Source.URL)...)
 	errs = append(errs, e.Options.validateManual(e.Source.Chapters != nil)...)
@@ -86,9 +89,7 @@ func ValidateClientName(name string) error {
 func (c common) validate(hosts Hosts) []error {
 	var errs []error
 	add := func(e *FieldError) { errs = append(errs, e) }
-	if c.V != PayloadVersion {
-		add(fieldErr("v", "must be %d (payload schema version), got %d", PayloadVersion, c.V))
-	}
+	// "v" is the callers' to check: requests and envelopes differ.
 	if e := validateIdentifier("manual_id", c.ManualID); e != nil {
 		add(e)
 	}

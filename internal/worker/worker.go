@@ -33,6 +33,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/credstore"
 	"github.com/pdfexport/pdfexport/internal/doorbell"
 	"github.com/pdfexport/pdfexport/internal/export"
+	"github.com/pdfexport/pdfexport/internal/fleet"
 	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/logging"
@@ -428,6 +429,12 @@ func (w *Worker) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 
+	// Announced before the queue servers register with asynq, so an
+	// enqueuer never sees this process's servers without it (it would take
+	// them for workers of a release before announcements).
+	if err := w.announce(ctx, queueRDB); err != nil {
+		return err
+	}
 	if err := w.srv.Start(mux); err != nil {
 		return fmt.Errorf("%w: starting the queue server: %w", ErrUnavailable, err)
 	}
@@ -446,7 +453,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	// over at once rather than after LOCK_TTL. Both lanes shut down at once.
 	w.undo = append(w.undo, w.stopTasks, func() { shutdownAll(servers) })
 	w.sweepArchived(&outcome.Sweeper{Finisher: finisher, Queues: slices.Sorted(maps.Keys(cfg.QueueWeights)), Logger: log})
-	log.Info("worker started", "version", buildinfo.String(), "queues", cfg.Queues, "concurrency", cfg.WorkerConcurrency,
+	log.Info("worker started", "version", buildinfo.String(), "envelope_versions", fmt.Sprintf("%d-%d", spec.MinEnvelopeVersion, spec.EnvelopeVersion), "queues", cfg.Queues, "concurrency", cfg.WorkerConcurrency,
 		"batch_queues", slices.Sorted(maps.Keys(batch)), "batch_concurrency", cfg.BatchConcurrency,
 		"render_concurrency", cfg.RenderConcurrency, "storage", store.Describe(), "admin", cfg.AdminAddr,
 		"allowed_hosts", cfg.Allowed.String())
@@ -540,6 +547,26 @@ func shutdownAll(servers []*asynq.Server) {
 		wg.Go(s.Shutdown)
 	}
 	wg.Wait()
+}
+
+// announce tells enqueuers which envelope versions this process serves
+// (internal/fleet), now and every fleet.Interval until Shutdown, which
+// withdraws it once the queue servers stopped.
+func (w *Worker) announce(ctx context.Context, rdb redis.UniversalClient) error {
+	self := fleet.Self(buildinfo.String(), slices.Sorted(maps.Keys(w.cfg.QueueWeights)))
+	if err := fleet.Announce(ctx, rdb, self); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	actx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fleet.Run(actx, rdb, self, func(err error) {
+			w.log.Warn("refreshing this worker's announcement failed; retrying", "err", redact.Text(err.Error()))
+		})
+	}()
+	w.undo = append(w.undo, func() { cancel(); <-done })
+	return nil
 }
 
 // sweepArchived finishes, in the background, exports archived without a
