@@ -256,7 +256,7 @@ func (c *Client) Validate(p Payload) error { return p.Validate(c.hosts) }
 // EnqueueOption changes one enqueue.
 type EnqueueOption func(*enqueueSettings)
 
-type enqueueSettings struct{ queue, client string }
+type enqueueSettings struct{ queue, client, taskID string }
 
 // Queue puts the task on a named queue (e.g. critical, default, batch).
 func Queue(name string) EnqueueOption { return func(s *enqueueSettings) { s.queue = name } }
@@ -266,6 +266,18 @@ func Queue(name string) EnqueueOption { return func(s *enqueueSettings) { s.queu
 // the API shows the export to that client only. An export enqueued without
 // it belongs to nobody in particular: the API shows it to API_TOKEN.
 func ForClient(name string) EnqueueOption { return func(s *enqueueSettings) { s.client = name } }
+
+// TaskID gives the task this id instead of a fresh UUID, so that callers
+// asking for the same export at the same moment share one task: asynq
+// refuses a second task with an id it holds (queued, running, or final
+// during its retention), and EnqueuePayload then answers ErrTaskExists
+// with that task's Enqueued. id must not start with StoredPrefix.
+func TaskID(id string) EnqueueOption { return func(s *enqueueSettings) { s.taskID = id } }
+
+// ErrTaskExists matches EnqueuePayload's error when the TaskID option names
+// a task asynq holds already; the Enqueued returned beside it names that
+// task, and nothing was stored or queued.
+var ErrTaskExists = errors.New("exportclient: a task with this id exists")
 
 // Enqueued identifies an accepted export.
 type Enqueued struct {
@@ -306,7 +318,12 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 			return Enqueued{}, err
 		}
 	}
-	taskID := uuid.NewString()
+	taskID := s.taskID
+	if taskID == "" {
+		taskID = uuid.NewString()
+	} else if isStored(taskID) {
+		return Enqueued{}, &FieldError{Field: "task_id", Rule: "must not start with " + StoredPrefix}
+	}
 	env := p.Envelope()
 	env.Client = s.client
 	// What this call stored beside the task; given back if no task is
@@ -353,6 +370,9 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	task := asynq.NewTask(spec.TaskType, body)
 	info, err := c.client.EnqueueContext(ctx, task, asynq.TaskID(taskID), asynq.Queue(s.queue), asynq.MaxRetry(c.cfg.MaxRetry),
 		asynq.Timeout(c.cfg.Timeout), asynq.Retention(c.cfg.Retention))
+	if errors.Is(err, asynq.ErrTaskIDConflict) && s.taskID != "" {
+		return Enqueued{TaskID: taskID, Queue: s.queue, ArtifactKey: key}, fmt.Errorf("%w: %s", ErrTaskExists, taskID)
+	}
 	if err != nil {
 		return Enqueued{}, fmt.Errorf("%w: enqueue: %w", ErrUnavailable, err)
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/apiauth"
 	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/manuals"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
@@ -54,6 +55,18 @@ type Config struct {
 	// Store is the artifact storage (STORAGE_URL) GET /v1/exports/{id}/pdf
 	// reads; nil answers that route 501.
 	Store Artifacts
+	// Manuals is the registry of MANUALS_FILE, the manuals reader links
+	// (GET /v1/manuals/{manual_id}/{version}.pdf) may ask for; nil: none.
+	Manuals *manuals.Watcher
+	// LinkKeys verify signed links (LINK_SECRET); none: only public
+	// manuals and API tokens open links.
+	LinkKeys [][]byte
+	// LinkWait bounds how long a link waits for a render (LINK_WAIT); 0:
+	// DefaultLinkWait.
+	LinkWait time.Duration
+	// PublicURL is API_PUBLIC_URL: the result of an export answered from
+	// storage carries download_url = <it>/v1/exports/{id}/pdf.
+	PublicURL string
 	// Logger; nil: slog.Default().
 	Logger *slog.Logger
 }
@@ -63,7 +76,12 @@ type api struct {
 	client  *exportclient.Client
 	auth    *apiauth.Authenticator
 	store   Artifacts
-	log     *slog.Logger
+	manuals *manuals.Watcher
+	// linkKeys verify reader links; linkWait bounds their wait.
+	linkKeys  [][]byte
+	linkWait  time.Duration
+	publicURL string
+	log       *slog.Logger
 	mux     *http.ServeMux
 	waiters chan struct{} // one token per long-poll waiting
 	// refusedWaits counts the long-polls refused since the last warning,
@@ -103,12 +121,17 @@ func newAPI(cfg Config) *api {
 	if cfg.MaxWaiters <= 0 {
 		cfg.MaxWaiters = DefaultMaxWaiters
 	}
+	if cfg.LinkWait <= 0 {
+		cfg.LinkWait = DefaultLinkWait
+	}
 	a := &api{client: cfg.Client, auth: cfg.Auth, store: cfg.Store, log: cfg.Logger, mux: http.NewServeMux(),
-		waiters: make(chan struct{}, cfg.MaxWaiters)}
+		waiters: make(chan struct{}, cfg.MaxWaiters), manuals: cfg.Manuals, linkKeys: cfg.LinkKeys, linkWait: cfg.LinkWait,
+		publicURL: strings.TrimSuffix(cfg.PublicURL, "/")}
 	a.mux.HandleFunc("POST /v1/exports", a.create)
 	a.mux.HandleFunc("GET /v1/exports/{id}", a.get)
 	a.mux.HandleFunc("DELETE /v1/exports/{id}", a.cancel)
 	a.mux.HandleFunc("GET /v1/exports/{id}/pdf", a.download)
+	a.mux.HandleFunc("GET /v1/manuals/{manual_id}/{file}", a.link)
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -153,7 +176,9 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) e
 }
 
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/healthz" {
+	// Readers follow links without a token: the link's handler decides
+	// (a signature, a public manual, or a token after all).
+	if r.URL.Path != "/healthz" && !strings.HasPrefix(r.URL.Path, "/v1/manuals/") {
 		got, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !bearer {
 			got = "" // a token without the scheme, or another scheme, is no token
@@ -199,10 +224,14 @@ type apiError struct {
 	Field string `json:"field,omitempty"`
 }
 
+// createResponse answers POST /v1/exports: 202 for a queued export, 200
+// with State completed and the Result for one answered from storage.
 type createResponse struct {
-	TaskID      string `json:"task_id"`
-	StatusURL   string `json:"status_url"`
-	ArtifactKey string `json:"artifact_key"`
+	TaskID      string               `json:"task_id"`
+	StatusURL   string               `json:"status_url"`
+	ArtifactKey string               `json:"artifact_key"`
+	State       exportclient.State   `json:"state,omitempty"`
+	Result      *exportclient.Result `json:"result,omitempty"`
 }
 
 type statusResponse struct {
@@ -247,6 +276,25 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusForbidden, apiError{Field: "queue",
 			Error: fmt.Sprintf("client %s may not enqueue to queue %q (its queues: %s)", c.Name, q, strings.Join(c.Queues, ", "))})
 		return
+	}
+	if err := a.client.Validate(p); err != nil {
+		a.badRequest(w, err)
+		return
+	}
+	if res, ok := a.storedResult(r.Context(), p); ok {
+		job, err := a.client.CompleteStored(r.Context(), p, res, exportclient.Queue(q), exportclient.ForClient(c.Owner))
+		if err == nil {
+			if a.publicURL != "" {
+				res.DownloadURL = a.publicURL + "/v1/exports/" + job.TaskID + "/pdf"
+			}
+			a.log.InfoContext(r.Context(), "export answered from storage", "client", c.Name, "queue", job.Queue, "task_id", job.TaskID, "manual_id", p.ManualID, "version", p.Version, "key", job.ArtifactKey)
+			w.Header().Set("Location", "/v1/exports/"+job.TaskID)
+			writeJSON(w, http.StatusOK, createResponse{TaskID: job.TaskID, StatusURL: "/v1/exports/" + job.TaskID, ArtifactKey: job.ArtifactKey,
+				State: exportclient.StateCompleted, Result: &res})
+			return
+		}
+		// Redis refused the one SET: the queue path says what it can.
+		a.log.WarnContext(r.Context(), "recording an export answered from storage failed; enqueueing it", "client", c.Name, "err", err)
 	}
 	job, err := a.client.EnqueuePayload(r.Context(), p, exportclient.Queue(q), exportclient.ForClient(c.Owner))
 	switch {
@@ -413,5 +461,21 @@ func Run(ctx context.Context, cfg config.Config, addr string, client *exportclie
 	if err != nil {
 		return fmt.Errorf("%w: opening %s: %w", ErrStorage, redact.URL(cfg.StorageURL), err)
 	}
-	return Serve(ctx, addr, New(Config{Client: client, Auth: auth, MaxWaiters: cfg.APIMaxWaiters, Store: store, Logger: log}), log)
+	var registry *manuals.Watcher
+	if cfg.ManualsFile != "" {
+		registry, err = manuals.Open(cfg.ManualsFile, manuals.Rules{Hosts: spec.Hosts{Sources: cfg.Allowed}, Queues: cfg.QueueNames()}, log)
+		if err != nil {
+			return &config.Error{Vars: []config.VarError{{Var: "MANUALS_FILE", Reason: err.Error()}}}
+		}
+		log.Info("manuals loaded", "file", cfg.ManualsFile, "manuals", registry.Current().Len(), "link_secret", cfg.LinkSecret != "")
+		reloaded := make(chan struct{})
+		go func() { defer close(reloaded); registry.Run(wctx) }()
+		defer func() { stopWatch(); <-reloaded }()
+	}
+	var linkKeys [][]byte
+	if cfg.LinkSecret != "" {
+		linkKeys, _ = spec.ParseLinkSecrets(cfg.LinkSecret) // CheckAPI parsed it
+	}
+	return Serve(ctx, addr, New(Config{Client: client, Auth: auth, MaxWaiters: cfg.APIMaxWaiters, Store: store, Logger: log,
+		Manuals: registry, LinkKeys: linkKeys, LinkWait: cfg.LinkWait, PublicURL: cfg.APIPublicURL}), log)
 }

@@ -57,23 +57,40 @@ func (a *api) download(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "storage unavailable, retry later"})
 		return
 	}
-	if redirectable(obj.URL) && r.URL.Query().Get("redirect") != "false" {
+	a.serveObject(w, r, key, obj, servedAs{disposition: "attachment", fileName: fileName(obj),
+		cacheControl: "private, max-age=0, must-revalidate", redirect: r.URL.Query().Get("redirect") != "false"})
+}
+
+// servedAs is how serveObject answers with an artifact.
+type servedAs struct {
+	disposition  string // Content-Disposition: attachment or inline
+	fileName     string
+	cacheControl string
+	redirect     bool // to the object's own HTTP URL when it has one (S3)
+}
+
+// serveObject answers with the artifact obj stored under key: a redirect
+// to its presigned URL (S3, when as.redirect), else the PDF streamed with
+// ETag, Last-Modified, Range and conditional requests (file storage; an S3
+// stream has ETag and If-None-Match but no Range).
+func (a *api) serveObject(w http.ResponseWriter, r *http.Request, key string, obj storage.Object, as servedAs) {
+	if redirectable(obj.URL) && as.redirect {
 		w.Header().Set("Cache-Control", "no-store") // the URL expires
 		http.Redirect(w, r, obj.URL, http.StatusFound)
 		return
 	}
 	body, err := a.store.Open(r.Context(), key)
 	if err != nil {
-		a.log.Error("download: opening the artifact", "task_id", id, "err", err)
+		a.log.ErrorContext(r.Context(), "download: opening the artifact", "key", key, "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "storage unavailable, retry later"})
 		return
 	}
 	defer body.Close()
 	h := w.Header()
 	h.Set("Content-Type", "application/pdf")
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": fileName(obj)}))
+	h.Set("Content-Disposition", mime.FormatMediaType(as.disposition, map[string]string{"filename": as.fileName}))
 	h.Set("ETag", `"`+obj.ETag+`"`)
-	h.Set("Cache-Control", "private, max-age=0, must-revalidate")
+	h.Set("Cache-Control", as.cacheControl)
 	h.Set("X-Content-Type-Options", "nosniff")
 	out := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
 	if f, ok := body.(*os.File); ok {
@@ -94,7 +111,7 @@ func (a *api) download(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := io.Copy(out, body); err != nil && r.Context().Err() == nil {
-		a.log.Warn("download interrupted", "task_id", id, "err", err)
+		a.log.WarnContext(r.Context(), "download interrupted", "key", key, "err", err)
 	}
 }
 
