@@ -111,4 +111,3 @@ func (c *Client) storedStatus(ctx context.Context, taskID string) (Status, store
 }
 
 func isStored(taskID string) bool { return strings.HasPrefix(taskID, StoredPrefix) }
-

@@ -82,8 +82,8 @@ type api struct {
 	linkWait  time.Duration
 	publicURL string
 	log       *slog.Logger
-	mux     *http.ServeMux
-	waiters chan struct{} // one token per long-poll waiting
+	mux       *http.ServeMux
+	waiters   chan struct{} // one token per long-poll waiting
 	// refusedWaits counts the long-polls refused since the last warning,
 	// which is logged at most every waitWarnEvery.
 	refusedWaits atomic.Int64

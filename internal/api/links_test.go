@@ -540,4 +540,3 @@ func TestCreate_StoredArtifactAnsweredWithoutATask(t *testing.T) {
 		}
 	}
 }
-
