@@ -80,6 +80,7 @@ type api struct {
 	// linkKeys verify reader links; linkWait bounds their wait.
 	linkKeys  [][]byte
 	linkWait  time.Duration
+	linkReqs  linkReqs
 	publicURL string
 	log       *slog.Logger
 	mux       *http.ServeMux

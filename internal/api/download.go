@@ -150,3 +150,37 @@ func (d *deadlineWriter) Write(b []byte) (int, error) {
 	_ = d.rc.SetWriteDeadline(time.Now().Add(writeIdle))
 	return d.ResponseWriter.Write(b)
 }
+
+// sendChunk is how much of a file one write deadline covers when the
+// connection sends it with sendfile(2): at writeIdle per chunk, a client
+// slower than 128 KiB/s is cut off, as one that stalls on Write is.
+const sendChunk = 4 << 20
+
+// ReadFrom lets http.ServeContent hand the file to the connection's
+// ReadFrom (sendfile(2) for a TCP connection: no copy through user space,
+// what http.FileServer does), a chunk per write deadline. net's sendfile
+// takes an *os.File, or one *io.LimitedReader around it, which is what
+// ServeContent's io.CopyN passes.
+func (d *deadlineWriter) ReadFrom(src io.Reader) (int64, error) {
+	rf, ok := d.ResponseWriter.(io.ReaderFrom)
+	lr, limited := src.(*io.LimitedReader)
+	if !ok {
+		return io.Copy(struct{ io.Writer }{d}, src)
+	}
+	if !limited {
+		lr = &io.LimitedReader{R: src, N: 1<<63 - 1}
+	}
+	var total int64
+	for lr.N > 0 {
+		_ = d.rc.SetWriteDeadline(time.Now().Add(writeIdle))
+		chunk := &io.LimitedReader{R: lr.R, N: min(lr.N, sendChunk)}
+		want := chunk.N
+		n, err := rf.ReadFrom(chunk)
+		total += n
+		lr.N -= n
+		if err != nil || n < want {
+			return total, err
+		}
+	}
+	return total, nil
+}

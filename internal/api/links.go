@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pdfexport/pdfexport/exportclient"
@@ -59,10 +61,16 @@ func (a *api) link(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, apiError{Error: fmt.Sprintf("no manual %q in MANUALS_FILE", manualID), Field: "manual_id"})
 		return
 	}
-	req, err := m.Request(version, r.URL.Query())
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error(), Field: badParameter(err)})
-		return
+	query := r.URL.Query()
+	ck := linkCacheKey{m: m, version: version, query: linkQuery(query)}
+	cached, known := a.linkReqs.get(ck)
+	req := cached.req
+	if !known {
+		var err error
+		if req, err = m.Request(version, query); err != nil {
+			writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error(), Field: badParameter(err)})
+			return
+		}
 	}
 	c, err := a.linkOpener(r, m)
 	if err != nil {
@@ -78,11 +86,15 @@ func (a *api) link(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusForbidden, apiError{Field: "queue", Error: fmt.Sprintf("client %s may not enqueue to manual %s's queue %q", c.Name, manualID, queue)})
 		return
 	}
-	if err := a.client.Validate(req); err != nil {
-		writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error(), Field: spec.FirstField(err)})
-		return
+	key := cached.key
+	if !known {
+		if err := a.client.Validate(req); err != nil {
+			writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error(), Field: spec.FirstField(err)})
+			return
+		}
+		key = req.ArtifactKey()
+		a.linkReqs.put(ck, linkReq{req: req, key: key})
 	}
-	key := req.ArtifactKey()
 	if a.serveLink(w, r, m, version, key, false) {
 		return
 	}
@@ -197,6 +209,61 @@ func (a *api) renderLink(w http.ResponseWriter, r *http.Request, m *manuals.Manu
 		writeJSON(w, http.StatusAccepted, linkPending{State: st.State, TaskID: id, StatusURL: status,
 			Error: fmt.Sprintf("the PDF of %s %s is being made; retry after %s", m.ID, version, linkRetryAfter)})
 	}
+}
+
+// maxLinkReqs bounds the requests links remember; past it, they start
+// afresh.
+const maxLinkReqs = 4096
+
+// linkReqs remembers the requests and artifact keys of the links followed,
+// so that a click on a stored PDF costs a stat(2) and the bytes, not the
+// request's validation and key derivation each time. An entry is a
+// manual's entry (a reload makes new ones), a version and the query's
+// parameters other than the signature's; it is only made for a request
+// that passed Validate.
+type linkReqs struct {
+	mu sync.Mutex
+	m  map[linkCacheKey]linkReq
+}
+
+type linkCacheKey struct {
+	m              *manuals.Manual
+	version, query string
+}
+
+type linkReq struct {
+	req spec.Request
+	key string
+}
+
+func (c *linkReqs) get(k linkCacheKey) (linkReq, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *linkReqs) put(k linkCacheKey, v linkReq) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxLinkReqs {
+		c.m = make(map[linkCacheKey]linkReq)
+	}
+	c.m[k] = v
+}
+
+// linkQuery is the query without the signature's parameters, encoded.
+func linkQuery(q url.Values) string {
+	if len(q) == 0 {
+		return ""
+	}
+	rest := make(url.Values, len(q))
+	for k, v := range q {
+		if k != spec.LinkExpires && k != spec.LinkSignature {
+			rest[k] = v
+		}
+	}
+	return rest.Encode()
 }
 
 // linkPending is the JSON answer of a link whose PDF is not there.

@@ -49,7 +49,7 @@ func (c *countingStore) Open(ctx context.Context, key string) (io.ReadCloser, er
 	return c.Backend.Open(ctx, key)
 }
 
-func newLinkSecret(t *testing.T) string {
+func newLinkSecret(t testing.TB) string {
 	t.Helper()
 	k := make([]byte, 32)
 	if _, err := rand.Read(k); err != nil {
@@ -71,6 +71,7 @@ manuals:
 
 type linkEnv struct {
 	srv      *httptest.Server
+	handler  http.Handler // the API without the contract check
 	redis    *testsupport.Redis
 	meter    *redis.Client // counts commands
 	store    *countingStore
@@ -86,7 +87,7 @@ type linkOpts struct {
 	store    storage.Backend // nil: file storage in a temporary directory
 }
 
-func newLinkEnv(t *testing.T, o linkOpts) *linkEnv {
+func newLinkEnv(t testing.TB, o linkOpts) *linkEnv {
 	t.Helper()
 	redis := testsupport.StartRedis(t)
 	c, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, AllowedHosts: "docs.example.com"})
@@ -127,12 +128,12 @@ func newLinkEnv(t *testing.T, o linkOpts) *linkEnv {
 	if err := meter.Ping(t.Context()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	return &linkEnv{srv: srv, redis: redis, meter: meter, store: store, client: c, registry: reg, path: path}
+	return &linkEnv{srv: srv, handler: h, redis: redis, meter: meter, store: store, client: c, registry: reg, path: path}
 }
 
 // storePDF stores a PDF as a worker would for the request: under its key,
 // with the info object beside it.
-func (e *linkEnv) storePDF(t *testing.T, r spec.Request, body []byte) storage.Object {
+func (e *linkEnv) storePDF(t testing.TB, r spec.Request, body []byte) storage.Object {
 	t.Helper()
 	key := r.ArtifactKey()
 	obj, err := e.store.Create(t.Context(), key, bytes.NewReader(body), storage.PutOptions{
@@ -147,7 +148,7 @@ func (e *linkEnv) storePDF(t *testing.T, r spec.Request, body []byte) storage.Ob
 	return obj
 }
 
-func (e *linkEnv) request(t *testing.T, manualID, version string, query url.Values) spec.Request {
+func (e *linkEnv) request(t testing.TB, manualID, version string, query url.Values) spec.Request {
 	t.Helper()
 	m, ok := e.registry.Current().Get(manualID)
 	if !ok {
