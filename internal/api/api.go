@@ -454,14 +454,6 @@ func Run(ctx context.Context, cfg config.Config, addr string, client *exportclie
 	go func() { defer close(watched); auth.Run(wctx) }()
 	defer func() { stopWatch(); <-watched }()
 
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	storeCfg := cfg.Storage()
-	storeCfg.Logger = log
-	store, err := storage.Open(sctx, storeCfg)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("%w: opening %s: %w", ErrStorage, redact.URL(cfg.StorageURL), err)
-	}
 	var registry *manuals.Watcher
 	if cfg.ManualsFile != "" {
 		registry, err = manuals.Open(cfg.ManualsFile, manuals.Rules{Hosts: spec.Hosts{Sources: cfg.Allowed}, Queues: cfg.QueueNames()}, log)
@@ -472,6 +464,15 @@ func Run(ctx context.Context, cfg config.Config, addr string, client *exportclie
 		reloaded := make(chan struct{})
 		go func() { defer close(reloaded); registry.Run(wctx) }()
 		defer func() { stopWatch(); <-reloaded }()
+	}
+
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	storeCfg := cfg.Storage()
+	storeCfg.Logger = log
+	store, err := storage.Open(sctx, storeCfg)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%w: opening %s: %w", ErrStorage, redact.URL(cfg.StorageURL), err)
 	}
 	var linkKeys [][]byte
 	if cfg.LinkSecret != "" {
