@@ -3,7 +3,11 @@
 // validation as exportclient), GET /v1/exports/{id} reports its state and
 // result (?wait=30s: as soon as it is final), GET /v1/exports/{id}/pdf
 // delivers the PDF, DELETE /v1/exports/{id} cancels it, GET /healthz answers
-// 200. With a token (API_TOKEN, API_CLIENTS_FILE), every route but /healthz
+// 200. A POST whose artifact is stored already is answered 200 from storage
+// without a task (stored.go). GET /v1/manuals/{manual_id}/{version}.pdf is a
+// reader's download link of a MANUALS_FILE manual, opened by a LINK_SECRET
+// signature, an API token or the manual's links: public, and answered from
+// storage without Redis when the PDF is stored (links.go). With a token (API_TOKEN, API_CLIENTS_FILE), every route but /healthz
 // wants "Authorization: Bearer <token>", which names the client
 // (internal/apiauth): an export belongs to the client that enqueued it, and
 // another client's read, cancel, download or long-poll of it is a 404, as
