@@ -61,6 +61,12 @@ func (a *api) download(w http.ResponseWriter, r *http.Request) {
 		cacheControl: "private, max-age=0, must-revalidate", redirect: r.URL.Query().Get("redirect") != "false"})
 }
 
+// inlinePresigner is storage whose presigned URLs can ask for the object to
+// be shown in the browser (storage.S3).
+type inlinePresigner interface {
+	PresignInline(ctx context.Context, key, fileName string) (string, error)
+}
+
 // servedAs is how serveObject answers with an artifact.
 type servedAs struct {
 	disposition  string // Content-Disposition: attachment or inline
@@ -75,8 +81,18 @@ type servedAs struct {
 // stream has ETag and If-None-Match but no Range).
 func (a *api) serveObject(w http.ResponseWriter, r *http.Request, key string, obj storage.Object, as servedAs) {
 	if redirectable(obj.URL) && as.redirect {
+		target := obj.URL
+		if p, ok := a.store.(inlinePresigner); ok && as.disposition == "inline" {
+			u, err := p.PresignInline(r.Context(), key, as.fileName)
+			if err != nil {
+				a.log.ErrorContext(r.Context(), "download: presigning", "key", key, "err", err)
+				writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "storage unavailable, retry later"})
+				return
+			}
+			target = u
+		}
 		w.Header().Set("Cache-Control", "no-store") // the URL expires
-		http.Redirect(w, r, obj.URL, http.StatusFound)
+		http.Redirect(w, r, target, http.StatusFound)
 		return
 	}
 	body, err := a.store.Open(r.Context(), key)

@@ -49,6 +49,16 @@ func (c *countingStore) Open(ctx context.Context, key string) (io.ReadCloser, er
 	return c.Backend.Open(ctx, key)
 }
 
+// PresignInline passes through to an S3 backend, as bin/api's store is
+// the backend itself.
+func (c *countingStore) PresignInline(ctx context.Context, key, fileName string) (string, error) {
+	p, ok := c.Backend.(inlinePresigner)
+	if !ok {
+		return "", fmt.Errorf("%T cannot presign", c.Backend)
+	}
+	return p.PresignInline(ctx, key, fileName)
+}
+
 func newLinkSecret(t testing.TB) string {
 	t.Helper()
 	k := make([]byte, 32)
@@ -474,6 +484,9 @@ func TestLink_S3RedirectsToPresignedURL(t *testing.T) {
 	resp, body := get(t, loc, nil)
 	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, pdf) {
 		t.Errorf("presigned URL: %d %q", resp.StatusCode, body)
+	}
+	if got, want := resp.Header.Get("Content-Disposition"), `inline; filename="ops-guide-3.pdf"`; got != want {
+		t.Errorf("the presigned URL's Content-Disposition %q, want %q (the object was stored as an attachment)", got, want)
 	}
 	if n := e.commands(t); n != 0 {
 		t.Errorf("%d Redis commands, want 0", n)
