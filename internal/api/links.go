@@ -67,7 +67,10 @@ func (a *api) link(w http.ResponseWriter, r *http.Request) {
 	req := cached.req
 	if !known {
 		var err error
-		if req, err = m.Request(version, query); err != nil {
+		if req, err = m.Request(version, query); errors.Is(err, manuals.ErrUnknownVersion) {
+			writeJSON(w, http.StatusNotFound, apiError{Error: err.Error(), Field: "version"})
+			return
+		} else if err != nil {
 			writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error(), Field: badParameter(err)})
 			return
 		}

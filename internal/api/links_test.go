@@ -77,6 +77,7 @@ manuals:
   public-guide:
     url: https://docs.example.com/public/{version}
     links: public
+    versions: '[0-9]+'
 `
 
 type linkEnv struct {
@@ -383,6 +384,7 @@ func TestLink_BadRequests(t *testing.T) {
 		{"not allowed here", e.srv.URL + "/v1/manuals/public-guide/1.pdf?paper=Letter", http.StatusBadRequest, "paper"},
 		{"bad landscape", e.srv.URL + "/v1/manuals/ops-guide/1.pdf?landscape=sideways", http.StatusBadRequest, "landscape"},
 		{"bad paper", sign(t, e.srv.URL, secret, exportclient.Link{ManualID: "ops-guide", Version: "1", Paper: "B9"}), http.StatusBadRequest, "options.paper"},
+		{"not one of its versions", e.srv.URL + "/v1/manuals/public-guide/v9.pdf", http.StatusNotFound, "version"},
 		{"bad version", sign(t, e.srv.URL, secret, exportclient.Link{ManualID: "ops-guide", Version: "-1"}), http.StatusBadRequest, "version"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

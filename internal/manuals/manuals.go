@@ -2,8 +2,9 @@
 // download link (GET /v1/manuals/{manual_id}/{version}.pdf on bin/api)
 // may ask for, each with its source (a url or chapters, in which
 // "{version}" and "{manual}" are substituted), its print options, the query
-// parameters a link may add (allow_query: paper, landscape) and who may
-// follow its links (links: signed, the default, or public).
+// parameters a link may add (allow_query: paper, landscape), the versions
+// it has (versions: a pattern) and who may follow its links (links:
+// signed, the default, or public).
 //
 // The file is YAML or JSON; every entry is checked when it loads (sources
 // against ALLOWED_HOSTS, options by the contract's rules), and a bad entry
@@ -19,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -43,6 +45,10 @@ const (
 	LinksPublic = "public" // anyone: public docs
 )
 
+// ErrUnknownVersion matches the error of a version the manual's versions
+// pattern does not match.
+var ErrUnknownVersion = errors.New("manuals: no such version")
+
 // ErrUnknownParameter matches the error of a link query naming a parameter
 // its manual does not allow; ErrBadParameter one whose value is wrong.
 var (
@@ -59,6 +65,10 @@ type Manual struct {
 	AllowQuery []string // of QueryPaper, QueryLandscape
 	Links      string   // LinksSigned or LinksPublic
 	Queue      string   // "": the API's default queue
+	// Versions, when set, is the pattern every version of a link must
+	// match (whole): a public manual's readers cannot then have a render
+	// made of any version name they invent.
+	Versions *regexp.Regexp
 }
 
 // Public reports whether anyone may follow the manual's links.
@@ -71,6 +81,9 @@ func (m *Manual) Public() bool { return m.Links == LinksPublic }
 // (ErrBadParameter). The request still has to pass Validate: the version's
 // rules are the contract's.
 func (m *Manual) Request(version string, query url.Values) (spec.Request, error) {
+	if m.Versions != nil && !m.Versions.MatchString(version) {
+		return spec.Request{}, fmt.Errorf("%w: %s of manual %s (its versions match %s)", ErrUnknownVersion, version, m.ID, m.Versions)
+	}
 	opts := m.Options
 	names := make([]string, 0, len(query))
 	for k := range query {
@@ -149,6 +162,7 @@ type fileManual struct {
 	AllowQuery []string        `json:"allow_query"`
 	Links      string          `json:"links"`
 	Queue      string          `json:"queue"`
+	Versions   string          `json:"versions"`
 }
 
 // Rules tie the file to the rest of the configuration.
@@ -217,6 +231,14 @@ func parseManual(id string, raw json.RawMessage, rules Rules) (*Manual, error) {
 		}
 	}
 	var errs []error
+	if fm.Versions != "" {
+		re, err := regexp.Compile(`^(?:` + fm.Versions + `)$`)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("versions: not a regular expression: %w", err))
+		} else {
+			m.Versions = re
+		}
+	}
 	if m.URL != "" && m.Chapters != nil {
 		errs = append(errs, errors.New("source: exactly one of url and chapters, not both"))
 	}
@@ -241,7 +263,9 @@ func parseManual(id string, raw json.RawMessage, rules Rules) (*Manual, error) {
 	}
 	// The entry as a request for a probe version: the contract's rules,
 	// ALLOWED_HOSTS included, with the field names a request has.
-	r, _ := m.Request(probeVersion, nil)
+	probe := *m
+	probe.Versions = nil // the probe version need not be one of them
+	r, _ := probe.Request(probeVersion, nil)
 	if err := r.Validate(rules.Hosts); err != nil {
 		errs = append(errs, err)
 	}

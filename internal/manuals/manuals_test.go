@@ -39,6 +39,7 @@ manuals:
     options: {toc: true, outline: true}
     links: public
     queue: batch
+    versions: '3\.[0-9]+'
 `
 
 func TestParse_SubstitutesAndChecksQuery(t *testing.T) {
@@ -77,6 +78,11 @@ func TestParse_SubstitutesAndChecksQuery(t *testing.T) {
 			t.Errorf("query %v: %v, want %v naming %s", tc.query, err, tc.want, tc.names)
 		}
 	}
+	for _, v := range []string{"4.0", "3.13x", "x3.13"} {
+		if _, err := py.Request(v, nil); !errors.Is(err, ErrUnknownVersion) {
+			t.Errorf("version %s of py-tutorial (versions 3.N): %v", v, err)
+		}
+	}
 	if _, err := ops.Request("1", url.Values{"landscape": {"maybe"}}); !errors.Is(err, ErrBadParameter) {
 		t.Errorf("landscape=maybe: %v", err)
 	}
@@ -99,6 +105,7 @@ func TestParse_BadEntriesNamed(t *testing.T) {
 		{"bad links", `{url: "https://docs.example.com/", links: open}`, []string{"manual m", "links"}},
 		{"bad allow_query", `{url: "https://docs.example.com/", allow_query: [scale]}`, []string{"manual m", "allow_query", "scale"}},
 		{"bad queue", `{url: "https://docs.example.com/", queue: nightly}`, []string{"manual m", "queue", "nightly"}},
+		{"bad versions", `{url: "https://docs.example.com/", versions: "(["}`, []string{"manual m", "versions"}},
 		{"encryption", `{url: "https://docs.example.com/", options: {encryption: {owner_password: x}}}`, []string{"manual m", "encryption"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
