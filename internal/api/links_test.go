@@ -277,8 +277,16 @@ func TestLink_StoredPDFAnsweredFromStorageAlone(t *testing.T) {
 	if resp.StatusCode != http.StatusNotModified {
 		t.Errorf("If-None-Match: %d, want 304", resp.StatusCode)
 	}
+	head, err := http.Head(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head.Body.Close()
+	if head.StatusCode != http.StatusOK || head.ContentLength != int64(len(pdf)) {
+		t.Errorf("HEAD of the GET link: %d, %d bytes", head.StatusCode, head.ContentLength)
+	}
 	if n := e.commands(t); n != 0 {
-		t.Errorf("three link hits cost %d Redis commands, want 0", n)
+		t.Errorf("four link hits cost %d Redis commands, want 0", n)
 	}
 	if n := e.tasks(t); n != 0 {
 		t.Errorf("%d tasks queued, want 0", n)
