@@ -7,8 +7,9 @@
 // without a task (stored.go). GET /v1/manuals/{manual_id}/{version}.pdf is a
 // reader's download link of a MANUALS_FILE manual, opened by a LINK_SECRET
 // signature, an API token or the manual's links: public, and answered from
-// storage without Redis when the PDF is stored (links.go). With a token (API_TOKEN, API_CLIENTS_FILE), every route but /healthz
-// wants "Authorization: Bearer <token>", which names the client
+// storage without Redis when the PDF is stored (links.go). With a token
+// (API_TOKEN, API_CLIENTS_FILE), every other route but /healthz wants
+// "Authorization: Bearer <token>", which names the client
 // (internal/apiauth): an export belongs to the client that enqueued it, and
 // another client's read, cancel, download or long-poll of it is a 404, as
 // for an export that does not exist; a queue outside the client's set is a
@@ -296,6 +297,10 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Location", "/v1/exports/"+job.TaskID)
 			writeJSON(w, http.StatusOK, createResponse{TaskID: job.TaskID, StatusURL: "/v1/exports/" + job.TaskID, ArtifactKey: job.ArtifactKey,
 				State: exportclient.StateCompleted, Result: &res})
+			return
+		}
+		if errors.Is(err, exportclient.ErrInvalid) { // the queue: no worker serves it
+			a.badRequest(w, err)
 			return
 		}
 		// Redis refused the one SET: the queue path says what it can.
