@@ -75,7 +75,7 @@ func (a *api) link(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	c, err := a.linkOpener(r, m)
+	c, err := a.linkOpener(r, m, query)
 	if err != nil {
 		a.log.InfoContext(r.Context(), "link refused", "manual_id", manualID, "version", version, "why", err)
 		writeJSON(w, http.StatusForbidden, apiError{Error: "this link is not signed, or its signature is wrong or expired: " + strings.TrimPrefix(err.Error(), spec.ErrLinkRefused.Error()+": ")})
@@ -106,12 +106,9 @@ func (a *api) link(w http.ResponseWriter, r *http.Request) {
 
 // badParameter is the query parameter an error of Manual.Request names.
 func badParameter(err error) string {
-	msg := err.Error()
-	for _, sentinel := range []error{manuals.ErrUnknownParameter, manuals.ErrBadParameter} {
-		if rest, ok := strings.CutPrefix(msg, sentinel.Error()+": "); ok {
-			name, _, _ := strings.Cut(rest, " ")
-			return name
-		}
+	var pe *manuals.ParameterError
+	if errors.As(err, &pe) {
+		return pe.Name
 	}
 	return ""
 }
@@ -119,7 +116,7 @@ func badParameter(err error) string {
 // linkOpener says who follows the link: nil for anyone (a public manual, a
 // valid signature), the client of an API token; an error wrapping
 // spec.ErrLinkRefused when nobody may.
-func (a *api) linkOpener(r *http.Request, m *manuals.Manual) (*apiauth.Client, error) {
+func (a *api) linkOpener(r *http.Request, m *manuals.Manual, query url.Values) (*apiauth.Client, error) {
 	if got, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); bearer && got != "" {
 		if c, ok := a.auth.Authenticate(got); ok && c.Name != apiauth.Anonymous {
 			return &c, nil
@@ -132,7 +129,7 @@ func (a *api) linkOpener(r *http.Request, m *manuals.Manual) (*apiauth.Client, e
 	if len(a.linkKeys) == 0 {
 		return nil, fmt.Errorf("%w: LINK_SECRET is not set, so only public manuals and API tokens open links", spec.ErrLinkRefused)
 	}
-	return nil, spec.VerifyLink(a.linkKeys, r.Method, r.URL.Path, r.URL.Query(), time.Now())
+	return nil, spec.VerifyLink(a.linkKeys, r.Method, r.URL.Path, query, time.Now())
 }
 
 // serveLink answers the link from storage if key is stored, and reports

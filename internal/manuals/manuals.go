@@ -50,11 +50,22 @@ const (
 var ErrUnknownVersion = errors.New("manuals: no such version")
 
 // ErrUnknownParameter matches the error of a link query naming a parameter
-// its manual does not allow; ErrBadParameter one whose value is wrong.
+// its manual does not allow; ErrBadParameter one whose value is wrong. Both
+// are a *ParameterError naming the parameter.
 var (
 	ErrUnknownParameter = errors.New("manuals: parameter not allowed")
 	ErrBadParameter     = errors.New("manuals: bad parameter value")
 )
+
+// ParameterError is a link's query parameter that Request refuses.
+type ParameterError struct {
+	Name string // the parameter
+	Err  error  // ErrUnknownParameter or ErrBadParameter
+	Why  string
+}
+
+func (e *ParameterError) Error() string { return e.Err.Error() + ": " + e.Name + " " + e.Why }
+func (e *ParameterError) Unwrap() error { return e.Err }
 
 // Manual is one entry of the registry.
 type Manual struct {
@@ -96,10 +107,10 @@ func (m *Manual) Request(version string, query url.Values) (spec.Request, error)
 			continue
 		}
 		if !slices.Contains(m.AllowQuery, k) {
-			return spec.Request{}, fmt.Errorf("%w: %s (manual %s allows %s)", ErrUnknownParameter, k, m.ID, allowed(m.AllowQuery))
+			return spec.Request{}, &ParameterError{Name: k, Err: ErrUnknownParameter, Why: fmt.Sprintf("(manual %s allows %s)", m.ID, allowed(m.AllowQuery))}
 		}
 		if len(v) != 1 {
-			return spec.Request{}, fmt.Errorf("%w: %s given %d times", ErrBadParameter, k, len(v))
+			return spec.Request{}, &ParameterError{Name: k, Err: ErrBadParameter, Why: fmt.Sprintf("given %d times", len(v))}
 		}
 		switch k {
 		case QueryPaper:
@@ -107,7 +118,7 @@ func (m *Manual) Request(version string, query url.Values) (spec.Request, error)
 		case QueryLandscape:
 			b, err := strconv.ParseBool(v[0])
 			if err != nil {
-				return spec.Request{}, fmt.Errorf("%w: %s must be true or false, got %q", ErrBadParameter, k, v[0])
+				return spec.Request{}, &ParameterError{Name: k, Err: ErrBadParameter, Why: fmt.Sprintf("must be true or false, got %q", v[0])}
 			}
 			opts.Landscape = b
 		}
