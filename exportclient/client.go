@@ -271,7 +271,8 @@ func ForClient(name string) EnqueueOption { return func(s *enqueueSettings) { s.
 // asking for the same export at the same moment share one task: asynq
 // refuses a second task with an id it holds (queued, running, or final
 // during its retention), and EnqueuePayload then answers ErrTaskExists
-// with that task's Enqueued. id must not start with StoredPrefix.
+// with that task's Enqueued. id must not start with StoredPrefix, except
+// for CompleteStored, whose ids do (NewStoredID).
 func TaskID(id string) EnqueueOption { return func(s *enqueueSettings) { s.taskID = id } }
 
 // ErrTaskExists matches EnqueuePayload's error when the TaskID option names

@@ -59,7 +59,8 @@ type storedRecord struct {
 // SET with the client's Retention. p is validated as Enqueue would (errors
 // match ErrInvalid), must be Reusable (else ErrNotReusable), and r must
 // describe p's artifact. The Queue and ForClient options apply as to
-// Enqueue: the export belongs to that client and reports that queue.
+// Enqueue: the export belongs to that client and reports that queue;
+// TaskID, with an id of NewStoredID, sets its id.
 func (c *Client) CompleteStored(ctx context.Context, p Payload, r Result, opts ...EnqueueOption) (Enqueued, error) {
 	if err := c.Validate(p); err != nil {
 		return Enqueued{}, err
@@ -83,7 +84,12 @@ func (c *Client) CompleteStored(ctx context.Context, p Payload, r Result, opts .
 	if r.ArtifactKey != key && !strings.HasSuffix(r.ArtifactKey, "/"+key) {
 		return Enqueued{}, fmt.Errorf("exportclient: result of artifact %s given for key %s", r.ArtifactKey, key)
 	}
-	taskID := StoredPrefix + uuid.NewString()
+	taskID := s.taskID
+	if taskID == "" {
+		taskID = NewStoredID()
+	} else if !isStored(taskID) {
+		return Enqueued{}, &FieldError{Field: "task_id", Rule: "an export completed from storage has an id starting with " + StoredPrefix + " (NewStoredID)"}
+	}
 	b, err := json.Marshal(storedRecord{Queue: s.queue, Client: s.client, Key: key, ManualID: p.ManualID, Version: p.Version, RequestID: p.RequestID, Result: &r})
 	if err != nil {
 		return Enqueued{}, fmt.Errorf("exportclient: encoding the stored export: %w", err)
@@ -93,6 +99,10 @@ func (c *Client) CompleteStored(ctx context.Context, p Payload, r Result, opts .
 	}
 	return Enqueued{TaskID: taskID, Queue: s.queue, ArtifactKey: key}, nil
 }
+
+// NewStoredID is a fresh task id for CompleteStored's TaskID option, for a
+// caller that puts the id in the result first (its download_url).
+func NewStoredID() string { return StoredPrefix + uuid.NewString() }
 
 // storedStatus reads an export CompleteStored recorded: one GET.
 func (c *Client) storedStatus(ctx context.Context, taskID string) (Status, storedRecord, error) {

@@ -60,6 +60,13 @@ func TestCompleteStored(t *testing.T) {
 	if _, err := c.CompleteStored(ctx, Request{ManualID: "m", Version: "2", HTML: "<p>x"}.Payload(), res); err == nil {
 		t.Error("a result of another key accepted")
 	}
+	id := NewStoredID()
+	if job, err := c.CompleteStored(ctx, p, res, TaskID(id)); err != nil || job.TaskID != id {
+		t.Errorf("TaskID(NewStoredID()): %+v %v", job, err)
+	}
+	if _, err := c.CompleteStored(ctx, p, res, TaskID("link-x")); !errors.Is(err, ErrInvalid) {
+		t.Errorf("TaskID without the stored- prefix: %v", err)
+	}
 }
 
 // TestTaskID_SharesOneTask: enqueues with the same TaskID make one task;

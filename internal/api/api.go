@@ -288,11 +288,12 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if res, ok := a.storedResult(r.Context(), p); ok {
-		job, err := a.client.CompleteStored(r.Context(), p, res, exportclient.Queue(q), exportclient.ForClient(c.Owner))
+		id := exportclient.NewStoredID()
+		if a.publicURL != "" {
+			res.DownloadURL = a.publicURL + "/v1/exports/" + id + "/pdf"
+		}
+		job, err := a.client.CompleteStored(r.Context(), p, res, exportclient.Queue(q), exportclient.ForClient(c.Owner), exportclient.TaskID(id))
 		if err == nil {
-			if a.publicURL != "" {
-				res.DownloadURL = a.publicURL + "/v1/exports/" + job.TaskID + "/pdf"
-			}
 			a.log.InfoContext(r.Context(), "export answered from storage", "client", c.Name, "queue", job.Queue, "task_id", job.TaskID, "manual_id", p.ManualID, "version", p.Version, "key", job.ArtifactKey)
 			w.Header().Set("Location", "/v1/exports/"+job.TaskID)
 			writeJSON(w, http.StatusOK, createResponse{TaskID: job.TaskID, StatusURL: "/v1/exports/" + job.TaskID, ArtifactKey: job.ArtifactKey,

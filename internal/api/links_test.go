@@ -92,10 +92,11 @@ type linkEnv struct {
 }
 
 type linkOpts struct {
-	secrets  []string // LINK_SECRET entries
-	linkWait time.Duration
-	token    string
-	store    storage.Backend // nil: file storage in a temporary directory
+	secrets   []string // LINK_SECRET entries
+	linkWait  time.Duration
+	token     string
+	store     storage.Backend // nil: file storage in a temporary directory
+	publicURL string
 }
 
 func newLinkEnv(t testing.TB, o linkOpts) *linkEnv {
@@ -131,7 +132,7 @@ func newLinkEnv(t testing.TB, o linkOpts) *linkEnv {
 			t.Fatal(err)
 		}
 	}
-	h := New(Config{Client: c, Token: o.token, Store: store, Manuals: reg, LinkKeys: keys, LinkWait: o.linkWait, Logger: slog.New(slog.DiscardHandler)})
+	h := New(Config{Client: c, Token: o.token, Store: store, Manuals: reg, LinkKeys: keys, LinkWait: o.linkWait, PublicURL: o.publicURL, Logger: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewServer(apitest.Contract(t, h))
 	t.Cleanup(srv.Close)
 	meter := redis.Client()
@@ -508,7 +509,7 @@ func TestLink_S3RedirectsToPresignedURL(t *testing.T) {
 // Redis commands; its id reads, downloads and refuses a cancel like any
 // completed export's.
 func TestCreate_StoredArtifactAnsweredWithoutATask(t *testing.T) {
-	e := newLinkEnv(t, linkOpts{token: "s3cret"})
+	e := newLinkEnv(t, linkOpts{token: "s3cret", publicURL: "https://pdf.example.com/"})
 	pdf := []byte("%PDF-1.7\n" + strings.Repeat("y", 1000) + "\n%%EOF\n")
 	payload := `{"v":1,"manual_id":"ops-guide","version":"5","source":{"url":"https://docs.example.com/ops-guide/5/print"},"options":{"paper":"A4"}}`
 	p, err := exportclient.DecodePayload([]byte(payload))
@@ -534,9 +535,15 @@ func TestCreate_StoredArtifactAnsweredWithoutATask(t *testing.T) {
 		t.Errorf("%d tasks queued", q)
 	}
 	id := body["task_id"].(string)
+	if want := "https://pdf.example.com/v1/exports/" + id + "/pdf"; res["download_url"] != want {
+		t.Errorf("download_url %v, want %s", res["download_url"], want)
+	}
 	code, st := do(t, "GET", e.srv.URL+"/v1/exports/"+id+"?wait=5s", "s3cret", "")
 	if code != http.StatusOK || st["state"] != "completed" {
 		t.Errorf("status: %d %v", code, st)
+	}
+	if got, _ := st["result"].(map[string]any); got["download_url"] != res["download_url"] {
+		t.Errorf("the status's result has download_url %v, the POST's %v", got["download_url"], res["download_url"])
 	}
 	req, _ := http.NewRequest("GET", e.srv.URL+"/v1/exports/"+id+"/pdf", nil)
 	req.Header.Set("Authorization", "Bearer s3cret")
