@@ -59,6 +59,9 @@ func main() {
 	if os.Getenv(idleWorkerEnv) == "1" { // a worker process of section 12
 		os.Exit(idleWorkerMain())
 	}
+	if os.Getenv(fileServerEnv) != "" { // the file server of section L
+		os.Exit(fileServerMain())
+	}
 	o := options{}
 	flag.IntVar(&o.runs, "runs", 5, "repetitions of each scenario (medians and min–max over these)")
 	flag.BoolVar(&o.quick, "quick", false, "quick mode: 2 runs, fewer latency samples, shorter Go benchmarks (harness check, not for figures)")
@@ -75,7 +78,7 @@ func main() {
 	flag.IntVar(&o.renderCount, "render-count", 1, "-count of the render benchmarks")
 	flag.DurationVar(&o.goBenchLimit, "gobench-timeout", 6*time.Minute, "bound on the go test subprocesses together")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (worker logs, PDFs) after the run")
-	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, capacity, delivery, distinct, fairness, costs, docopts, idle, manual (pickup and capacity need single); the report is then partial and written to -out all the same")
+	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, capacity, delivery, distinct, fairness, costs, docopts, idle, manual, links (pickup and capacity need single); the report is then partial and written to -out all the same")
 	flag.IntVar(&o.idleN, "idle-samples", 20, "section 12: pick-up samples after 1-2 s of idle, per design and fleet size")
 	flag.DurationVar(&o.idleWindow, "idle-window", 20*time.Second, "section 12: how long the idle cost of 10 workers is measured, per design (twice that for 1 worker)")
 	flag.IntVar(&o.loadN, "load-samples", 200, "section 12: pick-up samples under load (Poisson arrivals at 40/s), per design, over its rounds")
@@ -195,6 +198,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		{"docopts", "document options: metadata, watermark, encryption vs the plain export", scenarioDocOptions},
 		{"idle", "idle cost and pick-up after idle: doorbell vs polling every 1 s and 10 ms", scenarioIdle},
 		{"manual", "a whole manual from chapters (Node.js docs) vs all.html and a peer's per-page merge", scenarioManual},
+		{"links", "reader links: stored PDFs from one bin/api vs http.FileServer; POST answered from storage", scenarioLinks},
 	} {
 		if o.only != "" && !slices.Contains(strings.Split(o.only, ","), s.key) {
 			continue

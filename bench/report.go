@@ -61,6 +61,7 @@ type report struct {
 	docopts  *docoptsResult
 	manual   *manualResult
 	idle     *idleResult
+	links    *linksResult
 }
 
 // row is one line of the summary table.
@@ -209,6 +210,9 @@ func (r *report) rows() []row {
 	if r.idle != nil {
 		rows = append(rows, r.idle.rows()...)
 	}
+	if r.links != nil {
+		rows = append(rows, r.links.rows()...)
+	}
 	return rows
 }
 
@@ -304,6 +308,9 @@ func (r *report) markdown() string {
 	}
 	if r.manual != nil {
 		w("%s", r.manual.markdown())
+	}
+	if r.links != nil {
+		w("%s", r.links.markdown())
 	}
 	if r.goBench != nil {
 		w("\n## 5. Lock, render and tracing Go benchmarks\n\n")

@@ -36,6 +36,13 @@ const stopWait = 10 * time.Second
 // (or ctx) for that and returns the state it saw, which may still be
 // active, or completed if it finished first. A final export gives ErrFinal.
 func (c *Client) Cancel(ctx context.Context, taskID string) (Status, error) {
+	if isStored(taskID) {
+		s, _, err := c.storedStatus(ctx, taskID)
+		if err != nil {
+			return s, err
+		}
+		return s, fmt.Errorf("%w: %s is %s", ErrFinal, taskID, s.State)
+	}
 	info, err := c.taskInfo(ctx, taskID)
 	if err != nil {
 		return Status{}, err

@@ -323,8 +323,8 @@ func (c *Client) Validate(p Payload) error { return p.Validate(c.hosts) }
 type EnqueueOption func(*enqueueSettings)
 
 type enqueueSettings struct {
-	queue, client string
-	envelope      int
+	queue, client, taskID string
+	envelope              int
 }
 
 // Queue puts the task on a named queue (e.g. critical, default, batch).
@@ -342,6 +342,19 @@ func ForClient(name string) EnqueueOption { return func(s *enqueueSettings) { s.
 // (Config.OlderWorkers decides what happens while one serves the queue).
 // n from spec.MinEnvelopeVersion to spec.EnvelopeVersion.
 func EnvelopeVersion(n int) EnqueueOption { return func(s *enqueueSettings) { s.envelope = n } }
+
+// TaskID gives the task this id instead of a fresh UUID, so that callers
+// asking for the same export at the same moment share one task: asynq
+// refuses a second task with an id it holds (queued, running, or final
+// during its retention), and EnqueuePayload then answers ErrTaskExists
+// with that task's Enqueued. id must not start with StoredPrefix, except
+// for CompleteStored, whose ids do (NewStoredID).
+func TaskID(id string) EnqueueOption { return func(s *enqueueSettings) { s.taskID = id } }
+
+// ErrTaskExists matches EnqueuePayload's error when the TaskID option names
+// a task asynq holds already; the Enqueued returned beside it names that
+// task, and nothing was stored or queued.
+var ErrTaskExists = errors.New("exportclient: a task with this id exists")
 
 // Enqueued identifies an accepted export.
 type Enqueued struct {
@@ -385,7 +398,12 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	if s.envelope != 0 && (s.envelope < spec.MinEnvelopeVersion || s.envelope > spec.EnvelopeVersion) {
 		return Enqueued{}, &FieldError{Field: "envelope_version", Rule: fmt.Sprintf("must be from %d to %d, got %d", spec.MinEnvelopeVersion, spec.EnvelopeVersion, s.envelope)}
 	}
-	taskID := uuid.NewString()
+	taskID := s.taskID
+	if taskID == "" {
+		taskID = uuid.NewString()
+	} else if isStored(taskID) {
+		return Enqueued{}, &FieldError{Field: "task_id", Rule: "must not start with " + StoredPrefix}
+	}
 	env := p.Envelope()
 	env.Client = s.client
 	// The envelope's version, checked against the workers of the queue
@@ -445,6 +463,9 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	task := asynq.NewTask(spec.TaskType, body)
 	info, err := c.client.EnqueueContext(ctx, task, asynq.TaskID(taskID), asynq.Queue(s.queue), asynq.MaxRetry(c.cfg.MaxRetry),
 		asynq.Timeout(c.cfg.Timeout), asynq.Retention(c.cfg.Retention))
+	if errors.Is(err, asynq.ErrTaskIDConflict) && s.taskID != "" {
+		return Enqueued{TaskID: taskID, Queue: s.queue, ArtifactKey: key}, fmt.Errorf("%w: %s", ErrTaskExists, taskID)
+	}
 	if err != nil {
 		return Enqueued{}, fmt.Errorf("%w: enqueue: %w", ErrUnavailable, err)
 	}

@@ -245,3 +245,23 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// Sign a reader's download link on the page that shows the manual: the
+// reader's browser follows it without a token, until it expires.
+// LINK_SECRET is bin/api's; the link names a manual of its MANUALS_FILE.
+// The signature is fixed by key, path, query and expiry: this output pins
+// the algorithm for signers in other languages.
+func ExampleSignLink() {
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("32 bytes of the LINK_SECRET key."))
+	link, err := exportclient.SignLink("https://pdf.example.com", secret, exportclient.Link{
+		ManualID: "ops-guide", Version: "2026.11", Paper: "Letter",
+		Expires: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("<a href=%q>Download PDF</a>\n", link)
+	// Output:
+	// <a href="https://pdf.example.com/v1/manuals/ops-guide/2026.11.pdf?expires=1796169600&paper=Letter&signature=UsTUargc5YFkjUm0_82HDyCHRnPlw3x-HWupnLutXSY">Download PDF</a>
+}

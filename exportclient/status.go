@@ -58,6 +58,10 @@ func (s Status) Final() bool {
 
 // Status returns the state of a task, searching every queue.
 func (c *Client) Status(ctx context.Context, taskID string) (Status, error) {
+	if isStored(taskID) {
+		s, _, err := c.storedStatus(ctx, taskID)
+		return s, err
+	}
 	info, err := c.taskInfo(ctx, taskID)
 	if err != nil {
 		return Status{}, err
@@ -278,6 +282,10 @@ func taskKey(queue, taskID string) string { return "asynq:{" + queue + "}:t:" + 
 // Artifact returns an export's status and the key of its artifact relative
 // to the storage location (STORAGE_URL), as the payload determines it.
 func (c *Client) Artifact(ctx context.Context, taskID string) (Status, string, error) {
+	if isStored(taskID) {
+		s, rec, err := c.storedStatus(ctx, taskID)
+		return s, rec.Key, err
+	}
 	info, err := c.taskInfo(ctx, taskID)
 	if err != nil {
 		return Status{}, "", err

@@ -44,7 +44,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	if len(args) > 0 {
 		switch args[0] {
 		case "-h", "--help", "-help", "help":
-			fmt.Fprintf(stdout, "pdfexport api %s\n\nServes POST /v1/exports, GET /v1/exports/{id} and GET /healthz on API_ADDR\n(contract: api/openapi.yaml).\n\nConfiguration (environment variables):\n", buildinfo.String())
+			fmt.Fprintf(stdout, "pdfexport api %s\n\nServes POST /v1/exports, GET /v1/exports/{id}, reader links GET /v1/manuals/{manual_id}/{version}.pdf\n(MANUALS_FILE, LINK_SECRET) and GET /healthz on API_ADDR (contract: api/openapi.yaml).\n\nConfiguration (environment variables):\n", buildinfo.String())
 			_ = config.WriteVariables(stdout, "api")
 			return exitOK
 		case "--version", "-version", "version":

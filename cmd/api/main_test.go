@@ -36,6 +36,9 @@ func TestRun_UsageErrorsExit2(t *testing.T) {
 		{"address in use", nil, []string{"API_ADDR=" + taken.Addr().String()}, "API_ADDR"},
 		{"missing clients file", nil, []string{"API_CLIENTS_FILE=/nonexistent/clients.yaml"}, "API_CLIENTS_FILE"},
 		{"no long-polls", nil, []string{"API_MAX_WAITERS=0"}, "API_MAX_WAITERS"},
+		{"bad link secret", nil, []string{"LINK_SECRET=whsec_c2hvcnQ="}, "LINK_SECRET"},
+		{"link wait too long", nil, []string{"LINK_WAIT=5m"}, "LINK_WAIT"},
+		{"missing manuals file", nil, []string{"MANUALS_FILE=/nonexistent/manuals.yaml"}, "MANUALS_FILE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -72,6 +72,8 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		return traced(ctx, e, tracing.ServiceEnqueue, runBatch, args[1:])
 	case "serve":
 		return traced(ctx, e, tracing.ServiceAPI, runServe, args[1:])
+	case "link":
+		return runLink(ctx, e, args[1:])
 	default:
 		fmt.Fprintf(stderr, "enqueue: unknown command %q\n\n", args[0])
 		usage(stderr)
@@ -104,6 +106,9 @@ Usage:
   enqueue batch --file F.csv|- [--rate N/s] [--force] [--wait[=DUR]] [--queue batch]
                                               CSV columns manual_id,version,url
   enqueue serve [--addr ADDR]                 the HTTP API of bin/api (default API_ADDR)
+  enqueue link --manual ID --version V [--expires 24h] [--paper Letter] [--landscape]
+                                              print a reader download link signed with LINK_SECRET,
+                                              under API_PUBLIC_URL (no Redis needed)
   enqueue --version | --help
 
 Run "enqueue COMMAND --help" for a command's flags.

@@ -3,8 +3,13 @@
 // validation as exportclient), GET /v1/exports/{id} reports its state and
 // result (?wait=30s: as soon as it is final), GET /v1/exports/{id}/pdf
 // delivers the PDF, DELETE /v1/exports/{id} cancels it, GET /healthz answers
-// 200. With a token (API_TOKEN, API_CLIENTS_FILE), every route but /healthz
-// wants "Authorization: Bearer <token>", which names the client
+// 200. A POST whose artifact is stored already is answered 200 from storage
+// without a task (stored.go). GET /v1/manuals/{manual_id}/{version}.pdf is a
+// reader's download link of a MANUALS_FILE manual, opened by a LINK_SECRET
+// signature, an API token or the manual's links: public, and answered from
+// storage without Redis when the PDF is stored (links.go). With a token
+// (API_TOKEN, API_CLIENTS_FILE), every other route but /healthz wants
+// "Authorization: Bearer <token>", which names the client
 // (internal/apiauth): an export belongs to the client that enqueued it, and
 // another client's read, cancel, download or long-poll of it is a 404, as
 // for an export that does not exist; a queue outside the client's set is a
@@ -34,6 +39,7 @@ import (
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/apiauth"
 	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/manuals"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
@@ -54,6 +60,18 @@ type Config struct {
 	// Store is the artifact storage (STORAGE_URL) GET /v1/exports/{id}/pdf
 	// reads; nil answers that route 501.
 	Store Artifacts
+	// Manuals is the registry of MANUALS_FILE, the manuals reader links
+	// (GET /v1/manuals/{manual_id}/{version}.pdf) may ask for; nil: none.
+	Manuals *manuals.Watcher
+	// LinkKeys verify signed links (LINK_SECRET); none: only public
+	// manuals and API tokens open links.
+	LinkKeys [][]byte
+	// LinkWait bounds how long a link waits for a render (LINK_WAIT); 0:
+	// DefaultLinkWait.
+	LinkWait time.Duration
+	// PublicURL is API_PUBLIC_URL: the result of an export answered from
+	// storage carries download_url = <it>/v1/exports/{id}/pdf.
+	PublicURL string
 	// Logger; nil: slog.Default().
 	Logger *slog.Logger
 }
@@ -63,9 +81,15 @@ type api struct {
 	client  *exportclient.Client
 	auth    *apiauth.Authenticator
 	store   Artifacts
-	log     *slog.Logger
-	mux     *http.ServeMux
-	waiters chan struct{} // one token per long-poll waiting
+	manuals *manuals.Watcher
+	// linkKeys verify reader links; linkWait bounds their wait.
+	linkKeys  [][]byte
+	linkWait  time.Duration
+	linkReqs  linkReqs
+	publicURL string
+	log       *slog.Logger
+	mux       *http.ServeMux
+	waiters   chan struct{} // one token per long-poll waiting
 	// refusedWaits counts the long-polls refused since the last warning,
 	// which is logged at most every waitWarnEvery.
 	refusedWaits atomic.Int64
@@ -103,12 +127,17 @@ func newAPI(cfg Config) *api {
 	if cfg.MaxWaiters <= 0 {
 		cfg.MaxWaiters = DefaultMaxWaiters
 	}
+	if cfg.LinkWait <= 0 {
+		cfg.LinkWait = DefaultLinkWait
+	}
 	a := &api{client: cfg.Client, auth: cfg.Auth, store: cfg.Store, log: cfg.Logger, mux: http.NewServeMux(),
-		waiters: make(chan struct{}, cfg.MaxWaiters)}
+		waiters: make(chan struct{}, cfg.MaxWaiters), manuals: cfg.Manuals, linkKeys: cfg.LinkKeys, linkWait: cfg.LinkWait,
+		publicURL: strings.TrimSuffix(cfg.PublicURL, "/")}
 	a.mux.HandleFunc("POST /v1/exports", a.create)
 	a.mux.HandleFunc("GET /v1/exports/{id}", a.get)
 	a.mux.HandleFunc("DELETE /v1/exports/{id}", a.cancel)
 	a.mux.HandleFunc("GET /v1/exports/{id}/pdf", a.download)
+	a.mux.HandleFunc("GET /v1/manuals/{manual_id}/{file}", a.link)
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -153,7 +182,9 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) e
 }
 
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/healthz" {
+	// Readers follow links without a token: the link's handler decides
+	// (a signature, a public manual, or a token after all).
+	if r.URL.Path != "/healthz" && !strings.HasPrefix(r.URL.Path, "/v1/manuals/") {
 		got, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !bearer {
 			got = "" // a token without the scheme, or another scheme, is no token
@@ -199,10 +230,14 @@ type apiError struct {
 	Field string `json:"field,omitempty"`
 }
 
+// createResponse answers POST /v1/exports: 202 for a queued export, 200
+// with State completed and the Result for one answered from storage.
 type createResponse struct {
-	TaskID      string `json:"task_id"`
-	StatusURL   string `json:"status_url"`
-	ArtifactKey string `json:"artifact_key"`
+	TaskID      string               `json:"task_id"`
+	StatusURL   string               `json:"status_url"`
+	ArtifactKey string               `json:"artifact_key"`
+	State       exportclient.State   `json:"state,omitempty"`
+	Result      *exportclient.Result `json:"result,omitempty"`
 }
 
 type statusResponse struct {
@@ -247,6 +282,30 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusForbidden, apiError{Field: "queue",
 			Error: fmt.Sprintf("client %s may not enqueue to queue %q (its queues: %s)", c.Name, q, strings.Join(c.Queues, ", "))})
 		return
+	}
+	if err := a.client.Validate(p); err != nil {
+		a.badRequest(w, err)
+		return
+	}
+	if res, ok := a.storedResult(r.Context(), p); ok {
+		id := exportclient.NewStoredID()
+		if a.publicURL != "" {
+			res.DownloadURL = a.publicURL + "/v1/exports/" + id + "/pdf"
+		}
+		job, err := a.client.CompleteStored(r.Context(), p, res, exportclient.Queue(q), exportclient.ForClient(c.Owner), exportclient.TaskID(id))
+		if err == nil {
+			a.log.InfoContext(r.Context(), "export answered from storage", "client", c.Name, "queue", job.Queue, "task_id", job.TaskID, "manual_id", p.ManualID, "version", p.Version, "key", job.ArtifactKey)
+			w.Header().Set("Location", "/v1/exports/"+job.TaskID)
+			writeJSON(w, http.StatusOK, createResponse{TaskID: job.TaskID, StatusURL: "/v1/exports/" + job.TaskID, ArtifactKey: job.ArtifactKey,
+				State: exportclient.StateCompleted, Result: &res})
+			return
+		}
+		if errors.Is(err, exportclient.ErrInvalid) { // the queue: no worker serves it
+			a.badRequest(w, err)
+			return
+		}
+		// Redis refused the one SET: the queue path says what it can.
+		a.log.WarnContext(r.Context(), "recording an export answered from storage failed; enqueueing it", "client", c.Name, "err", err)
 	}
 	job, err := a.client.EnqueuePayload(r.Context(), p, exportclient.Queue(q), exportclient.ForClient(c.Owner))
 	switch {
@@ -405,6 +464,18 @@ func Run(ctx context.Context, cfg config.Config, addr string, client *exportclie
 	go func() { defer close(watched); auth.Run(wctx) }()
 	defer func() { stopWatch(); <-watched }()
 
+	var registry *manuals.Watcher
+	if cfg.ManualsFile != "" {
+		registry, err = manuals.Open(cfg.ManualsFile, manuals.Rules{Hosts: spec.Hosts{Sources: cfg.Allowed}, Queues: cfg.QueueNames()}, log)
+		if err != nil {
+			return &config.Error{Vars: []config.VarError{{Var: "MANUALS_FILE", Reason: err.Error()}}}
+		}
+		log.Info("manuals loaded", "file", cfg.ManualsFile, "manuals", registry.Current().Len(), "link_secret", cfg.LinkSecret != "")
+		reloaded := make(chan struct{})
+		go func() { defer close(reloaded); registry.Run(wctx) }()
+		defer func() { stopWatch(); <-reloaded }()
+	}
+
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	storeCfg := cfg.Storage()
 	storeCfg.Logger = log
@@ -413,5 +484,10 @@ func Run(ctx context.Context, cfg config.Config, addr string, client *exportclie
 	if err != nil {
 		return fmt.Errorf("%w: opening %s: %w", ErrStorage, redact.URL(cfg.StorageURL), err)
 	}
-	return Serve(ctx, addr, New(Config{Client: client, Auth: auth, MaxWaiters: cfg.APIMaxWaiters, Store: store, Logger: log}), log)
+	var linkKeys [][]byte
+	if cfg.LinkSecret != "" {
+		linkKeys, _ = spec.ParseLinkSecrets(cfg.LinkSecret) // CheckAPI parsed it
+	}
+	return Serve(ctx, addr, New(Config{Client: client, Auth: auth, MaxWaiters: cfg.APIMaxWaiters, Store: store, Logger: log,
+		Manuals: registry, LinkKeys: linkKeys, LinkWait: cfg.LinkWait, PublicURL: cfg.APIPublicURL}), log)
 }

@@ -57,23 +57,56 @@ func (a *api) download(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "storage unavailable, retry later"})
 		return
 	}
-	if redirectable(obj.URL) && r.URL.Query().Get("redirect") != "false" {
+	a.serveObject(w, r, key, obj, servedAs{disposition: "attachment", fileName: fileName(obj),
+		cacheControl: "private, max-age=0, must-revalidate", redirect: r.URL.Query().Get("redirect") != "false"})
+}
+
+// inlinePresigner is storage whose presigned URLs can ask for the object to
+// be shown in the browser (storage.S3).
+type inlinePresigner interface {
+	PresignInline(ctx context.Context, key, fileName string) (string, error)
+}
+
+// servedAs is how serveObject answers with an artifact.
+type servedAs struct {
+	disposition  string // Content-Disposition: attachment or inline
+	fileName     string
+	cacheControl string
+	redirect     bool // to the object's own HTTP URL when it has one (S3)
+}
+
+// serveObject answers with the artifact obj stored under key: a redirect
+// to its presigned URL (S3, when as.redirect), else the PDF streamed with
+// ETag, Last-Modified, Range and conditional requests (file storage; an S3
+// stream has ETag and If-None-Match but no Range).
+func (a *api) serveObject(w http.ResponseWriter, r *http.Request, key string, obj storage.Object, as servedAs) {
+	if redirectable(obj.URL) && as.redirect {
+		target := obj.URL
+		if p, ok := a.store.(inlinePresigner); ok && as.disposition == "inline" {
+			u, err := p.PresignInline(r.Context(), key, as.fileName)
+			if err != nil {
+				a.log.ErrorContext(r.Context(), "download: presigning", "key", key, "err", err)
+				writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "storage unavailable, retry later"})
+				return
+			}
+			target = u
+		}
 		w.Header().Set("Cache-Control", "no-store") // the URL expires
-		http.Redirect(w, r, obj.URL, http.StatusFound)
+		http.Redirect(w, r, target, http.StatusFound)
 		return
 	}
 	body, err := a.store.Open(r.Context(), key)
 	if err != nil {
-		a.log.Error("download: opening the artifact", "task_id", id, "err", err)
+		a.log.ErrorContext(r.Context(), "download: opening the artifact", "key", key, "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "storage unavailable, retry later"})
 		return
 	}
 	defer body.Close()
 	h := w.Header()
 	h.Set("Content-Type", "application/pdf")
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": fileName(obj)}))
+	h.Set("Content-Disposition", mime.FormatMediaType(as.disposition, map[string]string{"filename": as.fileName}))
 	h.Set("ETag", `"`+obj.ETag+`"`)
-	h.Set("Cache-Control", "private, max-age=0, must-revalidate")
+	h.Set("Cache-Control", as.cacheControl)
 	h.Set("X-Content-Type-Options", "nosniff")
 	out := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
 	if f, ok := body.(*os.File); ok {
@@ -94,7 +127,7 @@ func (a *api) download(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := io.Copy(out, body); err != nil && r.Context().Err() == nil {
-		a.log.Warn("download interrupted", "task_id", id, "err", err)
+		a.log.WarnContext(r.Context(), "download interrupted", "key", key, "err", err)
 	}
 }
 
@@ -132,4 +165,38 @@ type deadlineWriter struct {
 func (d *deadlineWriter) Write(b []byte) (int, error) {
 	_ = d.rc.SetWriteDeadline(time.Now().Add(writeIdle))
 	return d.ResponseWriter.Write(b)
+}
+
+// sendChunk is how much of a file one write deadline covers when the
+// connection sends it with sendfile(2): at writeIdle per chunk, a client
+// slower than 128 KiB/s is cut off, as one that stalls on Write is.
+const sendChunk = 4 << 20
+
+// ReadFrom lets http.ServeContent hand the file to the connection's
+// ReadFrom (sendfile(2) for a TCP connection: no copy through user space,
+// what http.FileServer does), a chunk per write deadline. net's sendfile
+// takes an *os.File, or one *io.LimitedReader around it, which is what
+// ServeContent's io.CopyN passes.
+func (d *deadlineWriter) ReadFrom(src io.Reader) (int64, error) {
+	rf, ok := d.ResponseWriter.(io.ReaderFrom)
+	lr, limited := src.(*io.LimitedReader)
+	if !ok {
+		return io.Copy(struct{ io.Writer }{d}, src)
+	}
+	if !limited {
+		lr = &io.LimitedReader{R: src, N: 1<<63 - 1}
+	}
+	var total int64
+	for lr.N > 0 {
+		_ = d.rc.SetWriteDeadline(time.Now().Add(writeIdle))
+		chunk := &io.LimitedReader{R: lr.R, N: min(lr.N, sendChunk)}
+		want := chunk.N
+		n, err := rf.ReadFrom(chunk)
+		total += n
+		lr.N -= n
+		if err != nil || n < want {
+			return total, err
+		}
+	}
+	return total, nil
 }

@@ -12,10 +12,12 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -48,6 +50,10 @@ type File struct {
 	dir    string // absolute
 	prefix string // "" or ends in "/"
 	log    *slog.Logger
+	// sidecars remembers the sidecars Stat read, by data file: a stored
+	// PDF's reader (bin/api's links, a worker's reuse) then costs one
+	// stat(2), not the sidecar's open, read and JSON decode as well.
+	sidecars sidecarCache
 }
 
 var _ Backend = (*File)(nil)
@@ -132,8 +138,13 @@ func (f *File) Stat(ctx context.Context, key string) (Object, error) {
 		return Object{}, notFound(full, err)
 	}
 	obj := Object{Key: full, URL: fileURL(data), Size: fi.Size()}
+	if sc, ok := f.sidecars.get(data, fi); ok {
+		obj.ETag, obj.Metadata = sc.ETag, maps.Clone(sc.Metadata)
+		return obj, nil
+	}
 	if sc, ok := readSidecar(meta+".json", fi); ok {
-		obj.ETag, obj.Metadata = sc.ETag, sc.Metadata
+		f.sidecars.put(data, fi, sc)
+		obj.ETag, obj.Metadata = sc.ETag, maps.Clone(sc.Metadata)
 		return obj, nil
 	}
 	// No sidecar for this inode: hash the content (crash between link and
@@ -151,6 +162,66 @@ func (f *File) Stat(ctx context.Context, key string) (Object, error) {
 	}
 	obj.Size, obj.ETag = n, hex.EncodeToString(h.Sum(nil))
 	return obj, nil
+}
+
+// maxCachedSidecars bounds the sidecar cache; past it, it starts afresh.
+const maxCachedSidecars = 4096
+
+// sidecarCache maps a data file's path to the sidecar read for it, valid
+// while the file is the same one: same device, inode, size, mtime and
+// ctime. Every write of an object is a new data file (a temp file linked
+// or renamed into place, a new inode) whose sidecar is renamed in after
+// it, so a sidecar that was current for a file stays current for it.
+type sidecarCache struct {
+	mu sync.Mutex
+	m  map[string]cachedSidecar
+}
+
+type cachedSidecar struct {
+	id fileID
+	sc sidecar
+}
+
+type fileID struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64 // ns
+}
+
+func idOf(fi fs.FileInfo) (fileID, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino, size: st.Size,
+		mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec, ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec}, true
+}
+
+func (c *sidecarCache) get(path string, fi fs.FileInfo) (sidecar, bool) {
+	id, ok := idOf(fi)
+	if !ok {
+		return sidecar{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[path]
+	if !ok || e.id != id {
+		return sidecar{}, false
+	}
+	return e.sc, true
+}
+
+func (c *sidecarCache) put(path string, fi fs.FileInfo, sc sidecar) {
+	id, ok := idOf(fi)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedSidecars {
+		c.m = make(map[string]cachedSidecar)
+	}
+	c.m[path] = cachedSidecar{id: id, sc: sc}
 }
 
 func readSidecar(path string, data fs.FileInfo) (sidecar, bool) {

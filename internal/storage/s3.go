@@ -415,6 +415,24 @@ func (s *S3) presignGet(ctx context.Context, full string) (string, error) {
 	return req.URL, nil
 }
 
+// PresignInline returns a presigned GET URL of the object under key whose
+// answer asks the browser to show it (Content-Disposition: inline, with
+// fileName; letters, digits, '.', '-' and '_', others replaced by '_'),
+// whatever the object was stored with: a reader's download link opens the
+// PDF in the browser's viewer.
+func (s *S3) PresignInline(ctx context.Context, key, fileName string) (string, error) {
+	full, err := fullKey(s.prefix, key)
+	if err != nil {
+		return "", err
+	}
+	disposition := `inline; filename="` + safeFileName(fileName) + `"`
+	req, err := s.presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &full, ResponseContentDisposition: &disposition})
+	if err != nil {
+		return "", fmt.Errorf("storage: presigning %s: %w", full, err)
+	}
+	return req.URL, nil
+}
+
 // ListIncompleteUploads returns the keys of multipart uploads in progress
 // under the backend's prefix (for tests and operators).
 func (s *S3) ListIncompleteUploads(ctx context.Context) ([]string, error) {

@@ -293,6 +293,12 @@ func contentDisposition(name string) string {
 	if name == "" {
 		return ""
 	}
+	return `attachment; filename="` + safeFileName(name) + `"`
+}
+
+// safeFileName is name with every character but letters, digits, '.', '-'
+// and '_' replaced by '_', at most 200 bytes: safe in a header unquoted.
+func safeFileName(name string) string {
 	b := []byte(name)
 	for i, c := range b {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
@@ -302,7 +308,7 @@ func contentDisposition(name string) string {
 	if len(b) > 200 {
 		b = b[:200]
 	}
-	return `attachment; filename="` + string(b) + `"`
+	return string(b)
 }
 
 func contentType(key string, o PutOptions) string {
