@@ -84,17 +84,22 @@ type distinctSystem struct {
 	chromiums []int                                  // browsers driven from this process
 	redis     int                                    // the Redis it uses, 0 for none
 	stop      func()
+	treeCPU   func(pid int) (own, tree time.Duration) // nil: proctree.CPU
 }
 
 // cpu reads the CPU so far of the system's processes (proctree.CPU).
 func (s *distinctSystem) cpu() (p cpuParts) {
+	cpuOf := proctree.CPU
+	if s.treeCPU != nil {
+		cpuOf = s.treeCPU
+	}
 	for _, pid := range s.workers {
-		own, tree := proctree.CPU(pid)
+		own, tree := cpuOf(pid)
 		p.worker += own.Seconds()
 		p.chromium += (tree - own).Seconds()
 	}
 	for _, pid := range s.chromiums {
-		_, tree := proctree.CPU(pid)
+		_, tree := cpuOf(pid)
 		p.chromium += tree.Seconds()
 	}
 	if s.redis > 0 {
@@ -117,6 +122,8 @@ type distinctResult struct {
 	rounds int    // bursts per cell
 	docs   []distinctDoc
 	cells  []distinctCell
+	// gotenberg is the comparison with the real Gotenberg (-gotenberg).
+	gotenberg *gotenbergDistinct
 }
 
 func (d *distinctResult) cell(doc, system string, clients int) (distinctCell, bool) {
@@ -232,7 +239,8 @@ func scenarioDistinct(ctx context.Context, e *benchEnv, rep *report) error {
 			return fmt.Errorf("%s: %w", doc.name, err)
 		}
 	}
-	return nil
+	res.gotenberg, err = runGotenbergDistinct(ctx, e, res, goSpec)
+	return err
 }
 
 // runDistinctDoc starts every system for doc, measures its cells and stops
@@ -488,7 +496,7 @@ func (d *distinctResult) rows() []row {
 			}
 		}
 	}
-	return rows
+	return append(rows, d.gotenberg.rows()...)
 }
 
 // markdown is section 7 of BENCHMARKS.md: every cell.
@@ -514,5 +522,6 @@ func (d *distinctResult) markdown() string {
 			}
 		}
 	}
+	b.WriteString(d.gotenberg.markdown())
 	return b.String()
 }

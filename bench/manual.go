@@ -32,8 +32,9 @@ const nodeDocs = "/usr/share/doc/nodejs/api"
 
 // manualResult is section M: a whole manual.
 type manualResult struct {
-	chapters int
-	measured []manualRow
+	chapters  int
+	measured  []manualRow
+	gotenberg *gotenbergManual // with -gotenberg: the real Gotenberg's rows
 }
 
 type manualRow struct {
@@ -158,6 +159,9 @@ func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
 	}
 	res.measured = append(res.measured, peerRow)
 	logf("   %s: %.1f s, CPU %.1f s, %d pages", peerRow.label, peerRow.wallMS/1000, peerRow.cpu, peerRow.pages)
+	if res.gotenberg, err = runGotenbergManual(ctx, e, base, pages); err != nil {
+		return err
+	}
 
 	// Two workers of one fleet (two Chromiums), a fresh revision of every
 	// chapter so that all of them print again, spread over both.
@@ -313,6 +317,7 @@ func (m *manualResult) rows() []row {
 		two = []row{{"M", "↳ the same on 2 workers (" + t.note + ")", fmt.Sprintf("%.1f s · CPU %.1f s", t.wallMS/1000, t.cpu),
 			"1 worker", ratio(t.wallMS, whole.wallMS), "—"}}
 	}
+	two = append(m.gotenberg.summaryRows(whole), two...)
 	return append([]row{
 		{"M", fmt.Sprintf("whole manual: Node.js docs, %d chapters → %d pages, outline %d entries, %d links left to chapter URLs", m.chapters, whole.pages, whole.outline, whole.webLinks),
 			fmt.Sprintf("%.1f s · CPU %.1f s", whole.wallMS/1000, whole.cpu),
@@ -340,5 +345,7 @@ func (m *manualResult) markdown() string {
 	for _, r := range m.measured {
 		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %d | %d | %d | %.0f | %s |\n", r.label, r.wallMS/1000, r.cpu, r.pages, r.outline, r.webLinks, r.heapMiB, r.note)
 	}
+	b.WriteString(m.gotenberg.tableRows())
+	b.WriteString(m.gotenberg.prose())
 	return b.String()
 }
