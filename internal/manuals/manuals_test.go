@@ -36,7 +36,7 @@ manuals:
   py-tutorial:
     chapters:
       - {url: "https://docs.example.com/py/{version}/tutorial/appetite.html", title: "Whetting Your Appetite ({version})"}
-    options: {toc: true, outline: true}
+    options: {toc: true, outline: true, fast_web_view: true}
     links: public
     queue: batch
     versions: '3\.[0-9]+'
@@ -65,6 +65,9 @@ func TestParse_SubstitutesAndChecksQuery(t *testing.T) {
 	}
 	if c := r.Source.Chapters[0]; c.URL != "https://docs.example.com/py/3.13/tutorial/appetite.html" || c.Title != "Whetting Your Appetite (3.13)" || !py.Public() || py.Queue != "batch" {
 		t.Errorf("chapters: %+v", r.Source.Chapters)
+	}
+	if !r.Options.FastWebView || !r.Options.TOC || ops.Options.FastWebView {
+		t.Errorf("a manual's fast_web_view setting: py-tutorial %v (want true), ops-guide %v (want false)", r.Options.FastWebView, ops.Options.FastWebView)
 	}
 	for _, tc := range []struct {
 		query url.Values
