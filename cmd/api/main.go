@@ -47,7 +47,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 			fmt.Fprintf(stdout, "pdfexport api %s\n\nServes POST /v1/exports, GET /v1/exports/{id} and GET /healthz on API_ADDR\n(contract: api/openapi.yaml). Configuration is the environment (see \"worker --help\").\n", buildinfo.String())
 			return exitOK
 		case "--version", "-version", "version":
-			fmt.Fprintln(stdout, "pdfexport api", buildinfo.String())
+			fmt.Fprintln(stdout, "pdfexport api", buildinfo.Long())
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "api: unexpected argument %q (configuration is read from the environment; see --help)\n", args[0])
