@@ -1,13 +1,24 @@
 # pdfexport — `make demo` and `make test` are all a fresh machine needs.
 SHELL := /bin/bash
 GO ?= go
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/pdfexport/pdfexport/internal/buildinfo.Version=$(VERSION)
+# The version is the newest release of CHANGELOG.md (no git tag needed; see
+# docs/RELEASES.md); the commit's date stands in for a build date, so two
+# builds of one commit are identical. Outside a git checkout both stay empty
+# and --version says "unknown".
+VERSION ?= $(shell sed -n 's/^## \[\([0-9][^]]*\)\].*/v\1/p' CHANGELOG.md | head -n 1)
+COMMIT ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null || c=$$c-dirty; } && echo $$c)
+BUILD_DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+SOURCE_URL := https://github.com/pdfexport/pdfexport
+BUILDINFO := github.com/pdfexport/pdfexport/internal/buildinfo
+LDFLAGS = -s -w -X $(BUILDINFO).Version=$(VERSION) -X $(BUILDINFO).Commit=$(COMMIT) -X $(BUILDINFO).Date=$(BUILD_DATE)
 # Pinned Go tools, installed into ./bin on first use.
 STATICCHECK_VERSION := v0.8.2
+GORELEASER_VERSION := v2.15.1
+CYCLONEDX_GOMOD_VERSION := v1.10.0
+APIDIFF_VERSION := v0.0.0-20261113113407-e3970619a1a4
 TEST_TIMEOUT ?= 9m
 
-.PHONY: all setup build demo test test-short lint bench clean help chaos
+.PHONY: all setup build demo test test-short lint bench clean help chaos release-snapshot release-check release-tools image
 all: build
 
 help: ## list targets
@@ -43,6 +54,18 @@ bench: setup build ## benchmarks vs same-run baselines: prints a table, writes B
 
 chaos: setup ## reliability suite: fault scenarios, soak, hostile inputs, fuzzing → RELIABILITY.md (~20 min)
 	@scripts/chaos.sh
+
+release-tools: # the pinned release tools in ./bin, and the SBOM step beside them
+	@test -x bin/goreleaser || GOBIN=$(CURDIR)/bin $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+	@test -x bin/cyclonedx-gomod || GOBIN=$(CURDIR)/bin $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
+	$(GO) build -o bin/release-sbom ./internal/sbom
+
+# GoReleaser asks git for a remote URL even for a snapshot; a checkout with
+# no remote (a worktree, a fresh git init) lends it the project's for the run.
+RELEASE_GIT_ENV = $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=$(SOURCE_URL))
+
+release-snapshot: release-tools ## release artifacts into dist/, unpublished: binaries, archives, SHA256SUMS, SBOMs (GoReleaser, pinned)
+	$(RELEASE_GIT_ENV) bin/goreleaser release --snapshot --clean
 
 clean: ## remove build output (bin/, stray go build binaries) and demo data
 	rm -rf bin/worker bin/enqueue bin/api var/demo
