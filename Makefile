@@ -67,6 +67,18 @@ RELEASE_GIT_ENV = $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_C
 release-snapshot: release-tools ## release artifacts into dist/, unpublished: binaries, archives, SHA256SUMS, SBOMs (GoReleaser, pinned)
 	$(RELEASE_GIT_ENV) bin/goreleaser release --snapshot --clean
 
+# The image of deployments/Dockerfile, labelled (OCI) with the version, the
+# commit, the source and the licence. Needs a running docker or podman; the
+# build pulls golang and debian base images.
+IMAGE ?= pdfexport:$(VERSION)
+image: ## build the container image (deployments/Dockerfile) with docker or podman, whichever runs
+	@engine=; for e in docker podman; do command -v $$e >/dev/null || continue; \
+	  if $$e info >/dev/null 2>&1; then engine=$$e; break; fi; \
+	  echo "make image: $$e is installed but cannot reach its engine ($$e info fails)" >&2; done; \
+	test -n "$$engine" || { echo "make image: no usable container engine: install docker (with its daemon running) or podman" >&2; exit 1; }; \
+	set -x; $$engine build -f deployments/Dockerfile -t $(IMAGE) \
+	  --build-arg VERSION=$(VERSION) --build-arg REVISION=$(COMMIT) --build-arg BUILD_DATE=$(BUILD_DATE) --build-arg SOURCE=$(SOURCE_URL) .
+
 clean: ## remove build output (bin/, stray go build binaries) and demo data
 	rm -rf bin/worker bin/enqueue bin/api var/demo
 	rm -f enqueue worker demo cmd/api/api cmd/enqueue/enqueue cmd/worker/worker examples/demo/demo bench/bench

@@ -246,7 +246,7 @@ func stampedVars(ldflags string) []string {
 		vars = append(vars, m[1])
 	}
 	sort.Strings(vars)
-	return vars
+	return slices.Compact(vars)
 }
 
 // TestReleaseConfig: .goreleaser.yaml builds what the Makefile builds, for
