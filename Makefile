@@ -67,6 +67,9 @@ RELEASE_GIT_ENV = $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_C
 release-snapshot: release-tools ## release artifacts into dist/, unpublished: binaries, archives, SHA256SUMS, SBOMs (GoReleaser, pinned)
 	$(RELEASE_GIT_ENV) bin/goreleaser release --snapshot --clean
 
+release-check: release-snapshot ## the snapshot, verified: SHA256SUMS, archives, SBOMs, --version, a second build byte-identical
+	$(GO) test -tags release -count=1 -v -run '^TestReleaseSnapshot$$' ./deployments
+
 # The image of deployments/Dockerfile, labelled (OCI) with the version, the
 # commit, the source and the licence. Needs a running docker or podman; the
 # build pulls golang and debian base images.
