@@ -16,6 +16,9 @@ STATICCHECK_VERSION := v0.8.2
 GORELEASER_VERSION := v2.15.1
 CYCLONEDX_GOMOD_VERSION := v1.10.0
 APIDIFF_VERSION := v0.0.0-20261113113407-e3970619a1a4
+GOVULNCHECK_VERSION := v1.9.0
+# The vulnerability database: that module's data/osv, as of its date.
+VULNDB_VERSION := v0.0.0-20261105234957-e22db6528018
 TEST_TIMEOUT ?= 9m
 
 .PHONY: all setup build demo test test-short lint bench clean help chaos release-snapshot release-check release-tools image
@@ -43,11 +46,18 @@ test: setup ## run every test (race detector, real Redis/Chromium/S3 server)
 test-short: ## unit tests only
 	$(GO) test -short -count=1 ./...
 
-lint: ## gofmt, go vet and staticcheck (pinned)
+lint: ## gofmt, go vet, staticcheck, apidiff of exportclient, govulncheck (all pinned; offline database)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags release ./deployments
 	@test -x bin/staticcheck || GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	bin/staticcheck ./...
+	bin/staticcheck -tags release ./deployments
+	@test -x bin/apidiff || GOBIN=$(CURDIR)/bin $(GO) install golang.org/x/exp/cmd/apidiff@$(APIDIFF_VERSION)
+	scripts/apidiff.sh
+	@test -x bin/govulncheck || GOBIN=$(CURDIR)/bin $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+	@test -x bin/indexdb || GOBIN=$(CURDIR)/bin $(GO) install golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION)
+	GO=$(GO) VULNDB_VERSION=$(VULNDB_VERSION) scripts/vulncheck.sh
 
 bench: setup build ## benchmarks vs same-run baselines: prints a table, writes BENCHMARKS.md (BENCH_FLAGS=-quick: harness check)
 	$(GO) run ./bench $(BENCH_FLAGS)
