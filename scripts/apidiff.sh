@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APIDIFF=${APIDIFF:-bin/apidiff}
+APIDIFF=$(realpath "${APIDIFF:-bin/apidiff}")
 PKG=github.com/pdfexport/pdfexport/exportclient
 read -r base_version base_commit < <(grep -v '^#' exportclient/API_BASE)
 release=$(sed -n 's/^const Release = "\(v[^"]*\)"$/\1/p' internal/buildinfo/buildinfo.go)
@@ -25,7 +25,7 @@ if [[ ! -f $base/go.mod ]]; then
 	rm -rf "$base" && mkdir -p "$base"
 	git archive "$base_commit" | tar -x -C "$base"
 fi
-(cd "$base" && "$OLDPWD/$APIDIFF" -w api.export "$PKG")
+(cd "$base" && "$APIDIFF" -w api.export "$PKG")
 "$APIDIFF" -w var/apidiff/head.export "$PKG"
 incompatible=$("$APIDIFF" -incompatible "$base/api.export" var/apidiff/head.export)
 [[ -z $incompatible ]] && exit 0
