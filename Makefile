@@ -93,5 +93,5 @@ image: ## build the container image (deployments/Dockerfile) with docker or podm
 	  --build-arg VERSION=$(VERSION) --build-arg REVISION=$(COMMIT) --build-arg BUILD_DATE=$(BUILD_DATE) --build-arg SOURCE=$(SOURCE_URL) .
 
 clean: ## remove build output (bin/, stray go build binaries) and demo data
-	rm -rf bin/worker bin/enqueue bin/api var/demo
+	rm -rf bin/worker bin/enqueue bin/api bin/release-sbom var/demo dist dist.repro
 	rm -f enqueue worker demo cmd/api/api cmd/enqueue/enqueue cmd/worker/worker examples/demo/demo bench/bench
