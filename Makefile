@@ -1,13 +1,27 @@
 # pdfexport — `make demo` and `make test` are all a fresh machine needs.
 SHELL := /bin/bash
 GO ?= go
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/pdfexport/pdfexport/internal/buildinfo.Version=$(VERSION)
+# The version is the newest release of CHANGELOG.md (no git tag needed; see
+# docs/RELEASES.md); the commit's date stands in for a build date, so two
+# builds of one commit are identical. Outside a git checkout both stay empty
+# and --version says "unknown".
+VERSION ?= $(shell sed -n 's/^## \[\([0-9][^]]*\)\].*/v\1/p' CHANGELOG.md | head -n 1)
+COMMIT ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null || c=$$c-dirty; } && echo $$c)
+BUILD_DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+SOURCE_URL := https://github.com/pdfexport/pdfexport
+BUILDINFO := github.com/pdfexport/pdfexport/internal/buildinfo
+LDFLAGS = -s -w -X $(BUILDINFO).Version=$(VERSION) -X $(BUILDINFO).Commit=$(COMMIT) -X $(BUILDINFO).Date=$(BUILD_DATE)
 # Pinned Go tools, installed into ./bin on first use.
 STATICCHECK_VERSION := v0.8.2
+GORELEASER_VERSION := v2.15.1
+CYCLONEDX_GOMOD_VERSION := v1.10.0
+APIDIFF_VERSION := v0.0.0-20261113113407-e3970619a1a4
+GOVULNCHECK_VERSION := v1.9.0
+# The vulnerability database: that module's data/osv, as of its date.
+VULNDB_VERSION := v0.0.0-20261105234957-e22db6528018
 TEST_TIMEOUT ?= 9m
 
-.PHONY: all setup build demo test test-short lint bench clean help chaos
+.PHONY: all setup build demo test test-short lint bench clean help chaos release-snapshot release-check release-tools image
 all: build
 
 help: ## list targets
@@ -35,11 +49,18 @@ test: setup ## run every test (race detector, real Redis/Chromium/S3 server)
 test-short: ## the tests that need no server, browser or built binary (30 CPU-s warm)
 	$(GO) test -short -count=1 ./...
 
-lint: ## gofmt, go vet, staticcheck (pinned), the vendored asynq against upstream
+lint: ## gofmt, go vet, staticcheck, the vendored asynq against upstream, apidiff of exportclient, govulncheck (all pinned; offline database)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags release ./deployments
 	@test -x bin/staticcheck || GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	bin/staticcheck ./...
+	bin/staticcheck -tags release ./deployments
+	@test -x bin/apidiff || GOBIN=$(CURDIR)/bin $(GO) install golang.org/x/exp/cmd/apidiff@$(APIDIFF_VERSION)
+	scripts/apidiff.sh
+	@test -x bin/govulncheck || GOBIN=$(CURDIR)/bin $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+	@test -x bin/indexdb || GOBIN=$(CURDIR)/bin $(GO) install golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION)
+	GO=$(GO) VULNDB_VERSION=$(VULNDB_VERSION) scripts/vulncheck.sh
 	@scripts/check-vendored.sh
 
 bench: setup build ## benchmarks vs same-run baselines: prints a table, writes BENCHMARKS.md (BENCH_FLAGS=-quick: harness check)
@@ -48,6 +69,33 @@ bench: setup build ## benchmarks vs same-run baselines: prints a table, writes B
 chaos: setup ## reliability suite: fault scenarios, soak, hostile inputs, fuzzing → RELIABILITY.md (~11 min)
 	@scripts/chaos.sh
 
+release-tools: # the pinned release tools in ./bin, and the SBOM step beside them
+	@test -x bin/goreleaser || GOBIN=$(CURDIR)/bin $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+	@test -x bin/cyclonedx-gomod || GOBIN=$(CURDIR)/bin $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
+	$(GO) build -o bin/release-sbom ./internal/sbom
+
+# GoReleaser asks git for a remote URL even for a snapshot; a checkout with
+# no remote (a worktree, a fresh git init) lends it the project's for the run.
+RELEASE_GIT_ENV = $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=$(SOURCE_URL))
+
+release-snapshot: release-tools ## release artifacts into dist/, unpublished: binaries, archives, SHA256SUMS, SBOMs (GoReleaser, pinned)
+	$(RELEASE_GIT_ENV) bin/goreleaser release --snapshot --clean
+
+release-check: release-snapshot ## the snapshot, verified: SHA256SUMS, archives, SBOMs, --version, a second build byte-identical
+	$(GO) test -tags release -count=1 -v -run '^TestReleaseSnapshot$$' ./deployments
+
+# The image of deployments/Dockerfile, labelled (OCI) with the version, the
+# commit, the source and the licence. Needs a running docker or podman; the
+# build pulls golang and debian base images.
+IMAGE ?= pdfexport:$(VERSION)
+image: ## build the container image (deployments/Dockerfile) with docker or podman, whichever runs
+	@engine=; for e in docker podman; do command -v $$e >/dev/null || continue; \
+	  if $$e info >/dev/null 2>&1; then engine=$$e; break; fi; \
+	  echo "make image: $$e is installed but cannot reach its engine ($$e info fails)" >&2; done; \
+	test -n "$$engine" || { echo "make image: no usable container engine: install docker (with its daemon running) or podman" >&2; exit 1; }; \
+	set -x; $$engine build -f deployments/Dockerfile -t $(IMAGE) \
+	  --build-arg VERSION=$(VERSION) --build-arg REVISION=$(COMMIT) --build-arg BUILD_DATE=$(BUILD_DATE) --build-arg SOURCE=$(SOURCE_URL) .
+
 clean: ## remove build output (bin/, stray go build binaries) and demo data
-	rm -rf bin/worker bin/enqueue bin/api var/demo
+	rm -rf bin/worker bin/enqueue bin/api bin/release-sbom var/demo dist dist.repro
 	rm -f enqueue worker demo cmd/api/api cmd/enqueue/enqueue cmd/worker/worker examples/demo/demo bench/bench

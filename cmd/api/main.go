@@ -48,7 +48,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 			_ = config.WriteVariables(stdout, "api")
 			return exitOK
 		case "--version", "-version", "version":
-			fmt.Fprintln(stdout, "pdfexport api", buildinfo.String())
+			fmt.Fprintln(stdout, "pdfexport api", buildinfo.Long())
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "api: unexpected argument %q (configuration is read from the environment; see --help)\n", args[0])

@@ -60,7 +60,7 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		usage(stdout)
 		return exitOK
 	case "--version", "-version", "version":
-		fmt.Fprintln(stdout, "pdfexport enqueue", buildinfo.String())
+		fmt.Fprintln(stdout, "pdfexport enqueue", buildinfo.Long())
 		return exitOK
 	case "export":
 		return traced(ctx, e, tracing.ServiceEnqueue, runExport, args[1:])

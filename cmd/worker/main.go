@@ -51,7 +51,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return exitUsage
 	}
 	if *showVersion {
-		fmt.Fprintln(stdout, "pdfexport worker", buildinfo.String())
+		fmt.Fprintln(stdout, "pdfexport worker", buildinfo.Long())
 		return exitOK
 	}
 	if fs.NArg() > 0 {
