@@ -146,6 +146,7 @@ func (r *Renderer) Render(ctx context.Context, src Source, settings spec.PrintSe
 	st.QueueWait = began.Sub(queued)
 	defer func() { st.Duration = time.Since(began) }()
 
+	r.mark("slot")
 	b, release, aerr := r.acquire(ctx, true)
 	if aerr != nil {
 		if ctx.Err() != nil {
@@ -165,6 +166,7 @@ func (r *Renderer) Render(ctx context.Context, src Source, settings spec.PrintSe
 	}
 
 	err = r.renderInTab(ctx, b, src, settings, sink, &st)
+	r.mark("done")
 	if err != nil {
 		r.log.Debug("render failed", "err", err, "queue_wait", st.QueueWait)
 	}
@@ -214,7 +216,8 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 			}
 			return fmt.Errorf("%w: creating a browser context: %v", ErrNavigation, err)
 		}
-		defer r.disposeBrowserContext(b, id) // runs after closeTab
+		defer func() { r.disposeBrowserContext(b, id); r.mark("context disposed") }() // runs after closeTab
+		r.mark("context created")
 		opts = append(opts, chromedp.WithExistingBrowserContext(id))
 	}
 	tabCtx, closeTab := chromedp.NewContext(b.ctx, opts...)
@@ -242,11 +245,13 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	limit := deadline.Sub(began)
 	stages.next("render.tab")
 	err := openTab(runCtx, tabCtx)
+	r.mark("tab attached")
 	if err != nil && runCtx.Err() == nil {
 		err = fmt.Errorf("%w: opening a tab: %v", ErrBrowserCrashed, err)
 	}
 	if err == nil && !r.hooks.keepChromedpDomains {
 		err = leanTab(runCtx, chromedp.FromContext(tabCtx).Target)
+		r.mark("lean")
 	}
 	if err == nil {
 		stopDialogs := w.dismissDialogs(runCtx, chromedp.FromContext(tabCtx).Target, r.log)
@@ -407,19 +412,21 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	defer stopGuard()
 	// Close the tab while the guard still answers: detaching first (as
 	// chromedp's cancel does) would let Chromium resume paused requests.
-	defer closeTarget(b, t.TargetID)
+	defer func() { closeTarget(b, t.TargetID); r.mark("tab closed") }()
 	if r.hooks.skipTabGuard {
 		close(g.done)
 	} else if err := g.start(gctx, t); err != nil {
 		return fmt.Errorf("%w: enabling request interception: %v", ErrNavigation, err)
 	}
 	w.guard = g
+	r.mark("guard on")
 
 	*stage = "emulating media"
 	if _, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: settings.Media}); err != nil {
 		return fmt.Errorf("%w: emulating media %q: %v", ErrNavigation, settings.Media, err)
 	}
 
+	r.mark("media")
 	stages.next("render.load")
 	if src.URL != "" {
 		*stage = "loading " + shortURL(src.URL)
@@ -433,6 +440,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 		}
 	}
 
+	r.mark("loaded")
 	*stage = "waiting for network idle"
 	stages.next("render.network_idle")
 	quiet := networkQuiet
@@ -449,15 +457,18 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 		// would only add its length to the render.
 		quiet = 0
 	}
+	r.mark("static check")
 	if err := w.waitNetworkIdle(ctx, quiet); err != nil {
 		return err
 	}
+	r.mark("network idle")
 	requested := w.requestCount()
 	*stage = "waiting for web fonts"
 	stages.next("render.fonts")
 	if err := waitFonts(ctx, t); err != nil {
 		return err
 	}
+	r.mark("fonts")
 	if w.requestCount() != requested {
 		// The layout found more to load (background images, fonts).
 		*stage = "waiting for network idle after layout"
@@ -465,6 +476,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 		if err := w.waitNetworkIdle(ctx, quiet); err != nil {
 			return err
 		}
+		r.mark("network idle after layout")
 	}
 	if settings.WaitFor != "" {
 		*stage = fmt.Sprintf("waiting for wait_for %q to become truthy", truncate(settings.WaitFor, 100))
@@ -472,11 +484,13 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 		if err := waitFor(ctx, t, settings.WaitFor, stage); err != nil {
 			return err
 		}
+		r.mark("wait_for")
 		*stage = "waiting for requests in flight after wait_for"
 		stages.next("render.network_idle")
 		if err := w.waitNetworkIdle(ctx, 0); err != nil {
 			return err
 		}
+		r.mark("network idle after wait_for")
 	}
 	if err := g.mainBlocked(); err != nil {
 		return err
@@ -497,12 +511,16 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	}
 	*stage = "printing"
 	stages.next("render.print")
+	r.mark("checks")
 	streamed := func(_ context.Context, pdf io.Reader) error {
+		r.mark("printed")
 		// The stream stage, its span in the sink's context (ctx, the
 		// render's; tracing off, ctx itself).
 		return sink(stages.next("render.stream"), pdf)
 	}
-	return printPDF(ctx, t, settings, limits{r.cfg.MaxPages, r.cfg.MaxBytes}, streamed, st, stage)
+	err := printPDF(ctx, t, settings, limits{r.cfg.MaxPages, r.cfg.MaxBytes}, streamed, st, stage)
+	r.mark("streamed")
+	return err
 }
 
 // closeTarget closes a tab through the browser session and waits (bounded)

@@ -134,6 +134,16 @@ type testHooks struct {
 	trustSPKI []string
 	// keepChromedpDomains skips leanTab (BenchmarkRenderDesign compares).
 	keepChromedpDomains bool
+	// mark, if set, is called as a render passes each step of its path
+	// (BenchmarkRenderBreakdown times and costs the steps).
+	mark func(step string)
+}
+
+// mark reports a step of a render to the benchmark hook.
+func (r *Renderer) mark(step string) {
+	if r.hooks.mark != nil {
+		r.hooks.mark(step)
+	}
 }
 
 // Defaults of Config.
