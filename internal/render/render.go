@@ -458,7 +458,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 		quiet = 0
 	}
 	r.mark("static check")
-	if err := w.waitNetworkIdle(ctx, quiet); err != nil {
+	if err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet); err != nil {
 		return err
 	}
 	r.mark("network idle")
@@ -473,7 +473,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 		// The layout found more to load (background images, fonts).
 		*stage = "waiting for network idle after layout"
 		stages.next("render.network_idle")
-		if err := w.waitNetworkIdle(ctx, quiet); err != nil {
+		if err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet); err != nil {
 			return err
 		}
 		r.mark("network idle after layout")

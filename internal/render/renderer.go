@@ -134,6 +134,10 @@ type testHooks struct {
 	trustSPKI []string
 	// keepChromedpDomains skips leanTab (BenchmarkRenderDesign compares).
 	keepChromedpDomains bool
+	// realClockQuiet waits the network quiet period in real time, as
+	// renders did before waitQuietVirtual (TestRender_OutputUnchanged
+	// compares).
+	realClockQuiet bool
 	// mark, if set, is called as a render passes each step of its path
 	// (BenchmarkRenderBreakdown times and costs the steps).
 	mark func(step string)
