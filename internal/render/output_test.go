@@ -195,4 +195,3 @@ func parsePPM(t *testing.T, b []byte) (w, h int, pix []byte) {
 	}
 	return w, h, pix
 }
-
