@@ -201,6 +201,14 @@ func newPageWatch(log *slog.Logger, observeWarning func(kind string)) *pageWatch
 	}
 }
 
+// resetQuiet starts the quiet period now: a watch made ahead (a spare tab)
+// has not been quiet for a render since it was made.
+func (w *pageWatch) resetQuiet() {
+	w.mu.Lock()
+	w.quietSince = time.Now()
+	w.mu.Unlock()
+}
+
 func (w *pageWatch) setMainFrame(f cdp.FrameID) {
 	w.mu.Lock()
 	w.frame = f
@@ -430,8 +438,12 @@ func waitQuietVirtual(ctx context.Context, t *chromedp.Target, w *pageWatch, qui
 	ictx, cancel := context.WithTimeout(ctx, networkIdleMax)
 	defer cancel()
 	defer func() {
-		// Back to the real clock: fonts, wait_for and print run on it.
-		_, _ = cdp.Call(ctx, t, emulation.SetVirtualTimePolicy, emulation.SetVirtualTimePolicyParams{Policy: emulation.VirtualTimePolicyAdvance})
+		// The page's clock stays stopped for the fonts wait and the print,
+		// as Chromium's own --virtual-time-budget prints: once enabled,
+		// virtual time cannot go back to the real clock, and the other
+		// policies skip ahead to every later timer (a page would run an
+		// hour of its intervals in a moment).
+		_, _ = cdp.Call(ctx, t, emulation.SetVirtualTimePolicy, emulation.SetVirtualTimePolicyParams{Policy: emulation.VirtualTimePolicyPause})
 	}()
 	// A page that never goes quiet (long polling) is printed anyway after
 	// networkIdleMax, as waitNetworkIdle does.
