@@ -100,12 +100,13 @@ func (l *stepLog) mark(step string) {
 // BenchmarkRenderBreakdown breaks one render down by step of its path, wall
 // time and the browser's CPU (its whole process tree, reaped renderers
 // included) between consecutive steps, for the Renderer as configured and
-// for variants that each drop one thing the bare tab does not do: the
-// guard's Fetch interception (no-guard), the browser context per render
-// (shared-context). The bare tab is the peer's flow (bench/peer) with the
+// for variants that each undo one change or drop one thing the bare tab
+// does not do: the spare tab made ahead (no-spare), the quiet period on the
+// page's virtual clock (real-clock-quiet), the guard's Fetch interception
+// (no-guard), the browser context per render (shared-context). The bare tab is the peer's flow (bench/peer) with the
 // same steps marked. One render at a time, interleaved; "after" is what
 // the browser spent in the 200 ms after the render returned (the tab's
-// renderer exiting, a disposed context). Figures only (b.Logf tables).
+// renderer exiting, a disposed context). Figures only (tables on stderr).
 func BenchmarkRenderBreakdown(b *testing.B) {
 	shell, err := chromium.HeadlessShell()
 	if err != nil {
@@ -169,11 +170,22 @@ func BenchmarkRenderBreakdown(b *testing.B) {
 		{"bare-shell", bareLog, func(d doc) error { return barePrint(p, bareLog, d.src, d.s) }},
 		ours("ours"),
 	}
-	if os.Getenv("BREAKDOWN_VARIANTS") != "0" {
-		systems = append(systems,
-			ours("ours-no-guard", func(r *Renderer) { r.hooks.skipTabGuard = true }),
-			ours("ours-shared-context", func(r *Renderer) { r.hooks.design = designSharedContext }),
-		)
+	// BREAKDOWN_VARIANTS: a comma-separated subset of the variants ("" all,
+	// "none" none).
+	variants := []struct {
+		name  string
+		setup func(*Renderer)
+	}{
+		{"ours-no-spare", func(r *Renderer) { r.hooks.noSpareTab = true }},
+		{"ours-real-clock-quiet", func(r *Renderer) { r.hooks.realClockQuiet = true }},
+		{"ours-no-guard", func(r *Renderer) { r.hooks.skipTabGuard = true }},
+		{"ours-shared-context", func(r *Renderer) { r.hooks.design = designSharedContext }},
+	}
+	want := os.Getenv("BREAKDOWN_VARIANTS")
+	for _, v := range variants {
+		if want == "" || slices.Contains(strings.Split(want, ","), v.name) {
+			systems = append(systems, ours(v.name, v.setup))
+		}
 	}
 	type key struct{ doc, sys string }
 	type sample struct {

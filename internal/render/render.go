@@ -189,9 +189,22 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	if wo, ok := r.cfg.Observer.(WarningObserver); ok {
 		observe = wo.RenderWarning
 	}
+	ownProxy := !src.Auth.Empty() && src.URL != ""
+	var sp *spareTab
+	if r.hooks.design == designContextPerRender && !r.hooks.noSpareTab && !ownProxy {
+		// A context with its own proxy listener cannot be made ahead.
+		sp = r.takeSpare(b)
+	}
 	w := newPageWatch(r.log, observe)
 	opts := []chromedp.ContextOption{chromedp.WithListener(w.onEvent), chromedp.WithNewWindow(false)}
-	if r.hooks.design == designContextPerRender {
+	var tabCtx context.Context
+	var closeTab context.CancelFunc
+	if sp != nil {
+		w, tabCtx, closeTab = sp.w, sp.ctx, sp.close
+		w.resetQuiet()
+		defer func() { r.disposeBrowserContext(b, sp.id); r.mark("context disposed") }() // runs after closeTab
+		r.mark("spare taken")
+	} else if r.hooks.design == designContextPerRender {
 		// Its own browser context: cookies, storage, service workers and
 		// the HTTP cache of earlier renders are not there, and disposing
 		// of the context at the end drops what this render left. Created
@@ -201,7 +214,7 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 		// timeout cuts, leaves a context behind (seen in renders with
 		// forced timeouts on a loaded machine).
 		var proxyAddr string
-		if !src.Auth.Empty() && src.URL != "" {
+		if ownProxy {
 			sess, err := r.openAuthSession(src)
 			if err != nil {
 				return fmt.Errorf("%w: %v", ErrNavigation, err)
@@ -220,7 +233,9 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 		r.mark("context created")
 		opts = append(opts, chromedp.WithExistingBrowserContext(id))
 	}
-	tabCtx, closeTab := chromedp.NewContext(b.ctx, opts...)
+	if tabCtx == nil {
+		tabCtx, closeTab = chromedp.NewContext(b.ctx, opts...)
+	}
 	r.tabOpened()
 	defer r.tabs.Add(-1) // runs after closeTab returned
 	defer closeTab()
@@ -244,12 +259,15 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	began := time.Now()
 	limit := deadline.Sub(began)
 	stages.next("render.tab")
-	err := openTab(runCtx, tabCtx)
-	r.mark("tab attached")
+	var err error
+	if sp == nil {
+		err = openTab(runCtx, tabCtx)
+		r.mark("tab attached")
+	}
 	if err != nil && runCtx.Err() == nil {
 		err = fmt.Errorf("%w: opening a tab: %v", ErrBrowserCrashed, err)
 	}
-	if err == nil && !r.hooks.keepChromedpDomains {
+	if err == nil && sp == nil && !r.hooks.keepChromedpDomains {
 		err = leanTab(runCtx, chromedp.FromContext(tabCtx).Target)
 		r.mark("lean")
 	}

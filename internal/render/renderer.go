@@ -134,6 +134,8 @@ type testHooks struct {
 	trustSPKI []string
 	// keepChromedpDomains skips leanTab (BenchmarkRenderDesign compares).
 	keepChromedpDomains bool
+	// noSpareTab makes every render create its tab (no spare made ahead).
+	noSpareTab bool
 	// realClockQuiet waits the network quiet period in real time, as
 	// renders did before waitQuietVirtual (TestRender_OutputUnchanged
 	// compares).
@@ -191,6 +193,14 @@ type Renderer struct {
 	// hooks are the seams of tests and benchmarks; set them before the
 	// first browser starts.
 	hooks testHooks
+
+	// spare is the next render's browser context and tab, made ahead
+	// (spare.go); preparing is set while one is being made, by a goroutine
+	// of prep.
+	spareMu   sync.Mutex
+	spare     *spareTab
+	preparing bool
+	prep      sync.WaitGroup
 
 	pids     []int        // main process of every browser started (under lock), for tests
 	starts   atomic.Int64 // browsers started
@@ -331,6 +341,7 @@ func (r *Renderer) Close() error {
 	r.unlock()
 
 	r.renders.Wait()
+	r.dropSpare() // its reference would keep the browser
 	if b != nil {
 		r.dropRef(b)
 	}
@@ -383,6 +394,7 @@ func (r *Renderer) acquire(ctx context.Context, countRender bool) (*browser, fun
 	}
 	if b := r.cur; b != nil && b.dead() {
 		r.log.Warn("browser died, starting a new one", "pid", b.pid)
+		b.retired.Store(true)
 		r.cur = nil
 		r.dropRef(b)
 		r.restarts.Add(1)
@@ -401,6 +413,7 @@ func (r *Renderer) acquire(ctx context.Context, countRender bool) (*browser, fun
 			// Retire: later renders get a new browser; this one stops when
 			// its last render releases it.
 			r.log.Info("recycling browser", "pid", b.pid, "renders", n)
+			b.retired.Store(true)
 			r.cur = nil
 			r.dropRef(b)
 		}
