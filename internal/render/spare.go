@@ -130,4 +130,3 @@ func (r *Renderer) dropSpare() {
 		r.discardSpare(sp)
 	}
 }
-
