@@ -102,11 +102,15 @@ func (l *stepLog) mark(step string) {
 // included) between consecutive steps, for the Renderer as configured and
 // for variants that each undo one change or drop one thing the bare tab
 // does not do: the spare tab made ahead (no-spare), the quiet period on the
-// page's virtual clock (real-clock-quiet), the guard's Fetch interception
-// (no-guard), the browser context per render (shared-context). The bare tab is the peer's flow (bench/peer) with the
-// same steps marked. One render at a time, interleaved; "after" is what
-// the browser spent in the 200 ms after the render returned (the tab's
-// renderer exiting, a disposed context). Figures only (tables on stderr).
+// page's virtual clock (real-clock-quiet), the guard answering paused
+// requests at once (serial-guard), closing the tab by disposing of its
+// context (close-tab-then-context), the guard's Fetch interception
+// (no-guard), the browser context per render (shared-context). The bare
+// tab is the peer's flow (bench/peer) with the same steps marked. One
+// render at a time, interleaved; "after" is what the browser spent in the
+// 200 ms after the render returned (the tab's renderer exiting). Figures
+// only (tables on stderr). BREAKDOWN_DOCS and BREAKDOWN_VARIANTS select
+// documents and variants, BREAKDOWN_CPU=0 leaves out the CPU samples.
 func BenchmarkRenderBreakdown(b *testing.B) {
 	shell, err := chromium.HeadlessShell()
 	if err != nil {
@@ -178,6 +182,8 @@ func BenchmarkRenderBreakdown(b *testing.B) {
 	}{
 		{"ours-no-spare", func(r *Renderer) { r.hooks.noSpareTab = true }},
 		{"ours-real-clock-quiet", func(r *Renderer) { r.hooks.realClockQuiet = true }},
+		{"ours-serial-guard", func(r *Renderer) { r.hooks.serialGuard = true }},
+		{"ours-close-tab-then-context", func(r *Renderer) { r.hooks.closeTabThenContext = true }},
 		{"ours-no-guard", func(r *Renderer) { r.hooks.skipTabGuard = true }},
 		{"ours-shared-context", func(r *Renderer) { r.hooks.design = designSharedContext }},
 	}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -199,10 +200,16 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	opts := []chromedp.ContextOption{chromedp.WithListener(w.onEvent), chromedp.WithNewWindow(false)}
 	var tabCtx context.Context
 	var closeTab context.CancelFunc
+	// closePage closes the render's page while the guard still answers
+	// (runPage): disposing of the render's own context closes its tab with
+	// it, in one call; in the shared context the tab is closed alone. The
+	// deferred dispose below is then a no-op.
+	var dispose func()
 	if sp != nil {
 		w, tabCtx, closeTab = sp.w, sp.ctx, sp.close
 		w.resetQuiet()
-		defer func() { r.disposeBrowserContext(b, sp.id); r.mark("context disposed") }() // runs after closeTab
+		dispose = sync.OnceFunc(func() { r.disposeBrowserContext(b, sp.id) })
+		defer dispose() // runs after closeTab
 		r.mark("spare taken")
 	} else if r.hooks.design == designContextPerRender {
 		// Its own browser context: cookies, storage, service workers and
@@ -229,7 +236,8 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 			}
 			return fmt.Errorf("%w: creating a browser context: %v", ErrNavigation, err)
 		}
-		defer func() { r.disposeBrowserContext(b, id); r.mark("context disposed") }() // runs after closeTab
+		dispose = sync.OnceFunc(func() { r.disposeBrowserContext(b, id) })
+		defer dispose() // runs after closeTab
 		r.mark("context created")
 		opts = append(opts, chromedp.WithExistingBrowserContext(id))
 	}
@@ -273,7 +281,11 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	}
 	if err == nil {
 		stopDialogs := w.dismissDialogs(runCtx, chromedp.FromContext(tabCtx).Target, r.log)
-		err = r.runPage(runCtx, b, w, src, settings, sink, st, &stage, stages)
+		closePage := func() { closeTarget(b, chromedp.FromContext(tabCtx).Target.TargetID) }
+		if dispose != nil && !r.hooks.closeTabThenContext {
+			closePage = dispose
+		}
+		err = r.runPage(runCtx, b, w, src, settings, sink, st, &stage, stages, closePage)
 		stopDialogs()
 	}
 	stages.end(err)
@@ -410,7 +422,7 @@ func (r *Renderer) tabOpened() {
 // runPage does the work of a render on the tab of ctx. It returns errors that
 // already wrap their sentinel; renderInTab overrides them when the browser
 // died or the context ended.
-func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string, stages *stages) error {
+func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string, stages *stages, closePage func()) error {
 	// openTab attached the tab; it lives as long as the tab context.
 	t := chromedp.FromContext(ctx).Target
 	mainFrame := cdp.FrameID(t.TargetID)
@@ -420,6 +432,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	g := newGuard(r.cfg.AllowedHosts, r.log, mainFrame, w.wake, func(url, reason string) {
 		w.warnings.add(spec.Warning{Kind: spec.WarningBlocked, URL: url, Message: reason})
 	})
+	g.serial = r.hooks.serialGuard
 	gctx, stopGuard := context.WithCancel(ctx)
 	defer func() {
 		g.wait()
@@ -430,7 +443,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	defer stopGuard()
 	// Close the tab while the guard still answers: detaching first (as
 	// chromedp's cancel does) would let Chromium resume paused requests.
-	defer func() { closeTarget(b, t.TargetID); r.mark("tab closed") }()
+	defer func() { closePage(); r.mark("tab closed") }()
 	if r.hooks.skipTabGuard {
 		close(g.done)
 	} else if err := g.start(gctx, t); err != nil {

@@ -136,6 +136,12 @@ type testHooks struct {
 	keepChromedpDomains bool
 	// noSpareTab makes every render create its tab (no spare made ahead).
 	noSpareTab bool
+	// serialGuard answers the guard's paused requests one after another,
+	// as before (BenchmarkRenderBreakdown compares).
+	serialGuard bool
+	// closeTabThenContext closes a render's tab, waits until Chromium no
+	// longer lists it, then disposes of its context, as before.
+	closeTabThenContext bool
 	// realClockQuiet waits the network quiet period in real time, as
 	// renders did before waitQuietVirtual (TestRender_OutputUnchanged
 	// compares).
