@@ -352,6 +352,42 @@ they explain the design, they do not describe this run. The benchmarks above are
   headless shell cost 0.67–0.72× one on the full browser (about 30 % less CPU), and the shell started
   in about 150 ms against about 400 ms. The machine's speed drifted by up to 1.5× between runs (0.64–0.98
   CPU-s for the Go specification in the bare tab on the shell).
+- **One render, step by step** (internal/render BenchmarkRenderBreakdown, issue 39, 2026-12-01 on
+  the headless shell, one render at a time, the designs interleaved, medians of 8–10 renders; the
+  machine was shared with other sessions' builds and benchmarks, load average 9–23 on 2 cores, so
+  walls are upper bounds and the browser's CPU, the on-CPU time of every process of its tree, is the
+  figure). Wall ms · browser CPU ms per step, before the changes of issue 39:
+
+  | step | bare tab (peer) | pipeline's Renderer |
+  |---|---|---|
+  | browser context | — | 3–10 · 4 (disposal 2–14 · 5–6) |
+  | tab created and attached (chromedp's enables) | 42–62 · 46–48 | 42–57 · 47–48, then lean tab 1–16 · 2 |
+  | guard on (Fetch.enable), media | — | 1–6 · 0.5–2 |
+  | load, inline HTML (Go spec, sample manual) | 93–128 + readyState poll 13–25 · 80–100 | 100–150 · 80–106 |
+  | load, Node.js ` + "`" + `dns.html` + "`" + ` (sub-requests through the guard) | 6 + readyState 134 | 219 (154 without the guard) |
+  | static check, fonts, checks | — | 5–14 · 3–7 |
+  | network quiet, page with script and no ` + "`" + `wait_for` + "`" + ` (` + "`" + `dns.html` + "`" + `) | — | **283 · 0–4** |
+  | print (printToPDF) and stream | same work: CPU 210–230 Go spec, 145–175 manual | same |
+  | tab closed | 12–19 · 5 | 13–25 · 5–7 (closeTarget, poll until gone) |
+  | browser CPU per render, total | Go spec 390–420, manual 320–390, ` + "`" + `dns.html` + "`" + ` 470–540 | 390–430, 300–350, 430–460 |
+
+  By CDP domain: the guard's Fetch interception cost no CPU beyond the noise (` + "`" + `dns.html` + "`" + ` 450 vs
+  460 ms, Go spec 420 vs 420) but answered paused requests one round trip after another (load 219
+  vs 154 ms); the Network and Runtime events of the page watch cost nothing the bare tab does not
+  pay: chromedp enables Network, Runtime, Page, Inspector, DOM, CSS and Log on every tab of both,
+  and the lean tab turns DOM, CSS and Log off again. The browser context per render cost 5–15 ms
+  of wall and no CPU beyond the noise against a tab in the shared context. So the pipeline's own
+  fixed costs were about 10–15 ms a render, plus the 300 ms quiet period on every scripted page,
+  plus the 50 ms of making a tab on the render's path that the bare tab pays too. Changes, each
+  measured in the same benchmark against a variant without it (CPU, as walls were noise): the quiet
+  period on the page's virtual clock (283 → 6–12 ms on ` + "`" + `dns.html` + "`" + `, CPU unchanged); the next
+  render's context and tab made while one renders (CPU per render 410 vs 430 Go spec, 320 vs 350
+  manual, 460 vs 450 ` + "`" + `dns.html` + "`" + `; 50 ms off the render's path when a core is free); paused requests
+  answered at once (` + "`" + `dns.html` + "`" + ` load 196 vs 233 ms); the tab closed by disposing of its context
+  (CPU 410–460 vs 430–450). Two worker processes on one machine: each runs its own Chromium with
+  ` + "`" + `RENDER_CONCURRENCY` + "`" + ` tabs, so two on 2 cores run 4 tabs and two browsers' overhead on cores one
+  worker already saturates from 2 clients on; one worker per 2 cores (docs/CAPACITY.md) stays the
+  topology.
 - **Tab designs** (the former BenchmarkTabDesign: a 3-page page from a local server, medians). Tab
   lifecycle plus print: about 260 ms with a fresh browser context per render, 155 ms with a new tab in
   the shared context, 105 ms with one warm tab reset between renders, 700 ms with a new browser; a

@@ -81,6 +81,10 @@ func Start(ctx context.Context, path string, extra ...chromedp.ExecAllocatorOpti
 // PID is the browser's main process.
 func (b *Browser) PID() int { return b.pid }
 
+// Context is the browser's chromedp context: a caller can open tabs of its
+// own in it (benchmarks that time each step of the peer's flow).
+func (b *Browser) Context() context.Context { return b.ctx }
+
 // Close stops the browser and waits for it.
 func (b *Browser) Close() { b.cancel() }
 

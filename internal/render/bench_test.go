@@ -97,7 +97,7 @@ func BenchmarkColdStart(b *testing.B) {
 	b.ReportMetric(ms(median(start)+median(first)), "cold-ms")
 }
 
-func manualHTML(b *testing.B) string {
+func manualHTML(b testing.TB) string {
 	b.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	data, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "examples", "manual.html"))

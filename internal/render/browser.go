@@ -78,6 +78,7 @@ type browser struct {
 	refs     atomic.Int64 // the Renderer's own (while current) + renders in flight
 	renders  atomic.Int64 // renders started on this browser
 	stopping atomic.Bool
+	retired  atomic.Bool // no longer the Renderer's current browser: no spare tab for it
 	stopOnce sync.Once
 
 	cmdMu sync.Mutex

@@ -35,7 +35,7 @@ func selfCPU() float64 {
 
 // goSpecDocument is the Go specification of the toolchain that runs the
 // benchmark (50 pages, no script), wrapped as the bench command wraps it.
-func goSpecDocument(b *testing.B) string {
+func goSpecDocument(b testing.TB) string {
 	b.Helper()
 	out, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {

@@ -92,6 +92,7 @@ type guard struct {
 	blocked   func(url, reason string) // called for every blocked request
 
 	blockedCount atomic.Int64
+	serial       bool // answer one paused request after another (benchmarks compare)
 
 	mu          sync.Mutex
 	blockedMain error // first blocked navigation of the main frame
@@ -109,7 +110,12 @@ func newGuard(allowed allowlist.List, log *slog.Logger, mainFrame cdp.FrameID, n
 func (g *guard) start(ctx context.Context, t *chromedp.Target) error {
 	events := cdp.Events(ctx, t, fetch.RequestPaused) // subscribes now, before Enable
 	go func() {
+		// Each paused request is answered on its own goroutine: a page
+		// that asks for its style sheets, scripts and images at once does
+		// not wait for one round trip after another.
+		var answering sync.WaitGroup
 		defer close(g.done)
+		defer answering.Wait()
 		for ev, err := range events {
 			if err != nil {
 				if ctx.Err() == nil {
@@ -118,7 +124,11 @@ func (g *guard) start(ctx context.Context, t *chromedp.Target) error {
 				}
 				return
 			}
-			g.handle(ctx, t, &ev)
+			if g.serial {
+				g.handle(ctx, t, &ev)
+				continue
+			}
+			answering.Go(func() { g.handle(ctx, t, &ev) })
 		}
 	}()
 	_, err := cdp.Call(ctx, t, fetch.Enable, fetch.EnableParams{

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/inspector"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -22,7 +23,7 @@ import (
 
 // Readiness bounds. The render deadline bounds them too.
 const (
-	networkQuiet   = 300 * time.Millisecond // no request in flight for this long = network idle
+	networkQuiet   = 300 * time.Millisecond // no request started for this long, in the page's virtual time = network idle
 	networkIdleMax = 10 * time.Second       // give up waiting for network idle (long polling) and print
 	fontsMax       = 10 * time.Second       // give up waiting for document.fonts.ready and print
 	pollInterval   = 50 * time.Millisecond  // readyState and WaitFor polling
@@ -198,6 +199,14 @@ func newPageWatch(log *slog.Logger, observeWarning func(kind string)) *pageWatch
 		poke:       make(chan struct{}, 1),
 		dialogs:    make(chan page.DialogType, 8),
 	}
+}
+
+// resetQuiet starts the quiet period now: a watch made ahead (a spare tab)
+// has not been quiet for a render since it was made.
+func (w *pageWatch) resetQuiet() {
+	w.mu.Lock()
+	w.quietSince = time.Now()
+	w.mu.Unlock()
 }
 
 func (w *pageWatch) setMainFrame(f cdp.FrameID) {
@@ -406,4 +415,72 @@ func (w *pageWatch) checkCrashed() error {
 		return fmt.Errorf("%w: the page's renderer process crashed", ErrNavigation)
 	}
 	return nil
+}
+
+// waitQuiet waits until no request is in flight and, when quiet is not 0,
+// the page went quiet long enough: in its virtual time (waitQuietVirtual),
+// or with realClock for quiet in real time, as before.
+func waitQuiet(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time.Duration, realClock bool) error {
+	if quiet <= 0 || realClock {
+		return w.waitNetworkIdle(ctx, quiet)
+	}
+	return waitQuietVirtual(ctx, t, w, quiet)
+}
+
+// waitQuietVirtual is the network quiet period in the page's virtual time:
+// Chromium runs the page's timers as fast as it can while no request is in
+// flight and stops its clock while one is (pauseIfNetworkFetchesPending),
+// so a page whose timers start no request is done in milliseconds instead
+// of quiet, and a timer that starts one still does before the budget ends.
+// A budget in which requests started is followed by another, until one
+// passes with none, as the real quiet period restarts on every request.
+func waitQuietVirtual(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time.Duration) error {
+	ictx, cancel := context.WithTimeout(ctx, networkIdleMax)
+	defer cancel()
+	defer func() {
+		// The page's clock stays stopped for the fonts wait and the print,
+		// as Chromium's own --virtual-time-budget prints: once enabled,
+		// virtual time cannot go back to the real clock, and the other
+		// policies skip ahead to every later timer (a page would run an
+		// hour of its intervals in a moment).
+		_, _ = cdp.Call(ctx, t, emulation.SetVirtualTimePolicy, emulation.SetVirtualTimePolicyParams{Policy: emulation.VirtualTimePolicyPause})
+	}()
+	// A page that never goes quiet (long polling) is printed anyway after
+	// networkIdleMax, as waitNetworkIdle does.
+	gaveUp := func(err error) error {
+		if ctx.Err() == nil && ictx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	for {
+		if err := w.waitNetworkIdle(ictx, 0); err != nil || ictx.Err() != nil {
+			return gaveUp(err)
+		}
+		before := w.requestCount()
+		expired := cdp.Events(ictx, t, emulation.VirtualTimeBudgetExpired) // subscribed before the budget starts
+		if _, err := cdp.Call(ictx, t, emulation.SetVirtualTimePolicy, emulation.SetVirtualTimePolicyParams{
+			Policy: emulation.VirtualTimePolicyPauseIfNetworkFetchesPending, Budget: new(float64(quiet.Milliseconds())),
+		}); err != nil {
+			if ictx.Err() != nil {
+				return gaveUp(ictx.Err())
+			}
+			return fmt.Errorf("%w: starting the page's virtual clock: %v", ErrNavigation, err)
+		}
+		for _, err := range expired {
+			if err != nil {
+				return gaveUp(err)
+			}
+			break
+		}
+		if err := w.checkCrashed(); err != nil {
+			return err
+		}
+		w.mu.Lock()
+		quietNow := w.requests == before && len(w.inflight) == 0
+		w.mu.Unlock()
+		if quietNow {
+			return nil
+		}
+	}
 }

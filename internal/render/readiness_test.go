@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,25 +59,75 @@ func TestIsStatic(t *testing.T) {
 	}
 }
 
-// TestRender_WaitsForRequestsAfterLoad: a page whose script fetches content
-// after its load event is printed with that content, without wait_for (the
-// network quiet period covers it).
+// TestRender_WaitsForRequestsAfterLoad: a page whose scripts fetch content
+// after its load event, from timers, is printed with that content, without
+// wait_for (the network quiet period covers it): one fetch 100 ms after
+// load, a chain of a fetch and a timer that starts another, a timer just
+// inside the quiet period, and a fetch a web font's arrival starts.
 func TestRender_WaitsForRequestsAfterLoad(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+		want         []string
+	}{
+		{"a fetch 100 ms after load", `addEventListener("load", () => setTimeout(() => get("/late"), 100));`, []string{"LATE-CONTENT"}},
+		{"a fetch, then a timer that fetches again", `addEventListener("load", () => setTimeout(() => get("/late").then(() => setTimeout(() => get("/later"), 250)), 50));`, []string{"LATE-CONTENT", "LATER-CONTENT"}},
+		{"a timer just inside the quiet period", `addEventListener("load", () => setTimeout(() => get("/late"), 280));`, []string{"LATE-CONTENT"}},
+		{"timers that start nothing, then one that fetches", `let n = 0; const tick = setInterval(() => { if (++n === 10) { clearInterval(tick); get("/late"); } }, 20);`, []string{"LATE-CONTENT"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSite(t, func(w http.ResponseWriter, req *http.Request) {
+				switch req.URL.Path {
+				case "/late", "/later":
+					time.Sleep(200 * time.Millisecond)
+					w.Write([]byte(strings.ToUpper(strings.TrimPrefix(req.URL.Path, "/")) + "-CONTENT "))
+				default:
+					w.Header().Set("Content-Type", "text/html")
+					w.Write([]byte(`<!doctype html><p>EARLY</p><script>
+						const get = u => fetch(u).then(r => r.text()).then(t => document.body.append(t));
+						` + tc.script + `
+						</script>`))
+				}
+			})
+			r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(s.hostPort())})
+			out := mustRender(t, r, Source{URL: s.URL + "/"}, settings(spec.Options{}))
+			text := pdfText(t, out.pdf)
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("the content fetched after load (%s) is missing:\n%s", w, text)
+				}
+			}
+		})
+	}
+}
+
+// TestRender_QuietPageSkipsTheQuietPeriod: a page that runs script but
+// starts no request after its load event (a theme switch, a highlighter:
+// Node.js's API pages) does not wait the network quiet period in real
+// time; its timers run on the page's virtual clock.
+func TestRender_QuietPageSkipsTheQuietPeriod(t *testing.T) {
 	s := newSite(t, func(w http.ResponseWriter, req *http.Request) {
-		switch req.URL.Path {
-		case "/late":
-			time.Sleep(200 * time.Millisecond)
-			w.Write([]byte("LATE-CONTENT"))
-		default:
-			w.Header().Set("Content-Type", "text/html")
-			w.Write([]byte(`<!doctype html><p>EARLY</p><script>
-				addEventListener("load", () => setTimeout(() => fetch("/late").then(r => r.text()).then(t => document.body.append(t)), 100));
-				</script>`))
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<!doctype html><p>SCRIPTED</p><script>
+			setTimeout(() => document.body.append("TIMER-RAN"), 200);
+			</script>`))
+	})
+	var mu sync.Mutex
+	marks := map[string]time.Time{}
+	r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(s.hostPort())}, func(r *Renderer) {
+		r.hooks.mark = func(step string) {
+			mu.Lock()
+			marks[step] = time.Now()
+			mu.Unlock()
 		}
 	})
-	r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(s.hostPort())})
 	out := mustRender(t, r, Source{URL: s.URL + "/"}, settings(spec.Options{}))
-	if text := pdfText(t, out.pdf); !strings.Contains(text, "LATE-CONTENT") {
-		t.Fatalf("the content fetched after load is missing:\n%s", text)
+	if text := pdfText(t, out.pdf); !strings.Contains(text, "TIMER-RAN") {
+		t.Errorf("the timer's content is missing:\n%s", text)
+	}
+	mu.Lock()
+	waited := marks["network idle"].Sub(marks["static check"])
+	mu.Unlock()
+	if waited <= 0 || waited >= networkQuiet*3/4 {
+		t.Errorf("the network idle wait took %v; want well under the quiet period (%v) for a page that requests nothing after load", waited, networkQuiet)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -147,6 +148,7 @@ func (r *Renderer) Render(ctx context.Context, src Source, settings spec.PrintSe
 	st.QueueWait = began.Sub(queued)
 	defer func() { st.Duration = time.Since(began) }()
 
+	r.mark("slot")
 	b, release, aerr := r.acquire(ctx, true)
 	if aerr != nil {
 		if ctx.Err() != nil {
@@ -166,6 +168,7 @@ func (r *Renderer) Render(ctx context.Context, src Source, settings spec.PrintSe
 	}
 
 	err = r.renderInTab(ctx, b, src, settings, sink, &st)
+	r.mark("done")
 	if err != nil {
 		r.log.Debug("render failed", "err", err, "queue_wait", st.QueueWait)
 	}
@@ -188,9 +191,28 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	if wo, ok := r.cfg.Observer.(WarningObserver); ok {
 		observe = wo.RenderWarning
 	}
+	ownProxy := !src.Auth.Empty() && src.URL != ""
+	var sp *spareTab
+	if r.hooks.design == designContextPerRender && !r.hooks.noSpareTab && !ownProxy {
+		// A context with its own proxy listener cannot be made ahead.
+		sp = r.takeSpare(b)
+	}
 	w := newPageWatch(r.log, observe)
 	opts := []chromedp.ContextOption{chromedp.WithListener(w.onEvent), chromedp.WithNewWindow(false)}
-	if r.hooks.design == designContextPerRender {
+	var tabCtx context.Context
+	var closeTab context.CancelFunc
+	// closePage closes the render's page while the guard still answers
+	// (runPage): disposing of the render's own context closes its tab with
+	// it, in one call; in the shared context the tab is closed alone. The
+	// deferred dispose below is then a no-op.
+	var dispose func()
+	if sp != nil {
+		w, tabCtx, closeTab = sp.w, sp.ctx, sp.close
+		w.resetQuiet()
+		dispose = sync.OnceFunc(func() { r.disposeBrowserContext(b, sp.id) })
+		defer dispose() // runs after closeTab
+		r.mark("spare taken")
+	} else if r.hooks.design == designContextPerRender {
 		// Its own browser context: cookies, storage, service workers and
 		// the HTTP cache of earlier renders are not there, and disposing
 		// of the context at the end drops what this render left. Created
@@ -200,7 +222,7 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 		// timeout cuts, leaves a context behind (seen in renders with
 		// forced timeouts on a loaded machine).
 		var proxyAddr string
-		if !src.Auth.Empty() && src.URL != "" {
+		if ownProxy {
 			sess, err := r.openAuthSession(src)
 			if err != nil {
 				return fmt.Errorf("%w: %v", ErrNavigation, err)
@@ -215,10 +237,14 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 			}
 			return fmt.Errorf("%w: creating a browser context: %v", ErrNavigation, err)
 		}
-		defer r.disposeBrowserContext(b, id) // runs after closeTab
+		dispose = sync.OnceFunc(func() { r.disposeBrowserContext(b, id) })
+		defer dispose() // runs after closeTab
+		r.mark("context created")
 		opts = append(opts, chromedp.WithExistingBrowserContext(id))
 	}
-	tabCtx, closeTab := chromedp.NewContext(b.ctx, opts...)
+	if tabCtx == nil {
+		tabCtx, closeTab = chromedp.NewContext(b.ctx, opts...)
+	}
 	r.tabOpened()
 	defer r.tabs.Add(-1) // runs after closeTab returned
 	defer closeTab()
@@ -242,16 +268,25 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	began := time.Now()
 	limit := deadline.Sub(began)
 	stages.next("render.tab")
-	err := openTab(runCtx, tabCtx)
+	var err error
+	if sp == nil {
+		err = openTab(runCtx, tabCtx)
+		r.mark("tab attached")
+	}
 	if err != nil && runCtx.Err() == nil {
 		err = fmt.Errorf("%w: opening a tab: %v", ErrBrowserCrashed, err)
 	}
-	if err == nil && !r.hooks.keepChromedpDomains {
+	if err == nil && sp == nil && !r.hooks.keepChromedpDomains {
 		err = leanTab(runCtx, chromedp.FromContext(tabCtx).Target)
+		r.mark("lean")
 	}
 	if err == nil {
 		stopDialogs := w.dismissDialogs(runCtx, chromedp.FromContext(tabCtx).Target, r.log)
-		err = r.runPage(runCtx, b, w, src, settings, sink, st, &stage, stages)
+		closePage := func() { closeTarget(b, chromedp.FromContext(tabCtx).Target.TargetID) }
+		if dispose != nil && !r.hooks.closeTabThenContext {
+			closePage = dispose
+		}
+		err = r.runPage(runCtx, b, w, src, settings, sink, st, &stage, stages, closePage)
 		stopDialogs()
 	}
 	stages.end(err)
@@ -388,7 +423,7 @@ func (r *Renderer) tabOpened() {
 // runPage does the work of a render on the tab of ctx. It returns errors that
 // already wrap their sentinel; renderInTab overrides them when the browser
 // died or the context ended.
-func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string, stages *stages) error {
+func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string, stages *stages, closePage func()) error {
 	// openTab attached the tab; it lives as long as the tab context.
 	t := chromedp.FromContext(ctx).Target
 	mainFrame := cdp.FrameID(t.TargetID)
@@ -398,6 +433,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	g := newGuard(r.cfg.AllowedHosts, r.log, mainFrame, w.wake, func(url, reason string) {
 		w.warnings.add(spec.Warning{Kind: spec.WarningBlocked, URL: url, Message: reason})
 	})
+	g.serial = r.hooks.serialGuard
 	gctx, stopGuard := context.WithCancel(ctx)
 	defer func() {
 		g.wait()
@@ -408,19 +444,21 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	defer stopGuard()
 	// Close the tab while the guard still answers: detaching first (as
 	// chromedp's cancel does) would let Chromium resume paused requests.
-	defer closeTarget(b, t.TargetID)
+	defer func() { closePage(); r.mark("tab closed") }()
 	if r.hooks.skipTabGuard {
 		close(g.done)
 	} else if err := g.start(gctx, t); err != nil {
 		return fmt.Errorf("%w: enabling request interception: %v", ErrNavigation, err)
 	}
 	w.guard = g
+	r.mark("guard on")
 
 	*stage = "emulating media"
 	if _, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: settings.Media}); err != nil {
 		return fmt.Errorf("%w: emulating media %q: %v", ErrNavigation, settings.Media, err)
 	}
 
+	r.mark("media")
 	stages.next("render.load")
 	if src.URL != "" {
 		*stage = "loading " + shortURL(src.URL)
@@ -434,6 +472,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 		}
 	}
 
+	r.mark("loaded")
 	*stage = "waiting for network idle"
 	stages.next("render.network_idle")
 	quiet := networkQuiet
@@ -450,22 +489,26 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 		// would only add its length to the render.
 		quiet = 0
 	}
-	if err := w.waitNetworkIdle(ctx, quiet); err != nil {
+	r.mark("static check")
+	if err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet); err != nil {
 		return err
 	}
+	r.mark("network idle")
 	requested := w.requestCount()
 	*stage = "waiting for web fonts"
 	stages.next("render.fonts")
 	if err := waitFonts(ctx, t); err != nil {
 		return err
 	}
+	r.mark("fonts")
 	if w.requestCount() != requested {
 		// The layout found more to load (background images, fonts).
 		*stage = "waiting for network idle after layout"
 		stages.next("render.network_idle")
-		if err := w.waitNetworkIdle(ctx, quiet); err != nil {
+		if err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet); err != nil {
 			return err
 		}
+		r.mark("network idle after layout")
 	}
 	if settings.WaitFor != "" {
 		*stage = fmt.Sprintf("waiting for wait_for %q to become truthy", truncate(settings.WaitFor, 100))
@@ -473,11 +516,13 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 		if err := waitFor(ctx, t, settings.WaitFor, stage); err != nil {
 			return err
 		}
+		r.mark("wait_for")
 		*stage = "waiting for requests in flight after wait_for"
 		stages.next("render.network_idle")
 		if err := w.waitNetworkIdle(ctx, 0); err != nil {
 			return err
 		}
+		r.mark("network idle after wait_for")
 	}
 	if err := g.mainBlocked(); err != nil {
 		return err
@@ -498,12 +543,16 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	}
 	*stage = "printing"
 	stages.next("render.print")
+	r.mark("checks")
 	streamed := func(_ context.Context, pdf io.Reader) error {
+		r.mark("printed")
 		// The stream stage, its span in the sink's context (ctx, the
 		// render's; tracing off, ctx itself).
 		return sink(stages.next("render.stream"), pdf)
 	}
-	return printPDF(ctx, t, settings, limits{r.cfg.MaxPages, r.cfg.MaxBytes}, streamed, st, stage)
+	err := printPDF(ctx, t, settings, limits{r.cfg.MaxPages, r.cfg.MaxBytes}, streamed, st, stage)
+	r.mark("streamed")
+	return err
 }
 
 // closeTarget closes a tab through the browser session and waits (bounded)

@@ -480,8 +480,10 @@ func TestRender_ConcurrencyLimitHonoured(t *testing.T) {
 	if got := r.maxTabs.Load(); got > 2 || got < 2 {
 		t.Errorf("at most %d tabs were open at once, want exactly 2", got)
 	}
-	if got := maxPages.Load(); got > 2 {
-		t.Errorf("Chromium reported %d render tabs at once, want at most 2", got)
+	// Beside the 2 render tabs, Chromium lists the spare tab the next
+	// render will take (spare.go).
+	if got := maxPages.Load(); got > 3 {
+		t.Errorf("Chromium reported %d render tabs at once, want at most 2 and the spare", got)
 	}
 	if queued < 2 {
 		t.Errorf("%d renders waited for a tab, want at least 2", queued)

@@ -135,6 +135,28 @@ type testHooks struct {
 	trustSPKI []string
 	// keepChromedpDomains skips leanTab (BenchmarkRenderDesign compares).
 	keepChromedpDomains bool
+	// noSpareTab makes every render create its tab (no spare made ahead).
+	noSpareTab bool
+	// serialGuard answers the guard's paused requests one after another,
+	// as before (BenchmarkRenderBreakdown compares).
+	serialGuard bool
+	// closeTabThenContext closes a render's tab, waits until Chromium no
+	// longer lists it, then disposes of its context, as before.
+	closeTabThenContext bool
+	// realClockQuiet waits the network quiet period in real time, as
+	// renders did before waitQuietVirtual (TestRender_OutputUnchanged
+	// compares).
+	realClockQuiet bool
+	// mark, if set, is called as a render passes each step of its path
+	// (BenchmarkRenderBreakdown times and costs the steps).
+	mark func(step string)
+}
+
+// mark reports a step of a render to the benchmark hook.
+func (r *Renderer) mark(step string) {
+	if r.hooks.mark != nil {
+		r.hooks.mark(step)
+	}
 }
 
 // Defaults of Config.
@@ -178,6 +200,14 @@ type Renderer struct {
 	// hooks are the seams of tests and benchmarks; set them before the
 	// first browser starts.
 	hooks testHooks
+
+	// spare is the next render's browser context and tab, made ahead
+	// (spare.go); preparing is set while one is being made, by a goroutine
+	// of prep.
+	spareMu   sync.Mutex
+	spare     *spareTab
+	preparing bool
+	prep      sync.WaitGroup
 
 	pids     []int        // main process of every browser started (under lock), for tests
 	starts   atomic.Int64 // browsers started
@@ -318,6 +348,7 @@ func (r *Renderer) Close() error {
 	r.unlock()
 
 	r.renders.Wait()
+	r.dropSpare() // its reference would keep the browser
 	if b != nil {
 		r.dropRef(b)
 	}
@@ -370,6 +401,7 @@ func (r *Renderer) acquire(ctx context.Context, countRender bool) (*browser, fun
 	}
 	if b := r.cur; b != nil && b.dead() {
 		r.log.Warn("browser died, starting a new one", "pid", b.pid)
+		b.retired.Store(true)
 		r.cur = nil
 		r.dropRef(b)
 		r.restarts.Add(1)
@@ -388,6 +420,7 @@ func (r *Renderer) acquire(ctx context.Context, countRender bool) (*browser, fun
 			// Retire: later renders get a new browser; this one stops when
 			// its last render releases it.
 			r.log.Info("recycling browser", "pid", b.pid, "renders", n)
+			b.retired.Store(true)
 			r.cur = nil
 			r.dropRef(b)
 		}

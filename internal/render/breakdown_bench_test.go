@@ -1,0 +1,326 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	cdpio "github.com/chromedp/cdproto/io"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/pdfexport/pdfexport/bench/peer"
+	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/chromium"
+	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+// nodeDocs is the Node.js API documentation of Debian's nodejs package
+// (bench section M's chapters); its absence skips that document.
+const nodeDocs = "/usr/share/doc/nodejs/api"
+
+// stepLog records, for one render at a time, when each step of its path
+// ended and the browser's whole process tree CPU at that moment.
+type stepLog struct {
+	pid      int
+	wallOnly bool // no CPU samples (they take milliseconds each)
+	mu       sync.Mutex
+	steps    []string
+	at       []time.Time
+	cpu      []float64       // tree CPU, seconds (10 ms ticks, reaped included)
+	ns       []map[int]int64 // on-CPU ns of every live process of the tree (schedstat)
+}
+
+// schedNS is the on-CPU time in ns of every live process of the tree of pid,
+// summed over its threads (/proc/PID/task/TID/schedstat): finer than the
+// clock ticks of stat, but a process that exited is gone from it.
+func schedNS(pid int) map[int]int64 {
+	out := map[int]int64{}
+	for _, p := range append([]int{pid}, proctree.Descendants(pid)...) {
+		dir := fmt.Sprintf("/proc/%d/task", p)
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		var sum int64
+		for _, t := range tasks {
+			b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+			if err != nil {
+				continue
+			}
+			var ns int64
+			fmt.Sscan(string(b), &ns)
+			sum += ns
+		}
+		out[p] = sum
+	}
+	return out
+}
+
+// stepCPU is the CPU ms the processes alive at both samples (and those
+// started between them) used from a to b.
+func stepCPU(a, b map[int]int64) float64 {
+	var d int64
+	for p, v := range b {
+		d += v - a[p]
+	}
+	return float64(d) / 1e6
+}
+
+func (l *stepLog) reset() {
+	l.mu.Lock()
+	l.steps, l.at, l.cpu, l.ns = l.steps[:0], l.at[:0], l.cpu[:0], l.ns[:0]
+	l.mu.Unlock()
+	l.mark("start")
+}
+
+func (l *stepLog) mark(step string) {
+	var c float64
+	var ns map[int]int64
+	if !l.wallOnly {
+		c, ns = cpuSeconds(l.pid), schedNS(l.pid)
+	}
+	l.mu.Lock()
+	l.steps, l.at, l.cpu, l.ns = append(l.steps, step), append(l.at, time.Now()), append(l.cpu, c), append(l.ns, ns)
+	l.mu.Unlock()
+}
+
+// BenchmarkRenderBreakdown breaks one render down by step of its path, wall
+// time and the browser's CPU (its whole process tree, reaped renderers
+// included) between consecutive steps, for the Renderer as configured and
+// for variants that each undo one change or drop one thing the bare tab
+// does not do: the spare tab made ahead (no-spare), the quiet period on the
+// page's virtual clock (real-clock-quiet), the guard answering paused
+// requests at once (serial-guard), closing the tab by disposing of its
+// context (close-tab-then-context), the guard's Fetch interception
+// (no-guard), the browser context per render (shared-context). The bare
+// tab is the peer's flow (bench/peer) with the same steps marked. One
+// render at a time, interleaved; "after" is what the browser spent in the
+// 200 ms after the render returned (the tab's renderer exiting). Figures
+// only (tables on stderr). BREAKDOWN_DOCS and BREAKDOWN_VARIANTS select
+// documents and variants, BREAKDOWN_CPU=0 leaves out the CPU samples.
+func BenchmarkRenderBreakdown(b *testing.B) {
+	shell, err := chromium.HeadlessShell()
+	if err != nil {
+		b.Fatal(err)
+	}
+	type doc struct {
+		name string
+		src  Source
+		s    spec.PrintSettings
+	}
+	docs := []doc{
+		{"gospec", Source{HTML: goSpecDocument(b)}, settings(spec.Options{})},
+		{"manual", Source{HTML: manualHTML(b)}, settings(spec.Options{WaitFor: "window.__PDF_READY__===true"})},
+	}
+	var allowed allowlist.List
+	if _, err := os.Stat(nodeDocs + "/fs.html"); err == nil {
+		srv := httptest.NewServer(http.FileServer(http.Dir(nodeDocs)))
+		b.Cleanup(srv.Close)
+		allowed = allowlist.MustParse(strings.TrimPrefix(srv.URL, "http://"))
+		docs = append(docs, doc{"node-dns", Source{URL: srv.URL + "/dns.html"}, settings(spec.Options{Outline: true})})
+	}
+	if only := os.Getenv("BREAKDOWN_DOCS"); only != "" {
+		docs = slices.DeleteFunc(docs, func(d doc) bool { return !slices.Contains(strings.Split(only, ","), d.name) })
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// BREAKDOWN_CPU=0: walls only, without the milliseconds each CPU sample
+	// adds to every step.
+	wallOnly := os.Getenv("BREAKDOWN_CPU") == "0"
+	type system struct {
+		name string
+		log  *stepLog
+		run  func(d doc) error
+	}
+	ours := func(name string, setup ...func(*Renderer)) system {
+		r, err := New(Config{ChromiumPath: shell, Logger: quiet, AllowedHosts: allowed})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range setup {
+			f(r)
+		}
+		log := &stepLog{wallOnly: wallOnly}
+		r.hooks.mark = log.mark
+		if err := r.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { r.Close() })
+		log.pid = r.current().pid
+		return system{name, log, func(d doc) error {
+			_, err := r.Render(context.Background(), d.src, d.s, discard)
+			return err
+		}}
+	}
+	p, err := peer.Start(context.Background(), shell)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(p.Close)
+	bareLog := &stepLog{pid: p.PID(), wallOnly: wallOnly}
+	systems := []system{
+		{"bare-shell", bareLog, func(d doc) error { return barePrint(p, bareLog, d.src, d.s) }},
+		ours("ours"),
+	}
+	// BREAKDOWN_VARIANTS: a comma-separated subset of the variants ("" all,
+	// "none" none).
+	variants := []struct {
+		name  string
+		setup func(*Renderer)
+	}{
+		{"ours-no-spare", func(r *Renderer) { r.hooks.noSpareTab = true }},
+		{"ours-real-clock-quiet", func(r *Renderer) { r.hooks.realClockQuiet = true }},
+		{"ours-serial-guard", func(r *Renderer) { r.hooks.serialGuard = true }},
+		{"ours-close-tab-then-context", func(r *Renderer) { r.hooks.closeTabThenContext = true }},
+		{"ours-no-guard", func(r *Renderer) { r.hooks.skipTabGuard = true }},
+		{"ours-shared-context", func(r *Renderer) { r.hooks.design = designSharedContext }},
+	}
+	want := os.Getenv("BREAKDOWN_VARIANTS")
+	for _, v := range variants {
+		if want == "" || slices.Contains(strings.Split(want, ","), v.name) {
+			systems = append(systems, ours(v.name, v.setup))
+		}
+	}
+	type key struct{ doc, sys string }
+	type sample struct {
+		steps     []string
+		wall, cpu [][]float64 // per step, per render: ms since the step before, CPU ms
+		total     []float64
+		totalCPU  []float64
+	}
+	samples := map[key]*sample{}
+	for _, d := range docs {
+		for _, s := range systems {
+			if err := s.run(d); err != nil { // warm up
+				b.Fatalf("%s %s: %v", s.name, d.name, err)
+			}
+			samples[key{d.name, s.name}] = &sample{}
+		}
+	}
+	for b.Loop() {
+		for _, d := range docs {
+			for _, s := range systems {
+				time.Sleep(100 * time.Millisecond)
+				s.log.reset()
+				if err := s.run(d); err != nil {
+					b.Fatalf("%s %s: %v", s.name, d.name, err)
+				}
+				s.log.mark("returned")
+				time.Sleep(200 * time.Millisecond)
+				s.log.mark("after")
+				l, sm := s.log, samples[key{d.name, s.name}]
+				l.mu.Lock()
+				if sm.steps == nil {
+					sm.steps = slices.Clone(l.steps[1:])
+					sm.wall, sm.cpu = make([][]float64, len(sm.steps)), make([][]float64, len(sm.steps))
+				}
+				if !slices.Equal(sm.steps, l.steps[1:]) {
+					b.Fatalf("%s %s: steps %v, then %v", s.name, d.name, sm.steps, l.steps[1:])
+				}
+				for i := 1; i < len(l.steps); i++ {
+					sm.wall[i-1] = append(sm.wall[i-1], ms(l.at[i].Sub(l.at[i-1])))
+					sm.cpu[i-1] = append(sm.cpu[i-1], stepCPU(l.ns[i-1], l.ns[i]))
+				}
+				n := len(l.steps)
+				sm.total = append(sm.total, ms(l.at[n-2].Sub(l.at[0])))
+				sm.totalCPU = append(sm.totalCPU, 1000*(l.cpu[n-1]-l.cpu[0]))
+				l.mu.Unlock()
+			}
+		}
+	}
+	med := func(v []float64) float64 {
+		s := slices.Clone(v)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	for _, d := range docs {
+		var out strings.Builder
+		fmt.Fprintf(&out, "\n%s: median ms (wall · browser CPU) per step, %d renders each\n", d.name, len(samples[key{d.name, "ours"}].total))
+		for _, s := range systems {
+			sm := samples[key{d.name, s.name}]
+			fmt.Fprintf(&out, "| %s | total %.0f · %.0f |", s.name, med(sm.total), med(sm.totalCPU))
+			for i, st := range sm.steps {
+				fmt.Fprintf(&out, " %s %.1f · %.1f |", st, med(sm.wall[i]), med(sm.cpu[i]))
+			}
+			out.WriteString("\n")
+			b.ReportMetric(med(sm.total), d.name+"-"+s.name+"-ms")
+			b.ReportMetric(med(sm.totalCPU), d.name+"-"+s.name+"-cpu-ms")
+		}
+		fmt.Fprint(os.Stderr, out.String()) // b.Log truncates long benchmark output
+	}
+}
+
+// barePrint is peer.Browser.Print (or its URL route) with its steps
+// marked: a tab in the shared context, the document, readyState (and
+// waitFor) polled every 10 ms, print as a stream, close.
+func barePrint(p *peer.Browser, log *stepLog, src Source, s spec.PrintSettings) error {
+	tctx, cancel := chromedp.NewContext(p.Context(), chromedp.WithNewWindow(false))
+	closed := false
+	defer func() {
+		if !closed {
+			cancel()
+		}
+	}()
+	if err := chromedp.Do(tctx); err != nil {
+		return err
+	}
+	log.mark("tab attached")
+	t := chromedp.FromContext(tctx).Target
+	if src.URL != "" {
+		if _, err := cdp.Call(tctx, t, page.Navigate, page.NavigateParams{URL: src.URL}); err != nil {
+			return err
+		}
+	} else if _, err := cdp.Call(tctx, t, page.SetDocumentContent, page.SetDocumentContentParams{FrameID: cdp.FrameID(t.TargetID), HTML: src.HTML}); err != nil {
+		return err
+	}
+	log.mark("loaded")
+	ready := `document.readyState === "complete"`
+	if s.WaitFor != "" {
+		ready += " && !!(" + s.WaitFor + ")"
+	}
+	for {
+		res, err := cdp.Call(tctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: ready, ReturnByValue: new(true)})
+		if err != nil {
+			return err
+		}
+		if res.Result != nil && string(res.Result.Value) == "true" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	log.mark("ready")
+	res, err := cdp.Call(tctx, t, page.PrintToPDF, PrintParams(s))
+	if err != nil {
+		return err
+	}
+	log.mark("printed")
+	for {
+		chunk, err := cdp.Call(tctx, t, cdpio.Read, cdpio.ReadParams{Handle: res.Stream, Size: readChunk})
+		if err != nil {
+			return err
+		}
+		if chunk.EOF {
+			break
+		}
+	}
+	if _, err := cdp.Call(tctx, t, cdpio.Close, cdpio.CloseParams{Handle: res.Stream}); err != nil {
+		return err
+	}
+	log.mark("streamed")
+	cancel()
+	closed = true
+	log.mark("tab closed")
+	return nil
+}

@@ -1,0 +1,197 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/spec"
+)
+
+// Output comparison: pages as images at a resolution where a missing
+// image, font or paragraph changes thousands of pixels and anti-aliasing
+// a few.
+const (
+	compareDPI       = 40
+	pixelDiffLevel   = 64    // a channel that differs by more than this counts
+	pageDiffFraction = 0.002 // share of a page's pixels that may differ
+)
+
+// TestRender_OutputUnchanged: the readiness of today (the network quiet
+// period on the page's virtual clock) prints the same pages as the
+// readiness before it (the quiet period in real time), compared as images
+// (pdftoppm), for the Go specification (static), the sample manual
+// (wait_for) and a scripted page with a slow web font, a background image
+// found by layout and an image a timer adds after the load event.
+func TestRender_OutputUnchanged(t *testing.T) {
+	if _, err := exec.LookPath("pdftoppm"); err != nil {
+		t.Fatalf("pdftoppm (poppler-utils) is needed: %v", err)
+	}
+	font, err := os.ReadFile("/usr/share/fonts/truetype/dejavu/DejaVuSerif-Bold.ttf")
+	if err != nil {
+		t.Skipf("test font not installed: %v", err)
+	}
+	site := newSite(t, func(w http.ResponseWriter, req *http.Request) {
+		switch req.URL.Path {
+		case "/font.ttf":
+			time.Sleep(150 * time.Millisecond)
+			w.Header().Set("Content-Type", "font/ttf")
+			w.Write(font)
+		case "/late.png", "/background.png":
+			time.Sleep(150 * time.Millisecond)
+			w.Header().Set("Content-Type", "image/png")
+			w.Write(testPNG(t, req.URL.Path == "/late.png"))
+		default:
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte(lateAssetsPage))
+		}
+	})
+	docs := []struct {
+		name string
+		src  Source
+		s    spec.PrintSettings
+	}{
+		{"go spec", Source{HTML: goSpecDocument(t)}, settings(spec.Options{})},
+		{"sample manual", Source{HTML: manualHTML(t)}, settings(spec.Options{WaitFor: "window.__PDF_READY__===true"})},
+		{"web font and late images", Source{URL: site.URL + "/"}, settings(spec.Options{PrintBackground: new(true)})},
+	}
+	cfg := Config{AllowedHosts: allowlist.MustParse(site.hostPort())}
+	// One browser for both: renders run one at a time, so the hook can
+	// change between them.
+	r := newRenderer(t, cfg)
+	for _, d := range docs {
+		t.Run(d.name, func(t *testing.T) {
+			r.hooks.realClockQuiet = true
+			want := rasterize(t, mustRender(t, r, d.src, d.s).pdf)
+			r.hooks.realClockQuiet = false
+			got := rasterize(t, mustRender(t, r, d.src, d.s).pdf)
+			if len(got) != len(want) {
+				t.Fatalf("%d pages, before %d", len(got), len(want))
+			}
+			for i := range want {
+				if n, total := pixelDiff(t, want[i], got[i]); float64(n) > pageDiffFraction*float64(total) {
+					t.Errorf("page %d: %d of %d pixels differ (more than %.1f %%)", i+1, n, total, 100*pageDiffFraction)
+				}
+			}
+		})
+	}
+}
+
+// lateAssetsPage loads a web font and a background image that only layout
+// requests, and adds an image 100 ms after its load event.
+const lateAssetsPage = `<!doctype html><html><head><style>
+@font-face { font-family: Late; src: url(/font.ttf); }
+h1 { font-family: Late, monospace; font-size: 40px; }
+.bg { width: 300px; height: 120px; background: url(/background.png); }
+img { width: 300px; height: 120px; display: block; }
+</style></head><body>
+<h1>Typeset in a late web font</h1>
+<div class="bg"></div>
+<p>The image below arrives after the load event.</p>
+<script>
+addEventListener("load", () => setTimeout(() => {
+	const img = document.createElement("img");
+	img.src = "/late.png";
+	document.body.append(img);
+}, 100));
+</script>
+</body></html>`
+
+// testPNG is a 300×120 image of bars, red or blue.
+func testPNG(t *testing.T, red bool) []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 300, 120))
+	c := color.RGBA{0, 0, 200, 255}
+	if red {
+		c = color.RGBA{200, 0, 0, 255}
+	}
+	for y := range 120 {
+		for x := range 300 {
+			if (x/20)%2 == 0 {
+				img.Set(x, y, c)
+			} else {
+				img.Set(x, y, color.White)
+			}
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Error(err)
+	}
+	return b.Bytes()
+}
+
+// rasterize renders every page of pdf at compareDPI (pdftoppm) and
+// returns the pages as binary PPM files.
+func rasterize(t *testing.T, pdf []byte) [][]byte {
+	t.Helper()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.pdf")
+	if err := os.WriteFile(in, pdf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("pdftoppm", "-r", fmt.Sprint(compareDPI), in, filepath.Join(dir, "page")).CombinedOutput(); err != nil {
+		t.Fatalf("pdftoppm: %v\n%s", err, out)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "page-*.ppm"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("pdftoppm wrote no page (%v)", err)
+	}
+	// page-1.ppm … page-50.ppm are zero-padded to the same width, so the
+	// names sort in page order.
+	var pages [][]byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, b)
+	}
+	return pages
+}
+
+// pixelDiff counts the pixels of two binary PPM images (P6, maxval 255)
+// with a channel that differs by more than pixelDiffLevel; images of other
+// sizes differ in every pixel.
+func pixelDiff(t *testing.T, a, b []byte) (diff, total int) {
+	t.Helper()
+	wa, ha, pa := parsePPM(t, a)
+	wb, hb, pb := parsePPM(t, b)
+	total = wa * ha
+	if wa != wb || ha != hb {
+		return total, total
+	}
+	for i := 0; i+2 < len(pa) && i+2 < len(pb); i += 3 {
+		for c := range 3 {
+			d := int(pa[i+c]) - int(pb[i+c])
+			if d > pixelDiffLevel || d < -pixelDiffLevel {
+				diff++
+				break
+			}
+		}
+	}
+	return diff, total
+}
+
+func parsePPM(t *testing.T, b []byte) (w, h int, pix []byte) {
+	t.Helper()
+	var maxval int
+	r := bytes.NewReader(b)
+	if _, err := fmt.Fscan(r, new(string), &w, &h, &maxval); err != nil || maxval != 255 {
+		t.Fatalf("not a P6 PPM with maxval 255: %v", err)
+	}
+	r.ReadByte() // the single whitespace after maxval
+	pix = b[len(b)-r.Len():]
+	if len(pix) != 3*w*h {
+		t.Fatalf("PPM of %d×%d with %d bytes of pixels", w, h, len(pix))
+	}
+	return w, h, pix
+}
