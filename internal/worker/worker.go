@@ -125,6 +125,18 @@ type Worker struct {
 	undo []func()
 }
 
+// background runs run in a goroutine the worker owns: Shutdown, or the
+// undo of a failed start, cancels its context and waits for it to return.
+func (w *Worker) background(run func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(ctx)
+	}()
+	w.undo = append(w.undo, func() { cancel(); <-done })
+}
+
 // watchSourceAuth loads SOURCE_AUTH_FILE and keeps it current until
 // Shutdown. A file that does not parse is a configuration error.
 func (w *Worker) watchSourceAuth(path string) (*sourceauth.Watcher, error) {
@@ -132,13 +144,7 @@ func (w *Worker) watchSourceAuth(path string) (*sourceauth.Watcher, error) {
 	if err != nil {
 		return nil, &config.Error{Vars: []config.VarError{{Var: "SOURCE_AUTH_FILE", Reason: err.Error()}}}
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		auth.Run(ctx)
-	}()
-	w.undo = append(w.undo, func() { stop(); <-done })
+	w.background(auth.Run)
 	w.log.Info("source credentials loaded", "file", path, "rules", auth.Rules().Len())
 	for _, n := range auth.Rules().Narrowed {
 		w.log.Warn("source credentials: a hosts entry now matches fewer origins", "file", path, "entry", n)
@@ -557,15 +563,11 @@ func (w *Worker) announce(ctx context.Context, rdb redis.UniversalClient) error 
 	if err := fleet.Announce(ctx, rdb, self); err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	actx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fleet.Run(actx, rdb, self, func(err error) {
+	w.background(func(ctx context.Context) {
+		fleet.Run(ctx, rdb, self, func(err error) {
 			w.log.Warn("refreshing this worker's announcement failed; retrying", "err", redact.Text(err.Error()))
 		})
-	}()
-	w.undo = append(w.undo, func() { cancel(); <-done })
+	})
 	return nil
 }
 
@@ -577,13 +579,7 @@ func (w *Worker) sweepArchived(s *outcome.Sweeper) {
 	if interval <= 0 {
 		interval = finishSweepInterval
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(ctx, interval)
-	}()
-	w.undo = append(w.undo, func() { cancel(); <-done })
+	w.background(func(ctx context.Context) { s.Run(ctx, interval) })
 }
 
 // finishSweepInterval bounds how long an export archived without a final
@@ -593,10 +589,7 @@ const finishSweepInterval = 5 * time.Second
 // sweepTemp removes, in the background, temp files a crash left in the file
 // store, at start and every sweepInterval, until Shutdown.
 func (w *Worker) sweepTemp(files *storage.File) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	w.background(func(ctx context.Context) {
 		t := time.NewTicker(sweepInterval)
 		defer t.Stop()
 		for {
@@ -611,8 +604,7 @@ func (w *Worker) sweepTemp(files *storage.File) {
 			case <-t.C:
 			}
 		}
-	}()
-	w.undo = append(w.undo, func() { cancel(); <-done })
+	})
 }
 
 // ownEndpoints are the endpoints of cfg a render must never reach: the
