@@ -1,6 +1,6 @@
 // Command bench is the benchmark report of pdfexport (`make bench`): it
 // starts a private redis-server, real worker binaries and in-process workers
-// wired exactly like cmd/worker, measures what the README claims (one render
+// wired exactly like cmd/worker, measures what the README and docs/ claim (one render
 // for K duplicates, pick-up latency, cache hits, pipeline overhead, a long
 // document) against baselines measured in the same run, runs the lock and
 // render Go benchmarks as a subprocess, prints a table and writes

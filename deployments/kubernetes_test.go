@@ -319,7 +319,7 @@ func workerDurations(t *testing.T, c corev1.Container) (shutdown, render time.Du
 	return cfg.ShutdownTimeout, cfg.RenderTimeout
 }
 
-// TestWorkerDeployment_Settings: what docs/CAPACITY.md and the README say
+// TestWorkerDeployment_Settings: what docs/CAPACITY.md and docs/DEPLOYMENT.md say
 // the worker Deployment does, it does.
 func TestWorkerDeployment_Settings(t *testing.T) {
 	objs := loadObjects(t)

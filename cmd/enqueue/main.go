@@ -24,7 +24,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
-// Exit codes: the CLI contract (README, docs/ARCHITECTURE.md).
+// Exit codes: the CLI contract (README.md, docs/ARCHITECTURE.md).
 const (
 	exitOK          = 0
 	exitFailed      = 1 // the task failed (or was not done in time)
@@ -116,7 +116,7 @@ Run "enqueue COMMAND --help" for a command's flags.
 Exit codes: 0 done, 1 task failed, 2 invalid input (stderr names the field),
 3 Redis or storage unreachable.
 
-Tracing: the OTEL_* variables (README, "Tracing"); TRACEPARENT makes the
+Tracing: the OTEL_* variables (docs/OPERATING.md, "Tracing"); TRACEPARENT makes the
 exports join that trace.
 
 Configuration (environment variables):

@@ -19,7 +19,7 @@ func (m *Metrics) WithQueueMetrics(inspector *asynq.Inspector) *Metrics {
 	return m
 }
 
-// Metrics are the pdfexport_* Prometheus metrics (README, "Operating"). A Metrics is
+// Metrics are the pdfexport_* Prometheus metrics (docs/OPERATING.md). A Metrics is
 // the Observer of the lock, tasks and render packages.
 type Metrics struct {
 	Registry        *prometheus.Registry

@@ -42,7 +42,7 @@ func nodeTool(t *testing.T, modules, dir, tool string, args ...string) string {
 }
 
 // TestOpenAPI_TypeScriptClientCompiles: the types openapi-typescript
-// generates from api/openapi.yaml, with the README's own command run at the
+// generates from api/openapi.yaml, with docs/HTTP-API.md's own command run at the
 // root of a copy of the repository (so redocly.yaml's apis entry applies,
 // as it does for a reader who runs it as written), type
 // api/client-check/client.ts (openapi-fetch: enqueue with only the fields a
@@ -52,13 +52,14 @@ func nodeTool(t *testing.T, modules, dir, tool string, args ...string) string {
 // unused otherwise, which tsc reports).
 func TestOpenAPI_TypeScriptClientCompiles(t *testing.T) {
 	modules := nodeTools(t)
-	readme, err := os.ReadFile("../../README.md")
+	const doc = "../../docs/HTTP-API.md"
+	page, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("`npx openapi-typescript ([^`]+)`").FindSubmatch(readme)
+	m := regexp.MustCompile("`npx openapi-typescript ([^`]+)`").FindSubmatch(page)
 	if m == nil {
-		t.Fatal("README.md names no `npx openapi-typescript …` command")
+		t.Fatalf("%s names no `npx openapi-typescript …` command", doc)
 	}
 	args := strings.Fields(string(m[1]))
 	root := t.TempDir()
@@ -80,7 +81,7 @@ func TestOpenAPI_TypeScriptClientCompiles(t *testing.T) {
 	}
 	nodeTool(t, modules, root, "openapi-typescript", args...)
 	if _, err := os.Stat(filepath.Join(root, "schema.ts")); err != nil {
-		t.Fatalf("the README's command (npx openapi-typescript %s) wrote no schema.ts beside client.ts: %v", m[1], err)
+		t.Fatalf("docs/HTTP-API.md's command (npx openapi-typescript %s) wrote no schema.ts beside client.ts: %v", m[1], err)
 	}
 	nodeTool(t, modules, root, "tsc", "--project", ".")
 }

@@ -1,5 +1,5 @@
 // Package config reads the worker's and the CLI's settings from the
-// environment (README, "Configuration"). Every variable has a documented default; Load
+// environment (docs/CONFIGURATION.md). Every variable has a documented default; Load
 // reports every bad variable at once, each named with the reason, so an
 // operator fixes a deployment in one pass.
 package config
@@ -33,7 +33,7 @@ import (
 // `envDefault` tag its default (for the settings an enqueuer must share,
 // the spec constants Defaults sets instead), `empty:"off"` that an empty
 // value turns the feature off rather than taking the default, and the
-// `help` tag what it does: --help and the README's configuration table
+// `help` tag what it does: --help and docs/CONFIGURATION.md's table
 // come from these tags.
 type Config struct {
 	RedisURL            string   `env:"REDIS_URL" bins:"worker,enqueue,api" envDefault:"redis://127.0.0.1:6379/0" help:"Redis holding the asynq queues: redis://[:password@]host:port/db or rediss:// for TLS."`
@@ -522,7 +522,7 @@ func ParseQueues(s string) (map[string]int, error) {
 }
 
 // Variables lists every environment variable with its default and doc, in
-// declaration order, for --help and the README.
+// declaration order, for --help and docs/CONFIGURATION.md.
 func Variables() []Variable {
 	t := reflect.TypeOf(Config{})
 	preset := reflect.ValueOf(defaults())

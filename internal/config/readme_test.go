@@ -12,7 +12,8 @@ const (
 	tableEnd   = "<!-- config-table:end -->"
 )
 
-// MarkdownTable renders Variables as the README's configuration table.
+// MarkdownTable renders Variables as the configuration table of
+// docs/CONFIGURATION.md.
 func markdownTable() string {
 	var b strings.Builder
 	b.WriteString("| variable | default | read by | meaning |\n|---|---|---|---|\n")
@@ -27,7 +28,7 @@ func markdownTable() string {
 }
 
 // TestVariables_SayWhoReadsThem: every variable names the binaries that
-// read it, from Binaries, in that order, so each --help and the README's
+// read it, from Binaries, in that order, so each --help and the table's
 // column list a variable only where it does something.
 func TestVariables_SayWhoReadsThem(t *testing.T) {
 	for _, v := range Variables() {
@@ -48,11 +49,13 @@ func TestVariables_SayWhoReadsThem(t *testing.T) {
 	}
 }
 
-// TestREADMEListsEveryVariable fails when the README's configuration table
-// differs from the variables the code reads. Regenerate it with
-// UPDATE_README=1 go test ./internal/config -run TestREADME.
+// TestREADMEListsEveryVariable fails when the configuration table of
+// docs/CONFIGURATION.md differs from the variables the code reads.
+// Regenerate it with UPDATE_README=1 go test ./internal/config -run TestREADME.
+// The table lived in the README until it moved to docs/; the test's name and
+// UPDATE_README stay so that the command every note gives keeps working.
 func TestREADMEListsEveryVariable(t *testing.T) {
-	const path = "../../README.md"
+	const path = "../../docs/CONFIGURATION.md"
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +63,7 @@ func TestREADMEListsEveryVariable(t *testing.T) {
 	readme := string(raw)
 	begin, end := strings.Index(readme, tableBegin), strings.Index(readme, tableEnd)
 	if begin < 0 || end < begin {
-		t.Fatalf("README.md lacks the config table markers")
+		t.Fatalf("%s lacks the config table markers", path)
 	}
 	want := tableBegin + "\n" + markdownTable() + tableEnd
 	got := readme[begin : end+len(tableEnd)]
@@ -73,5 +76,5 @@ func TestREADMEListsEveryVariable(t *testing.T) {
 		}
 		return
 	}
-	t.Fatalf("README.md configuration table is out of date; run UPDATE_README=1 go test ./internal/config -run TestREADME")
+	t.Fatalf("%s: configuration table is out of date; run UPDATE_README=1 go test ./internal/config -run TestREADME", path)
 }
