@@ -100,7 +100,15 @@ func TestReleaseSnapshot(t *testing.T) {
 		for _, arch := range platforms {
 			name := fmt.Sprintf("pdfexport_%s_linux_%s.tar.gz", version, arch)
 			files := readTarGz(t, filepath.Join(dist, name))
-			for _, f := range []string{"LICENSE", "NOTICE", "README.md", "CHANGELOG.md", "third_party/asynq/LICENSE"} {
+			pages, err := filepath.Glob("../docs/*.md") // the pages the README links to
+			if err != nil || len(pages) == 0 {
+				t.Fatalf("docs/*.md: %v %v", pages, err)
+			}
+			shipped := []string{"LICENSE", "NOTICE", "README.md", "CHANGELOG.md", "third_party/asynq/LICENSE"}
+			for _, p := range pages {
+				shipped = append(shipped, "docs/"+filepath.Base(p))
+			}
+			for _, f := range shipped {
 				want, err := os.ReadFile(filepath.Join("..", f))
 				if err != nil {
 					t.Fatal(err)
