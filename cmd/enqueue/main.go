@@ -1,5 +1,6 @@
 // Command enqueue requests PDF exports: export one manual version, check a
-// task's status, re-render a catalogue from a CSV, or serve the HTTP enqueue API. It reads the same environment as the worker
+// task's status, cancel it, re-render a catalogue from a CSV, or print a
+// signed reader link. It reads the same environment as the worker
 // (REDIS_URL, ALLOWED_HOSTS, …) and validates with the worker's rules.
 package main
 
@@ -70,8 +71,6 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		return traced(ctx, e, tracing.ServiceEnqueue, runCancel, args[1:])
 	case "batch":
 		return traced(ctx, e, tracing.ServiceEnqueue, runBatch, args[1:])
-	case "serve":
-		return traced(ctx, e, tracing.ServiceAPI, runServe, args[1:])
 	case "link":
 		return runLink(ctx, e, args[1:])
 	default:
@@ -105,7 +104,6 @@ Usage:
                                               stopped if running; exit 1 if it was final already
   enqueue batch --file F.csv|- [--rate N/s] [--force] [--wait[=DUR]] [--queue batch]
                                               CSV columns manual_id,version,url
-  enqueue serve [--addr ADDR]                 the HTTP API of bin/api (default API_ADDR)
   enqueue link --manual ID --version V [--expires 24h] [--paper Letter] [--landscape]
                                               print a reader download link signed with LINK_SECRET,
                                               under API_PUBLIC_URL (no Redis needed)

@@ -15,7 +15,7 @@
 // for an export that does not exist; a queue outside the client's set is a
 // 403 naming it. At most MaxWaiters long-polls wait at once; more are a
 // 429. Its contract is api/openapi.yaml; the tests check the two against
-// each other. bin/api serves it (enqueue serve is an alias).
+// each other. bin/api serves it.
 package api
 
 import (

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -224,10 +225,10 @@ func TestHostileInputs(t *testing.T) {
 		{name: "chapter task without its manual", iface: "chapter", body: `{"v":1,"index":0,"manual_id":"a","version":"1","chapter":{"html":"x"}}`, want: "manual_task"},
 	}
 
-	// HTTP API: the enqueue binary's own server.
+	// HTTP API: bin/api on the same Redis.
 	apiAddr := "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t))
-	serve := exec.Command(filepath.Join(c.bin, "enqueue"), "serve", "--addr", apiAddr)
-	serve.Env = c.env
+	serve := exec.Command(filepath.Join(c.bin, "api"))
+	serve.Env = append(slices.Clone(c.env), "API_ADDR="+apiAddr)
 	var serveLog harness.SyncBuffer
 	serve.Stdout, serve.Stderr = &serveLog, &serveLog
 	if err := serve.Start(); err != nil {
@@ -237,7 +238,7 @@ func TestHostileInputs(t *testing.T) {
 	hctx, hcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer hcancel()
 	if err := harness.WaitHTTP(hctx, "http://"+apiAddr+"/healthz", nil); err != nil {
-		t.Fatalf("enqueue serve did not answer: %v", err)
+		t.Fatalf("bin/api did not answer: %v", err)
 	}
 
 	inspector := asynq.NewInspector(asynq.RedisClientOpt{Addr: c.redis.Addr()})

@@ -248,7 +248,7 @@ func Markdown(w io.Writer, s Summary, fuzz []Fuzz, command string, wall time.Dur
 	for _, k := range ifaces {
 		p("- %s: %d of %d as expected\n", k, byIface[k][0], byIface[k][1])
 	}
-	p("\ncli: `bin/enqueue export` exits 2 and stderr names the field; http: `enqueue serve` answers 400 (413 when too large) with `field`; " +
+	p("\ncli: `bin/enqueue export` exits 2 and stderr names the field; http: `bin/api` answers 400 (413 when too large) with `field`; " +
 		"task: raw payload put on the queue with asynq, archived without retries, error naming the field; render: valid requests for hostile pages " +
 		"(clear error after retries, or a PDF without anything from forbidden hosts, `pdftotext`).\n")
 	p("\n| interface | case | expected | result |\n|---|---|---|---|\n")

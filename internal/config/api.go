@@ -17,7 +17,7 @@ const maxWaitersLimit = 100_000
 // write timeout (api.MaxWait + 30 s), and a reader gives up long before.
 const maxLinkWait = 60 * time.Second
 
-// CheckAPI adds the rules only the HTTP API (bin/api, enqueue serve)
+// CheckAPI adds the rules only the HTTP API (bin/api)
 // needs: API_MAX_WAITERS in range, API_CLIENTS_FILE loads, its queues
 // are QUEUES' and no client holds API_TOKEN, LINK_SECRET parses and
 // LINK_WAIT is in range (MANUALS_FILE is loaded by the API itself). The result is an *Error
