@@ -343,6 +343,24 @@ func ForClient(name string) EnqueueOption { return func(s *enqueueSettings) { s.
 // n from spec.MinEnvelopeVersion to spec.EnvelopeVersion.
 func EnvelopeVersion(n int) EnqueueOption { return func(s *enqueueSettings) { s.envelope = n } }
 
+// settings applies opts over the client's defaults and checks the queue
+// and the client name they give.
+func (c *Client) settings(opts []EnqueueOption) (enqueueSettings, error) {
+	s := enqueueSettings{queue: c.cfg.Queue}
+	for _, o := range opts {
+		o(&s)
+	}
+	if !slices.Contains(c.cfg.Queues, s.queue) {
+		return s, &FieldError{Field: "queue", Rule: fmt.Sprintf("%q is not a queue the workers serve (%s)", s.queue, strings.Join(c.cfg.Queues, ", "))}
+	}
+	if s.client != "" {
+		if err := spec.ValidateClientName(s.client); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
 // TaskID gives the task this id instead of a fresh UUID, so that callers
 // asking for the same export at the same moment share one task: asynq
 // refuses a second task with an id it holds (queued, running, or final
@@ -383,17 +401,9 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	if err := c.Validate(p); err != nil {
 		return Enqueued{}, err
 	}
-	s := enqueueSettings{queue: c.cfg.Queue}
-	for _, o := range opts {
-		o(&s)
-	}
-	if !slices.Contains(c.cfg.Queues, s.queue) {
-		return Enqueued{}, &FieldError{Field: "queue", Rule: fmt.Sprintf("%q is not a queue the workers serve (%s)", s.queue, strings.Join(c.cfg.Queues, ", "))}
-	}
-	if s.client != "" {
-		if err := spec.ValidateClientName(s.client); err != nil {
-			return Enqueued{}, err
-		}
+	s, err := c.settings(opts)
+	if err != nil {
+		return Enqueued{}, err
 	}
 	if s.envelope != 0 && (s.envelope < spec.MinEnvelopeVersion || s.envelope > spec.EnvelopeVersion) {
 		return Enqueued{}, &FieldError{Field: "envelope_version", Rule: fmt.Sprintf("must be from %d to %d, got %d", spec.MinEnvelopeVersion, spec.EnvelopeVersion, s.envelope)}

@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
 // An export whose artifact is stored already need not be queued: a worker
@@ -68,17 +65,9 @@ func (c *Client) CompleteStored(ctx context.Context, p Payload, r Result, opts .
 	if !Reusable(p) {
 		return Enqueued{}, ErrNotReusable
 	}
-	s := enqueueSettings{queue: c.cfg.Queue}
-	for _, o := range opts {
-		o(&s)
-	}
-	if !slices.Contains(c.cfg.Queues, s.queue) {
-		return Enqueued{}, &FieldError{Field: "queue", Rule: fmt.Sprintf("%q is not a queue the workers serve (%s)", s.queue, strings.Join(c.cfg.Queues, ", "))}
-	}
-	if s.client != "" {
-		if err := spec.ValidateClientName(s.client); err != nil {
-			return Enqueued{}, err
-		}
+	s, err := c.settings(opts)
+	if err != nil {
+		return Enqueued{}, err
 	}
 	key := p.ArtifactKey()
 	if r.ArtifactKey != key && !strings.HasSuffix(r.ArtifactKey, "/"+key) {
