@@ -3,9 +3,7 @@ package outcome
 import (
 	"context"
 	"encoding/json"
-	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -107,13 +105,6 @@ func TestFinish_OneCallbackPerExport(t *testing.T) {
 	}
 }
 
-// listenerGoroutines counts the goroutines running a Listener's code.
-func listenerGoroutines() int {
-	buf := make([]byte, 1<<20)
-	n := runtime.Stack(buf, true)
-	return strings.Count(string(buf[:n]), "subscription.(*Subscription)")
-}
-
 // TestListener_WatchDoesNotWaitAndCloseEndsTheSubscriber: with Redis slow to
 // confirm the subscription (a proxy holds the reply back) or not there at
 // all, Watch returns at once, not Ready; Close ends the attempt under way
@@ -127,7 +118,7 @@ func TestListener_WatchDoesNotWaitAndCloseEndsTheSubscriber(t *testing.T) {
 		"refused": "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t)),
 	} {
 		t.Run(name, func(t *testing.T) {
-			before := listenerGoroutines()
+			before := testsupport.Goroutines("subscription.(*Subscription)")
 			rdb := redis.NewClient(&redis.Options{Addr: addr})
 			defer rdb.Close()
 			l := NewListener(rdb)
@@ -157,7 +148,7 @@ func TestListener_WatchDoesNotWaitAndCloseEndsTheSubscriber(t *testing.T) {
 			if d := time.Since(start); d > time.Second {
 				t.Errorf("Close took %s", d)
 			}
-			if n := listenerGoroutines(); n > before {
+			if n := testsupport.Goroutines("subscription.(*Subscription)"); n > before {
 				t.Errorf("%d goroutines of the Listener after Close, %d before", n, before)
 			}
 			if _, err := l.Watch("task-c"); err == nil {

@@ -3,7 +3,6 @@ package subscription_test
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,12 +130,6 @@ func TestSubscription_ResubscribesAfterARedisRestart(t *testing.T) {
 	r.await(t, "a message after the restart", 5*time.Second, func(m []string, _ int) bool { return len(m) == 1 && m[0] == "after" })
 }
 
-func subscriberGoroutines() int {
-	buf := make([]byte, 1<<20)
-	n := runtime.Stack(buf, true)
-	return strings.Count(string(buf[:n]), "subscription.(*Subscription)")
-}
-
 // TestSubscription_CloseEndsAnAttempt: with Redis slow to confirm (a proxy
 // holds the reply back) or not there at all, the subscription is not
 // Ready, Close ends the attempt under way promptly and leaves no goroutine
@@ -150,7 +143,7 @@ func TestSubscription_CloseEndsAnAttempt(t *testing.T) {
 		"refused": "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t)),
 	} {
 		t.Run(name, func(t *testing.T) {
-			before := subscriberGoroutines()
+			before := testsupport.Goroutines("subscription.(*Subscription)")
 			rdb := redis.NewClient(&redis.Options{Addr: addr})
 			defer rdb.Close()
 			s := subscription.New(subscription.Config{RDB: rdb, Channel: "test:channel"})
@@ -163,7 +156,7 @@ func TestSubscription_CloseEndsAnAttempt(t *testing.T) {
 				t.Fatal("Ready without a confirmed subscription")
 			default:
 			}
-			if n := subscriberGoroutines(); n <= before {
+			if n := testsupport.Goroutines("subscription.(*Subscription)"); n <= before {
 				t.Fatalf("no subscriber goroutine while subscribing (%d, %d before)", n, before)
 			}
 			started := time.Now()
@@ -173,7 +166,7 @@ func TestSubscription_CloseEndsAnAttempt(t *testing.T) {
 			if d := time.Since(started); d > time.Second {
 				t.Errorf("Close took %s", d)
 			}
-			if n := subscriberGoroutines(); n > before {
+			if n := testsupport.Goroutines("subscription.(*Subscription)"); n > before {
 				t.Errorf("%d subscriber goroutines after Close, %d before", n, before)
 			}
 			if err := s.Start(); !errors.Is(err, subscription.ErrClosed) {
