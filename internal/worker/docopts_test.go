@@ -37,6 +37,24 @@ func tool(t *testing.T, mayFail bool, name string, args ...string) (string, erro
 	return string(out), err
 }
 
+// exportCompleted enqueues r, waits for it, fails the test unless it
+// completed, and returns its status and the stored file's path.
+func exportCompleted(ctx context.Context, t *testing.T, c *exportclient.Client, r exportclient.Request) (exportclient.Status, string) {
+	t.Helper()
+	job, err := c.Enqueue(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Wait(ctx, job.TaskID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != exportclient.StateCompleted {
+		t.Fatalf("export %+v", st)
+	}
+	return st, strings.TrimPrefix(st.Result.URL, "file://")
+}
+
 // squeeze drops all white space: pdftotext puts a rotated watermark's
 // letters on lines of their own.
 func squeeze(s string) string { return strings.Join(strings.Fields(s), "") }
@@ -70,18 +88,7 @@ func TestWorker_DocumentOptions(t *testing.T) {
 	const userPW, ownerPW = "reader-5e1b9", "owner-c07d2"
 	export := func(opts exportclient.Options) (exportclient.Status, string) {
 		t.Helper()
-		job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "docopts", Version: "1", HTML: docManual, Options: opts})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := c.Wait(ctx, job.TaskID, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.State != exportclient.StateCompleted {
-			t.Fatalf("export %+v", st)
-		}
-		return st, strings.TrimPrefix(st.Result.URL, "file://")
+		return exportCompleted(ctx, t, c, exportclient.Request{ManualID: "docopts", Version: "1", HTML: docManual, Options: opts})
 	}
 
 	// Everything at once, with the outline (and so tagging).

@@ -59,18 +59,7 @@ func TestWorker_FastWebView(t *testing.T) {
 				req := tc.req
 				req.ManualID, req.Version = "fast-"+strings.ReplaceAll(tc.name, " ", "-"), "1"
 				req.Options.FastWebView = fast
-				job, err := c.Enqueue(ctx, req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				st, err := c.Wait(ctx, job.TaskID, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if st.State != exportclient.StateCompleted {
-					t.Fatalf("export %+v", st)
-				}
-				return st, strings.TrimPrefix(st.Result.URL, "file://")
+				return exportCompleted(ctx, t, c, req)
 			}
 			var pw []string
 			if tc.password != "" {
