@@ -43,7 +43,7 @@ test: setup ## run every test (race detector, real Redis/Chromium/S3 server)
 	$(GO) vet ./...
 	@# The previous release's binaries, for the compatibility test, built
 	@# (or taken from the cache) before the packages' timeouts start.
-	$(GO) test -count=1 -timeout 15m -run '^TestPreviousBinaries_BuildOnceAndRun$$' ./internal/testsupport
+	$(GO) test -count=1 -timeout 15m -run '^TestPreviousBinaries_BuildOnceAndRun$$' ./internal/testing/testsupport
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 test-short: ## the tests that need no server, browser or built binary (30 CPU-s warm)

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/harness"
+	"github.com/pdfexport/pdfexport/internal/testing/harness"
 )
 
 // goBenchResult is what the go test -bench subprocesses printed.

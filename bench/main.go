@@ -28,7 +28,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/harness"
+	"github.com/pdfexport/pdfexport/internal/testing/harness"
 )
 
 // options are the command-line settings of one benchmark run.

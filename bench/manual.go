@@ -19,10 +19,10 @@ import (
 	"github.com/pdfexport/pdfexport/bench/peer"
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/chromium"
-	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/testing/harness"
 )
 
 // nodeDocs is where Debian's nodejs package installs the Node.js API

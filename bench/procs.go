@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/chromium"
-	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/testing/harness"
 )
 
 // killTree SIGKILLs pid's process group and every process below it, found

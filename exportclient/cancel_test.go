@@ -14,7 +14,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // TestWait_WakesOnTheAnnouncement: with a poll interval of a minute, Wait

@@ -14,7 +14,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/fleet"
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // TestEnqueue_OlderWorkersGate: an envelope that needs envelope version 2

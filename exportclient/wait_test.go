@@ -12,7 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 func newTestClient(t *testing.T) (*Client, *testsupport.Redis) {

@@ -3,7 +3,7 @@
 # included) and the hostile-input table with the race detector, then 60 s of
 # fuzzing per target (internal/spec's, and internal/assemble's reader of
 # chapter PDFs); RELIABILITY.md is generated from the
-# run by internal/chaos/reliability, never written by hand. Logs stay in
+# run by internal/testing/chaos/reliability, never written by hand. Logs stay in
 # var/chaos. Exits non-zero when any part failed (the report is still
 # written when the summary exists).
 set -uo pipefail
@@ -21,7 +21,7 @@ rm -f "$out/summary.json" "$out"/fuzz-*.log
 
 start=$(date +%s)
 rc=0
-chaos_cmd=("$GO" test -race -count=1 -timeout 40m -v ./internal/chaos/)
+chaos_cmd=("$GO" test -race -count=1 -timeout 40m -v ./internal/testing/chaos/)
 echo "PDFEXPORT_CHAOS=full ${chaos_cmd[*]}  (log: $out/chaos.log)"
 PDFEXPORT_CHAOS=full PDFEXPORT_CHAOS_SUMMARY="$PWD/$out/summary.json" "${chaos_cmd[@]}" >"$out/chaos.log" 2>&1 || rc=1
 grep -E '^(--- |ok |FAIL)|: passed (true|false) in' "$out/chaos.log"
@@ -34,7 +34,7 @@ for pkg_target in "${FUZZ_TARGETS[@]}"; do
 	tail -n 2 "$out/fuzz-$target.log"
 done
 
-"$GO" run ./internal/chaos/reliability -summary "$out/summary.json" -fuzz-dir "$out" -wall $(($(date +%s) - start)) \
+"$GO" run ./internal/testing/chaos/reliability -summary "$out/summary.json" -fuzz-dir "$out" -wall $(($(date +%s) - start)) \
 	-command "make chaos   # = scripts/chaos.sh: PDFEXPORT_CHAOS=full ${chaos_cmd[*]}; then per package:target in ${FUZZ_TARGETS[*]}: $GO test -run '^\$' -fuzz '^<Target>\$' -fuzztime $FUZZ_TIME -fuzzminimizetime $FUZZ_MINIMIZE_TIME ./<package>" \
 	-out RELIABILITY.md || rc=1
 exit $rc

@@ -13,7 +13,7 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // TestPrint_BothDesignsPrintTheDocument: the baseline prints what it is

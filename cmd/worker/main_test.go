@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/config"
-	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/harness"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 func TestRun_InvalidConfigExits2ListingEveryVariable(t *testing.T) {

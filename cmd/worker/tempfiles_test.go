@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // planter is another local user sharing the worker's TMPDIR: it watches

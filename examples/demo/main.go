@@ -29,8 +29,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/testing/harness"
 )
 
 const demoDir = "var/demo"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // TestAPI_CreateWantsJSONContentType: a POST a browser page can send

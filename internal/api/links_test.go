@@ -29,7 +29,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/manuals"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // countingStore counts the reads of a real backend, to show that a refused

@@ -19,7 +19,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/assemble"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // nodeDocs is Debian's nodejs package's API documentation: real pages

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // TestStore_IdentityIsKeyedStableAndPrivate: two processes (two Stores on

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // secretsKey is a SECRETS_KEY entry of a 32-byte key made of b.

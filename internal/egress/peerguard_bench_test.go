@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/proctree"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // cpuTime is the CPU time this process used so far.

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // proxyHarness is an egress proxy with recording resolver and dialler seams.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // On Redis Cluster every key of an artifact shares its hash slot, the scripts

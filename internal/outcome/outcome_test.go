@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 func setup(t *testing.T) (*testsupport.Redis, redis.UniversalClient, *Finisher) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // TestExportClient_SealsWithSecretsKey: the exportclient of bin/api and

@@ -11,7 +11,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // TestRender_StartsNoBrowserUI: while renders run, on either Chromium build,

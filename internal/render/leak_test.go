@@ -19,7 +19,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // TestRender_NoLeaksOverManyRenders runs 500 small renders (30 with -short,

@@ -16,7 +16,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/fleet"
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // TestWorker_NewerEnvelopeFailsForGoodAndSaysSo: an envelope of a newer

@@ -16,7 +16,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/storage"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // TestWorker_ManualChaptersSpreadOverTheFleet: the chapters of one manual

@@ -14,8 +14,8 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/harness"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/harness"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // portal is a private docs site: /manual answers only a request with the

@@ -17,9 +17,9 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/logging"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/harness"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 	"github.com/pdfexport/pdfexport/internal/tracing"
 	"github.com/pdfexport/pdfexport/internal/tracing/tracingtest"
 )

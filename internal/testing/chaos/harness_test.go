@@ -23,9 +23,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/harness"
 	"github.com/pdfexport/pdfexport/internal/proctree"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/harness"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // full reports whether the long scenarios run (make chaos sets

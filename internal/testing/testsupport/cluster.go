@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/harness"
+	"github.com/pdfexport/pdfexport/internal/testing/harness"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/harness"
+	"github.com/pdfexport/pdfexport/internal/testing/harness"
 )
 
 // TLSFiles are PEM files of a test PKI: a CA, a server certificate for

@@ -1,7 +1,7 @@
 // Command reliability renders RELIABILITY.md from the chaos tests' JSON
 // summary and the `go test -fuzz` logs that `make chaos` collects.
 //
-//	go run ./internal/chaos/reliability -summary var/chaos/summary.json \
+//	go run ./internal/testing/chaos/reliability -summary var/chaos/summary.json \
 //	    -fuzz-dir var/chaos -command 'make chaos' -wall 900 -out RELIABILITY.md
 package main
 
@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/chaos"
+	"github.com/pdfexport/pdfexport/internal/testing/chaos"
 )
 
 func main() {

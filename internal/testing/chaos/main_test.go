@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 	recorder = NewRecorder(mode)
 	code := m.Run()
 	if path := os.Getenv("PDFEXPORT_CHAOS_SUMMARY"); path != "" {
-		cmd := "PDFEXPORT_CHAOS=" + os.Getenv("PDFEXPORT_CHAOS") + " go test " + strings.Join(os.Args[1:], " ") + " ./internal/chaos/"
+		cmd := "PDFEXPORT_CHAOS=" + os.Getenv("PDFEXPORT_CHAOS") + " go test " + strings.Join(os.Args[1:], " ") + " ./internal/testing/chaos/"
 		if err := recorder.Write(path, cmd); err != nil {
 			fmt.Fprintln(os.Stderr, "writing the chaos summary:", err)
 			code = 1

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pdfexport/pdfexport/internal/harness"
+	"github.com/pdfexport/pdfexport/internal/testing/harness"
 )
 
 // Sentinel is a high-availability Redis deployment of the tests: a master,

@@ -16,7 +16,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/outcome"
-	"github.com/pdfexport/pdfexport/internal/testsupport"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // callbackSecret is the scenario's CALLBACK_SECRET (whsec_ and base64).

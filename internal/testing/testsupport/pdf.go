@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/pdfexport/pdfexport/internal/harness"
+	"github.com/pdfexport/pdfexport/internal/testing/harness"
 )
 
 // PDFPages returns the page count pdfinfo (poppler-utils) reads from a PDF

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pdfexport/pdfexport/internal/harness"
+	"github.com/pdfexport/pdfexport/internal/testing/harness"
 )
 
 // Redis is a private redis-server process bound to 127.0.0.1 that a test can

@@ -10,7 +10,7 @@
 // table of hostile inputs goes through the CLI, the HTTP API, raw queue
 // payloads and hostile pages.
 //
-// `go test ./internal/chaos/` (and make test) runs the quick subset: the
+// `go test ./internal/testing/chaos/` (and make test) runs the quick subset: the
 // hostile inputs and scenarios 1, 3 and 6. PDFEXPORT_CHAOS=full (make chaos)
 // runs everything, writes a JSON summary to $PDFEXPORT_CHAOS_SUMMARY, and
 // the reliability command renders it into RELIABILITY.md.
