@@ -2,24 +2,11 @@ package api
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/artifact"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
-
-// storedInfo is the part of the info object a worker writes beside every
-// PDF (internal/export, info.go: "<key>.json") that a reuse reports.
-type storedInfo struct {
-	ETag            string         `json:"etag"`
-	Pages           int            `json:"pages"`
-	Warnings        []spec.Warning `json:"warnings,omitempty"`
-	WarningsOmitted int            `json:"warnings_omitted,omitempty"`
-}
-
-// maxStoredInfoBytes bounds the info object read (the worker's bound).
-const maxStoredInfoBytes = 64 << 10
 
 // storedResult is the result a worker would give p from storage alone, and
 // whether storage can answer for p at all: the PDF under p's key (the
@@ -38,13 +25,8 @@ func (a *api) storedResult(ctx context.Context, p exportclient.Payload) (exportc
 	if err != nil {
 		return exportclient.Result{}, false
 	}
-	rc, err := a.store.Open(ctx, key+".json")
-	if err != nil {
-		return exportclient.Result{}, false
-	}
-	defer rc.Close()
-	var info storedInfo
-	if err := json.NewDecoder(io.LimitReader(rc, maxStoredInfoBytes)).Decode(&info); err != nil || info.ETag != obj.ETag || info.Pages <= 0 {
+	info, err := artifact.ReadInfo(ctx, a.store, key)
+	if err != nil || info.ETag != obj.ETag || info.Pages <= 0 {
 		return exportclient.Result{}, false
 	}
 	failOn := p.Options.Settings().FailOn

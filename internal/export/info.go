@@ -6,32 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
+	"github.com/pdfexport/pdfexport/internal/artifact"
 	"github.com/pdfexport/pdfexport/internal/render"
-	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
 
-// artifactInfo is a small JSON object stored next to each PDF
-// ("….pdf.json"). A streamed upload cannot carry the page count in its
-// headers (pages are known only at the end of the stream), and reusers must
-// report it, so the renderer writes it here after the PDF is stored.
-type artifactInfo struct {
-	ETag     string `json:"etag"` // of the PDF this describes; a mismatch means stale
-	Pages    int    `json:"pages"`
-	Bytes    int64  `json:"bytes"`
-	RenderMS int64  `json:"render_ms"`
-	Fence    int64  `json:"fence"`
-	Renderer string `json:"renderer"`
-	// The render's warnings, reported again by every reuser.
-	Warnings        []spec.Warning `json:"warnings,omitempty"`
-	WarningsOmitted int            `json:"warnings_omitted,omitempty"`
-}
+// artifactInfo is the record stored next to each PDF ("….pdf.json").
+type artifactInfo = artifact.Info
 
-const maxInfoBytes = 64 << 10
-
-func infoKey(key string) string { return key + ".json" }
+func infoKey(key string) string { return artifact.InfoKey(key) }
 
 func (h *Handler) writeInfo(ctx context.Context, key, etag string, info artifactInfo) error {
 	info.ETag = etag
@@ -74,12 +58,5 @@ func (h *Handler) describe(ctx context.Context, key string, obj storage.Object) 
 }
 
 func (h *Handler) readInfo(ctx context.Context, key string) (artifactInfo, error) {
-	rc, err := h.cfg.Store.Open(ctx, infoKey(key))
-	if err != nil {
-		return artifactInfo{}, err
-	}
-	defer rc.Close()
-	var info artifactInfo
-	err = json.NewDecoder(io.LimitReader(rc, maxInfoBytes)).Decode(&info)
-	return info, err
+	return artifact.ReadInfo(ctx, h.cfg.Store, key)
 }
