@@ -238,6 +238,7 @@ type Client struct {
 	rdb       redis.UniversalClient // Wait's light polls, cancel markers
 	finals    *outcome.Listener     // Wait wakes on announced outcomes
 	finisher  *outcome.Finisher     // ends the exports Cancel archives
+	workers   *fleet.Checker        // the envelope versions a queue's workers serve
 	creds     *credstore.Store      // per-export credentials, beside their tasks
 }
 
@@ -302,8 +303,9 @@ func New(cfg Config) (*Client, error) {
 	// One connection pool for enqueue, status, polls and markers: a CLI
 	// process dials once, not three times.
 	client := asynq.NewClientFromRedisClient(rdb)
-	return &Client{cfg: cfg, hosts: spec.Hosts{Sources: sources, Callbacks: callbacks}, client: client,
-		inspector: asynq.NewInspectorFromRedisClient(rdb), rdb: rdb, finals: outcome.NewListener(rdb), creds: &credstore.Store{RDB: rdb, Keys: keys},
+	inspector := asynq.NewInspectorFromRedisClient(rdb)
+	return &Client{cfg: cfg, hosts: spec.Hosts{Sources: sources, Callbacks: callbacks}, client: client, workers: fleet.NewChecker(rdb, inspector),
+		inspector: inspector, rdb: rdb, finals: outcome.NewListener(rdb), creds: &credstore.Store{RDB: rdb, Keys: keys},
 		finisher: &outcome.Finisher{RDB: rdb, Client: client, CallbackMaxRetry: cfg.CallbackMaxRetry, Retention: cfg.Retention}}, nil
 }
 
@@ -502,7 +504,7 @@ func (c *Client) version(ctx context.Context, env spec.Envelope, s enqueueSettin
 		return need, nil
 	}
 	for {
-		older, err := fleet.Older(ctx, c.rdb, c.inspector, s.queue, need)
+		older, err := c.workers.Older(ctx, s.queue, need)
 		if err != nil {
 			return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -176,4 +177,63 @@ func Older(ctx context.Context, rdb redis.UniversalClient, inspector *asynq.Insp
 		return strings.Compare(a.Host+":"+strconv.Itoa(a.PID), b.Host+":"+strconv.Itoa(b.PID))
 	})
 	return out, nil
+}
+
+// ServedFor is how long a Checker trusts that a queue's workers serve an
+// envelope version: the announcements' own Interval. Listing asynq's
+// servers and reading their announcements costs an enqueue a few Redis
+// commands, growing with the fleet; a worker that joins within the window
+// is no worse off than one that joins between a check and the pick-up (a
+// queue with a backlog makes that longer still): the worker's own check
+// fails the export for good naming the version, never prints it wrong.
+const ServedFor = Interval
+
+// maxServedQueues bounds what a Checker remembers: queues are an
+// operator's short list, but an enqueuer names them.
+const maxServedQueues = 256
+
+// Checker answers Older for one enqueuer, remembering for ServedFor that
+// every worker of a queue served a version. A refusal is never remembered:
+// a caller that waits for older workers to go sees them go at once.
+type Checker struct {
+	rdb       redis.UniversalClient
+	inspector *asynq.Inspector
+	now       func() time.Time
+
+	mu     sync.Mutex
+	served map[string]served // by queue
+}
+
+type served struct {
+	envelope int
+	until    time.Time
+}
+
+// NewChecker checks the workers of rdb's queues through inspector (asynq's
+// server registry) and their announcements in rdb.
+func NewChecker(rdb redis.UniversalClient, inspector *asynq.Inspector) *Checker {
+	return &Checker{rdb: rdb, inspector: inspector, now: time.Now, served: map[string]served{}}
+}
+
+// Older is the package's Older, answered from memory while every worker of
+// queue was seen serving need or newer less than ServedFor ago.
+func (c *Checker) Older(ctx context.Context, queue string, need int) ([]Worker, error) {
+	now := c.now()
+	c.mu.Lock()
+	s, ok := c.served[queue]
+	c.mu.Unlock()
+	if ok && s.envelope >= need && now.Before(s.until) {
+		return nil, nil
+	}
+	older, err := Older(ctx, c.rdb, c.inspector, queue, need)
+	if err != nil || len(older) > 0 {
+		return older, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.served) >= maxServedQueues {
+		clear(c.served)
+	}
+	c.served[queue] = served{envelope: need, until: now.Add(ServedFor)}
+	return nil, nil
 }
