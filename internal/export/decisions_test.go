@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -211,5 +212,82 @@ func TestHandler_RefusesBadEnvelopesForGood(t *testing.T) {
 	}
 	if renderer.renders() != 0 {
 		t.Errorf("%d renders of bad envelopes", renderer.renders())
+	}
+}
+
+// TestClassify: the outcome of an attempt, one row per outcome and per
+// ordering case of classify's rules; the last columns say what the handler
+// does with it (finish the export as state, or leave it to the next
+// attempt).
+func TestClassify(t *testing.T) {
+	ended := func(cause error) context.Context {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(cause)
+		return ctx
+	}
+	past, cancelPast := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancelPast()
+	live := context.Background()
+	asynqCancel := ended(context.Canceled) // asynq's cancel: the cause is the plain one
+	shutdown := ended(errors.New("worker shutting down"))
+	leaseLost := ended(lock.ErrLockLost)
+	retryable := fmt.Errorf("rendering k: %w", render.ErrBrowserCrashed)
+	finalErr := fmt.Errorf("bad input: %w", asynq.SkipRetry)
+	beforeStart := fmt.Errorf("%w: %w", ErrCanceled, asynq.SkipRetry)
+	tests := []struct {
+		name              string
+		ctx               context.Context
+		err               error
+		pageFault         bool
+		marked            bool // a cancel request is recorded
+		retried, maxRetry int
+		// want
+		verdict verdict
+		asked   bool   // the cancel mark was read
+		state   string // the final state recorded; "": not final
+	}{
+		{name: "completed", ctx: live, maxRetry: 3, verdict: verdictCompleted, state: spec.StateCompleted},
+		{name: "completed beats a cancel mark", ctx: asynqCancel, marked: true, maxRetry: 3, verdict: verdictCompleted, state: spec.StateCompleted},
+		{name: "retryable error: retry", ctx: live, err: retryable, retried: 1, maxRetry: 3, verdict: verdictRetry},
+		{name: "last retry makes a retryable error final", ctx: live, err: retryable, retried: 3, maxRetry: 3, verdict: verdictExhausted, state: spec.StateFailed},
+		{name: "final error: failed for good", ctx: live, err: finalErr, maxRetry: 3, verdict: verdictFailed, state: spec.StateFailed},
+		{name: "canceled by request", ctx: asynqCancel, err: context.Canceled, marked: true, maxRetry: 3, verdict: verdictCanceled, asked: true, state: spec.StateCanceled},
+		{name: "a cancel mark beats a render error", ctx: asynqCancel, err: retryable, marked: true, maxRetry: 3, verdict: verdictCanceled, asked: true, state: spec.StateCanceled},
+		{name: "a cancel mark beats a final error", ctx: asynqCancel, err: finalErr, marked: true, maxRetry: 3, verdict: verdictCanceled, asked: true, state: spec.StateCanceled},
+		{name: "a cancel mark beats the last retry", ctx: asynqCancel, err: retryable, marked: true, retried: 3, maxRetry: 3, verdict: verdictCanceled, asked: true, state: spec.StateCanceled},
+		{name: "canceled before it started", ctx: live, err: beforeStart, maxRetry: 3, verdict: verdictCanceled, state: spec.StateCanceled},
+		{name: "asynq's cancel without a mark: requeued", ctx: asynqCancel, err: retryable, maxRetry: 3, verdict: verdictRequeued, asked: true},
+		{name: "shutdown beats a retryable error", ctx: shutdown, err: retryable, maxRetry: 3, verdict: verdictRequeued},
+		{name: "shutdown beats the last retry", ctx: shutdown, err: retryable, retried: 3, maxRetry: 3, verdict: verdictRequeued},
+		{name: "shutdown is no cancel, mark or not", ctx: shutdown, err: retryable, marked: true, maxRetry: 3, verdict: verdictRequeued},
+		{name: "a final error beats shutdown", ctx: shutdown, err: finalErr, maxRetry: 3, verdict: verdictFailed, state: spec.StateFailed},
+		{name: "a deadline is no cancel: retry", ctx: past, err: retryable, marked: true, retried: 1, maxRetry: 3, verdict: verdictRetry},
+		{name: "a deadline on the last retry: final", ctx: past, err: retryable, retried: 3, maxRetry: 3, verdict: verdictExhausted, state: spec.StateFailed},
+		// A step's attempt (a render, a post-processing): no retry count.
+		{name: "page fault while the context runs: failed", ctx: live, err: errors.New("HTTP 404"), pageFault: true, maxRetry: notCounted, verdict: verdictFailed, state: spec.StateFailed},
+		{name: "lease lost beats a page fault", ctx: leaseLost, err: errors.New("HTTP 404"), pageFault: true, maxRetry: notCounted, verdict: verdictRequeued},
+		{name: "a deadline beats a page fault", ctx: past, err: errors.New("navigation stopped"), pageFault: true, maxRetry: notCounted, verdict: verdictRetry},
+		{name: "a step's retryable error: retry", ctx: live, err: retryable, maxRetry: notCounted, verdict: verdictRetry},
+		{name: "last retry beats a page fault's context check", ctx: past, err: retryable, pageFault: true, retried: 3, maxRetry: 3, verdict: verdictExhausted, state: spec.StateFailed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			asked := false
+			got := classify(attempt{ctx: tc.ctx, err: tc.err, pageFault: tc.pageFault, retried: tc.retried, maxRetry: tc.maxRetry,
+				marked: func() bool { asked = true; return tc.marked }})
+			if got != tc.verdict {
+				t.Errorf("classify = %s, want %s", got, tc.verdict)
+			}
+			if asked != tc.asked {
+				t.Errorf("cancel mark read: %v, want %v (a Redis read only when asynq canceled the context)", asked, tc.asked)
+			}
+			state := ""
+			if got.final() {
+				state = finalOf("t", nil, &spec.Result{}, got, tc.err).State
+			}
+			if state != tc.state {
+				t.Errorf("final state %q, want %q", state, tc.state)
+			}
+		})
 	}
 }

@@ -7,7 +7,8 @@
 //
 // The package is split by concern: deps.go holds what the handler needs
 // (storage, renderer, gate, the stores beside the tasks, the Finisher),
-// handler.go one attempt's flow, finish.go the end of an attempt. When an
+// handler.go one attempt's flow, finish.go the end of an attempt, attempt.go
+// the one classifier of its outcome (classify). When an
 // attempt leaves the export final (completed, failed for good, its last
 // retry failed, or stopped by a cancel request at any attempt), it goes
 // through the Finisher (outcome.Finisher), the one place that records the

@@ -319,8 +319,8 @@ func (h *Handler) postProcessed(ctx context.Context, in string, s spec.PrintSett
 		if cur != in {
 			_ = os.Remove(cur)
 		}
-		if ctx.Err() != nil {
-			return err
+		if classify(attempt{ctx: ctx, err: err, pageFault: true, maxRetry: notCounted}) != verdictFailed {
+			return err // stopped by our context, not the document's doing
 		}
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}

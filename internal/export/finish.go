@@ -17,35 +17,42 @@ import (
 // even when the task's own context is over.
 const finishTimeout = 5 * time.Second
 
-// end is the last step of every attempt: when the attempt leaves the export
-// final, the export is finished through Config.Finisher, the one place that
-// records the final state, releases what the task owns, announces it and
-// enqueues the callback. It returns the attempt's error as asynq should see
-// it: an attempt stopped by a cancel request is final, never retried.
+// end is the last step of every attempt: classify decides its outcome,
+// once, and when the export ends with it, it is finished through
+// Config.Finisher, the one place that records the final state, releases
+// what the task owns, announces it and enqueues the callback. It returns the
+// attempt's error as asynq should see it: an attempt stopped by a cancel
+// request is final, never retried.
 func (h *Handler) end(ctx context.Context, log *slog.Logger, taskID string, env *spec.Envelope, res *spec.Result, err error) error {
-	stopped := err != nil && h.canceled(ctx, taskID)
-	if stopped {
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	o := classify(attempt{ctx: ctx, err: err, retried: retried, maxRetry: maxRetry,
+		marked: func() bool { return h.cancelMarked(ctx, taskID) }})
+	if o == verdictCanceled && !errors.Is(err, ErrCanceled) {
 		err = fmt.Errorf("%w: %w", ErrCanceled, asynq.SkipRetry)
 		log.InfoContext(ctx, "export canceled by request")
 	}
-	if !stopped && !final(ctx, err) {
+	if !o.final() {
 		return err // another attempt follows and needs what the task owns
 	}
-	h.finish(ctx, log, taskID, env, finalOf(taskID, env, res, err))
+	h.finish(ctx, log, taskID, env, finalOf(taskID, env, res, o, err))
 	return err
 }
 
-// finalOf is the final state an attempt that ended with err leaves.
-func finalOf(taskID string, env *spec.Envelope, res *spec.Result, err error) spec.Final {
-	f := spec.Final{TaskID: taskID, State: spec.StateCompleted, Result: res}
+// finalOf is the final state an attempt that ended with err, judged o,
+// leaves.
+func finalOf(taskID string, env *spec.Envelope, res *spec.Result, o verdict, err error) spec.Final {
+	f := spec.Final{TaskID: taskID, State: o.state()}
 	if env != nil {
 		f.ManualID, f.Version, f.RequestID = env.ManualID, env.Version, env.RequestID
 	}
-	switch {
-	case errors.Is(err, ErrCanceled):
-		f.State, f.Error, f.Result = spec.StateCanceled, spec.CanceledError, nil
-	case err != nil:
-		f.State, f.Error, f.Result = spec.StateFailed, err.Error(), nil
+	switch o {
+	case verdictCompleted:
+		f.Result = res
+	case verdictCanceled:
+		f.Error = spec.CanceledError
+	default:
+		f.Error = err.Error()
 	}
 	return f
 }
@@ -85,23 +92,6 @@ func (h *Handler) finalAlready(ctx context.Context, taskID string) (spec.Final, 
 	return f, err == nil && ok
 }
 
-// final reports whether the attempt that ended with err is the task's last:
-// it succeeded, failed for good, or failed on its last retry. An attempt
-// whose context was canceled (the worker shutting down, asynq's cancel
-// without a cancel request) is not: asynq puts the task back, whatever the
-// retry count.
-func final(ctx context.Context, err error) bool {
-	if err == nil || errors.Is(err, asynq.SkipRetry) {
-		return true
-	}
-	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return false
-	}
-	retried, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	return retried >= maxRetry
-}
-
 // canceledBeforeStart: a task canceled while asynq was handing it to us
 // (after the canceller saw it pending, before our cancel function existed).
 // It defers to the result an earlier attempt stored (the record is read
@@ -124,11 +114,11 @@ func (h *Handler) canceledBeforeStart(ctx context.Context, taskID string) (bool,
 	return true, nil
 }
 
-// canceled reports whether a task that failed did so because it was
-// canceled by request: asynq canceled its context (not a deadline, not the
-// worker's shutdown) and the cancel marker is there.
-func (h *Handler) canceled(ctx context.Context, taskID string) bool {
-	if h.cfg.Cancellations == nil || taskID == "" || ctx.Err() == nil || context.Cause(ctx) != context.Canceled {
+// cancelMarked reports whether a cancel request is recorded for the task;
+// classify asks only when asynq canceled its context (not a deadline, not
+// the worker's shutdown). A Redis error answers no.
+func (h *Handler) cancelMarked(ctx context.Context, taskID string) bool {
+	if h.cfg.Cancellations == nil || taskID == "" {
 		return false
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)

@@ -276,8 +276,7 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 	if lease != nil {
 		fence = lease.Fence()
 	}
-	var stored storage.Object
-	var storeErr error
+	var s stream // what the sinks did, judged after the render
 	settings := p.Options.Settings()
 	if p.manual != nil {
 		// An assembled manual is not tagged (its chapters' structure trees
@@ -308,31 +307,29 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 		}
 		uctx, upload := startUpload(ctx, key, staleETag != "")
 		if staleETag != "" {
-			stored, storeErr = h.cfg.Store.Replace(uctx, key, staleETag, pdf, opts)
+			s.stored, s.storeErr = h.cfg.Store.Replace(uctx, key, staleETag, pdf, opts)
 		} else {
-			stored, storeErr = h.cfg.Store.Create(uctx, key, pdf, opts)
+			s.stored, s.storeErr = h.cfg.Store.Create(uctx, key, pdf, opts)
 		}
-		endUpload(upload, stored, storeErr)
-		if errors.Is(storeErr, storage.ErrExists) || staleETag != "" && errors.Is(storeErr, storage.ErrPreconditionFailed) {
+		endUpload(upload, s.stored, s.storeErr)
+		if errors.Is(s.storeErr, storage.ErrExists) || staleETag != "" && errors.Is(s.storeErr, storage.ErrPreconditionFailed) {
 			// Someone else stored it first (a fail-open duplicate), or
 			// replaced the object a forced render meant to replace: storage
 			// kept theirs, which is what every reader gets.
 			_, _ = io.Copy(io.Discard, pdf)
 			return nil
 		}
-		return storeErr
+		return s.storeErr
 	}
 	sink := upload
-	var spooled string // the render's PDF, when document options post-process it
-	var spoolErr error
 	if settings.Document != nil {
 		sink = func(_ context.Context, pdf io.Reader) error {
-			spooled, _, spoolErr = spool(h.workspace, pdf, settings.Document)
-			return spoolErr
+			s.spooled, _, s.spoolErr = spool(h.workspace, pdf, settings.Document)
+			return s.spoolErr
 		}
 		defer func() {
-			if spooled != "" {
-				_ = os.Remove(spooled)
+			if s.spooled != "" {
+				_ = os.Remove(s.spooled)
 			}
 		}()
 	}
@@ -347,67 +344,83 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 	}
 	h.cfg.Observer.RenderInFlight(queue, -1)
 	h.cfg.Observer.RenderWait(queue, stats.QueueWait)
-	if err == nil && spooled != "" {
-		if perr := h.uploadPostProcessed(ctx, spooled, settings, p.passwords, stats.Pages, upload); perr != nil {
-			if storeErr != nil { // storage failed on its own: retry
-				return spec.Result{}, fmt.Errorf("storing %s: %w", key, storeErr)
-			}
-			// Final (SkipRetry) unless ctx ended.
-			return spec.Result{}, fmt.Errorf("rendering %s: %w", key, perr)
-		}
+	if err == nil && s.spooled != "" {
+		s.postErr = h.uploadPostProcessed(ctx, s.spooled, settings, p.passwords, stats.Pages, upload)
 	}
 	renderMS := time.Since(started).Milliseconds()
-	if errors.Is(spoolErr, errTooLarge) {
-		return spec.Result{}, fmt.Errorf("rendering %s: %w: %w", key, spoolErr, asynq.SkipRetry)
+	if err := s.failure(ctx, key, err, p.manual != nil); err != nil {
+		return spec.Result{}, err
 	}
-	if pe := (*fs.PathError)(nil); errors.As(spoolErr, &pe) {
-		// The temporary file failed (a full or unwritable TMPDIR), not the
-		// document: retry, like a storage failure.
-		return spec.Result{}, fmt.Errorf("spooling %s for its document options: %w", key, spoolErr)
-	}
-	if err != nil {
-		// The sink (storage) failed on its own: retry. A stream that failed
-		// under the sink (a PDF over a limit, a crashed browser) fails the
-		// store too, but the render's error is the cause.
-		if storeErr != nil && errors.Is(err, render.ErrSink) {
-			return spec.Result{}, fmt.Errorf("storing %s: %w", key, storeErr)
-		}
-		if p.manual != nil {
-			// The assembly marks what is final itself (a limit, a chapter
-			// it cannot read); the rest (storage, the disk) is retried.
-			return spec.Result{}, fmt.Errorf("assembling %s: %w", key, err)
-		}
-		// A render stopped by our own context (lease lost, task deadline,
-		// shutdown) says nothing about the document: retry. Only a failure the
-		// page itself caused (HTTP 404, a blocked source, a PDF over a limit)
-		// is final.
-		if !render.Retryable(err) && ctx.Err() == nil {
-			return spec.Result{}, fmt.Errorf("rendering %s: %w: %w", key, err, asynq.SkipRetry)
-		}
-		return spec.Result{}, fmt.Errorf("rendering %s: %w", key, err)
-	}
-	if errors.Is(storeErr, storage.ErrExists) || errors.Is(storeErr, storage.ErrPreconditionFailed) {
+	if errors.Is(s.storeErr, storage.ErrExists) || errors.Is(s.storeErr, storage.ErrPreconditionFailed) {
 		obj, err := h.cfg.Store.Stat(ctx, key)
 		if err != nil {
 			return spec.Result{}, fmt.Errorf("reading %s after a concurrent store: %w", key, err)
 		}
 		if obj.ETag == staleETag && staleETag != "" {
-			return spec.Result{}, fmt.Errorf("replacing %s: %w", key, storeErr) // not replaced after all: retry
+			return spec.Result{}, fmt.Errorf("replacing %s: %w", key, s.storeErr) // not replaced after all: retry
 		}
 		log.InfoContext(ctx, "artifact already stored by another worker; ours discarded", "fail_open", failOpen)
 		res, err := h.reuse(ctx, key, obj, waited, failOpen, p.Options.Settings().FailOn)
 		res.RenderMS = renderMS
 		return res, err
 	}
-	h.cfg.Observer.StorageBytes("put", stored.Size)
-	info := artifactInfo{Pages: stats.Pages, Bytes: stored.Size, RenderMS: renderMS, Fence: fence, Renderer: h.cfg.Hostname,
+	h.cfg.Observer.StorageBytes("put", s.stored.Size)
+	info := artifactInfo{Pages: stats.Pages, Bytes: s.stored.Size, RenderMS: renderMS, Fence: fence, Renderer: h.cfg.Hostname,
 		Warnings: stats.Warnings, WarningsOmitted: stats.WarningsOmitted}
-	if err := h.writeInfo(ctx, key, stored.ETag, info); err != nil {
+	if err := h.writeInfo(ctx, key, s.stored.ETag, info); err != nil {
 		log.WarnContext(ctx, "writing artifact info failed; readers will count pages themselves", "err", err)
 	}
-	res := result(stored, info, true, failOpen, waited)
+	res := result(s.stored, info, true, failOpen, waited)
 	res.RenderMS = renderMS
 	return res, nil
+}
+
+// stream is what a render's sinks did: storage's answer, and the spooled
+// PDF of an export with document options and its post-processing.
+type stream struct {
+	stored   storage.Object
+	storeErr error // storage's own error; ErrExists: another copy was kept
+	spooled  string
+	spoolErr error
+	postErr  error // post-processing the spooled PDF and uploading it
+}
+
+// failure is the error a render that ended with renderErr leaves, given
+// what its sinks did, or nil when it stored (or found stored) the PDF. The
+// order names which failure is the cause; whether the render's own is final
+// is classify's.
+func (s *stream) failure(ctx context.Context, key string, renderErr error, manual bool) error {
+	pe := (*fs.PathError)(nil)
+	switch {
+	case s.postErr != nil && s.storeErr != nil: // storage failed on its own: retry
+		return fmt.Errorf("storing %s: %w", key, s.storeErr)
+	case s.postErr != nil: // final (SkipRetry) unless ctx ended: postProcessed's
+		return fmt.Errorf("rendering %s: %w", key, s.postErr)
+	case errors.Is(s.spoolErr, errTooLarge):
+		return fmt.Errorf("rendering %s: %w: %w", key, s.spoolErr, asynq.SkipRetry)
+	case errors.As(s.spoolErr, &pe):
+		// The temporary file failed (a full or unwritable TMPDIR), not the
+		// document: retry, like a storage failure.
+		return fmt.Errorf("spooling %s for its document options: %w", key, s.spoolErr)
+	case renderErr == nil:
+		return nil
+	case s.storeErr != nil && errors.Is(renderErr, render.ErrSink):
+		// The sink (storage) failed on its own: retry. A stream that failed
+		// under the sink (a PDF over a limit, a crashed browser) fails the
+		// store too, but the render's error is the cause.
+		return fmt.Errorf("storing %s: %w", key, s.storeErr)
+	case manual:
+		// The assembly marks what is final itself (a limit, a chapter it
+		// cannot read); the rest (storage, the disk) is retried.
+		return fmt.Errorf("assembling %s: %w", key, renderErr)
+	case classify(attempt{ctx: ctx, err: renderErr, pageFault: !render.Retryable(renderErr), maxRetry: notCounted}) == verdictFailed:
+		// Only a failure the page itself caused (HTTP 404, a blocked
+		// source, a PDF over a limit) while our context ran is final; a
+		// render stopped by it (lease lost, task deadline, shutdown) says
+		// nothing about the document.
+		return fmt.Errorf("rendering %s: %w: %w", key, renderErr, asynq.SkipRetry)
+	}
+	return fmt.Errorf("rendering %s: %w", key, renderErr)
 }
 
 // source fetches a document named by reference. A document that is gone,

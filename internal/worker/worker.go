@@ -121,35 +121,37 @@ type Worker struct {
 	stopTask context.CancelCauseFunc
 	inflight sync.WaitGroup // tasks whose handler has not returned
 
-	// undo holds what Start set up, for Shutdown to take down in reverse.
-	undo []func()
+	// undo holds the undos of Start's steps done, for Shutdown (or Start's
+	// failure) to run in reverse.
+	undo undos
 }
 
-// background runs run in a goroutine the worker owns: Shutdown, or the
-// undo of a failed start, cancels its context and waits for it to return.
-func (w *Worker) background(run func(ctx context.Context)) {
+// background runs run in a goroutine the worker owns; stop, the undo of
+// the start step that called it, cancels its context and waits for it to
+// return.
+func (w *Worker) background(run func(ctx context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		run(ctx)
 	}()
-	w.undo = append(w.undo, func() { cancel(); <-done })
+	return func() { cancel(); <-done }
 }
 
-// watchSourceAuth loads SOURCE_AUTH_FILE and keeps it current until
-// Shutdown. A file that does not parse is a configuration error.
-func (w *Worker) watchSourceAuth(path string) (*sourceauth.Watcher, error) {
-	auth, err := sourceauth.Open(path, w.log)
+// watchSourceAuth loads SOURCE_AUTH_FILE and keeps it current until stop.
+// A file that does not parse is a configuration error.
+func (w *Worker) watchSourceAuth(path string) (auth *sourceauth.Watcher, stop func(), err error) {
+	auth, err = sourceauth.Open(path, w.log)
 	if err != nil {
-		return nil, &config.Error{Vars: []config.VarError{{Var: "SOURCE_AUTH_FILE", Reason: err.Error()}}}
+		return nil, nil, &config.Error{Vars: []config.VarError{{Var: "SOURCE_AUTH_FILE", Reason: err.Error()}}}
 	}
-	w.background(auth.Run)
+	stop = w.background(auth.Run)
 	w.log.Info("source credentials loaded", "file", path, "rules", auth.Rules().Len())
 	for _, n := range auth.Rules().Narrowed {
 		w.log.Warn("source credentials: a hosts entry now matches fewer origins", "file", path, "entry", n)
 	}
-	return auth, nil
+	return auth, stop, nil
 }
 
 // ErrShuttingDown is the cause of the context of a task still running when
@@ -199,190 +201,327 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 // Start opens storage, starts Chromium, connects the lock Redis, starts the
-// queue server and the admin HTTP server; ctx bounds it. On an error, what
-// was started stays until Shutdown. Errors from unreachable dependencies wrap
+// queue server and the admin HTTP server; ctx bounds it. It runs the steps
+// of startSteps in order; when one fails, it undoes the steps done, last
+// first, and returns the error: nothing it started is left running, and
+// Shutdown after it does nothing. Errors from unreachable dependencies wrap
 // ErrUnavailable.
 func (w *Worker) Start(ctx context.Context) error {
-	cfg, log := w.cfg, w.log
+	b := &wiring{cfg: w.cfg}
+	for _, s := range w.startSteps(b) {
+		undo, err := s.do(ctx)
+		if undo != nil {
+			w.undo = append(w.undo, undo)
+		}
+		if err != nil {
+			w.log.Info("start failed; undoing what started", "step", s.name)
+			w.Shutdown()
+			return err
+		}
+	}
+	w.log.Info("worker started", "version", buildinfo.String(), "envelope_versions", fmt.Sprintf("%d-%d", spec.MinEnvelopeVersion, spec.EnvelopeVersion), "queues", w.cfg.Queues, "concurrency", w.cfg.WorkerConcurrency,
+		"batch_queues", slices.Sorted(maps.Keys(b.batch)), "batch_concurrency", w.cfg.BatchConcurrency,
+		"render_concurrency", w.cfg.RenderConcurrency, "storage", w.store.Describe(), "admin", w.cfg.AdminAddr,
+		"allowed_hosts", b.cfg.Allowed.String())
+	return nil
+}
+
+// startStep is one step of Start. do brings one component up and returns
+// its undo (nil: nothing to undo), which Shutdown runs, or Start when a
+// later step fails. A step that fails returns the undo of what it brought
+// up before failing, and Start runs it with the others.
+type startStep struct {
+	name string
+	do   func(ctx context.Context) (undo func(), err error)
+}
+
+// wiring is what Start's steps hand on to the later ones.
+type wiring struct {
+	cfg        config.Config // with the worker's own endpoints reserved
+	workspace  *export.Workspace
+	renderer   export.Renderer
+	gate       export.Gate
+	lockRDB    redis.UniversalClient
+	queueOpt   asynq.RedisConnOpt
+	queueRDB   redis.UniversalClient
+	outcomes   *asynq.Client
+	finisher   *outcome.Finisher
+	finals     *outcome.Listener
+	secretKeys *credstore.Keys
+	callbacks  *callback.Deliverer
+	idleWait   func(queues []string) func(context.Context, time.Duration)
+	batch      map[string]int // the batch lane's queues
+	mux        *asynq.ServeMux
+	batchMux   *asynq.ServeMux
+}
+
+// startSteps are Start's steps, in dependency order; Shutdown undoes them
+// in reverse.
+func (w *Worker) startSteps(b *wiring) []startStep {
+	return []startStep{
+		{"storage", w.startStorage},
+		{"own endpoints", func(context.Context) (func(), error) { return nil, w.reserveOwn(b) }},
+		{"workspace", func(context.Context) (func(), error) { return w.openWorkspace(b) }},
+		{"chromium", func(ctx context.Context) (func(), error) { return w.startChromium(ctx, b) }},
+		{"lock redis", func(context.Context) (func(), error) { return w.connectLocks(b) }},
+		{"queue redis", func(ctx context.Context) (func(), error) { return w.connectQueue(ctx, b) }},
+		{"outcomes", func(context.Context) (func(), error) { return w.openOutcomes(b) }},
+		{"secrets", func(context.Context) (func(), error) { return nil, w.loadSecrets(b) }},
+		{"callbacks", func(context.Context) (func(), error) { return w.newCallbacks(b), nil }},
+		{"doorbell", func(context.Context) (func(), error) { return w.startDoorbell(b), nil }},
+		{"queue servers", func(context.Context) (func(), error) { return w.newServers(b) }},
+		{"inspector", func(context.Context) (func(), error) { return w.openInspector(b), nil }},
+		{"admin", func(context.Context) (func(), error) { return w.startAdmin(b) }},
+		{"announce", func(ctx context.Context) (func(), error) { return w.announce(ctx, b.queueRDB) }},
+		{"serve", func(context.Context) (func(), error) { return w.serve(b) }},
+		{"sweep archived", func(context.Context) (func(), error) { return w.sweepArchived(b.finisher), nil }},
+	}
+}
+
+// startStorage opens the artifact storage and checks that it is usable; a
+// file store's stale temp files are swept until Shutdown.
+func (w *Worker) startStorage(ctx context.Context) (func(), error) {
+	cfg := w.cfg
 	storeCfg := cfg.Storage()
-	storeCfg.S3CreateBucket, storeCfg.Logger = cfg.S3CreateBucket, log // only a worker creates the bucket
+	storeCfg.S3CreateBucket, storeCfg.Logger = cfg.S3CreateBucket, w.log // only a worker creates the bucket
 	store, err := storage.Open(ctx, storeCfg)
 	if err != nil {
-		return fmt.Errorf("%w: opening storage %s: %w", ErrUnavailable, redact.URL(cfg.StorageURL), err)
+		return nil, fmt.Errorf("%w: opening storage %s: %w", ErrUnavailable, redact.URL(cfg.StorageURL), err)
 	}
 	w.store = store
 	if err := store.Ping(ctx); err != nil {
-		return fmt.Errorf("%w: storage %s not usable: %w", ErrUnavailable, store.Describe(), err)
+		return nil, fmt.Errorf("%w: storage %s not usable: %w", ErrUnavailable, store.Describe(), err)
 	}
 	if files, ok := store.(*storage.File); ok {
-		w.sweepTemp(files)
+		return w.sweepTemp(files), nil
 	}
+	return nil, nil
+}
 
-	// The worker's own endpoints are refused whatever the allowlists say:
-	// by the renderer's tab guard and egress proxy, by the validation of
-	// source and callback URLs, and by callback delivery.
-	w.own, err = ownEndpoints(cfg)
+// reserveOwn refuses the worker's own endpoints whatever the allowlists
+// say: by the renderer's tab guard and egress proxy, by the validation of
+// source and callback URLs, and by callback delivery.
+func (w *Worker) reserveOwn(b *wiring) error {
+	own, err := ownEndpoints(b.cfg)
 	if err != nil {
 		return err
 	}
-	cfg.Allowed = cfg.Allowed.WithReserved(w.own)
-	cfg.CallbackAllowed = cfg.CallbackAllowed.WithReserved(w.own)
+	w.own = own
+	b.cfg.Allowed = b.cfg.Allowed.WithReserved(own)
+	b.cfg.CallbackAllowed = b.cfg.CallbackAllowed.WithReserved(own)
+	return nil
+}
 
-	// Both lanes' handlers and Chromiums share one workspace: one private
-	// temporary directory and one post-processing slot per worker process.
-	// It is closed after the queue servers, the tasks and the browsers
-	// stopped (undo runs in reverse).
+// openWorkspace opens what both lanes' handlers and Chromiums share: one
+// private temporary directory and one post-processing slot per worker
+// process. It is closed after the queue servers, the tasks and the browsers
+// stopped (undo runs in reverse).
+func (w *Worker) openWorkspace(b *wiring) (func(), error) {
+	log := w.log
 	workspace, err := export.OpenWorkspace(export.WorkspaceConfig{Logger: log, OnPostProcess: w.opts.PostProcessing})
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	w.undo = append(w.undo, func() {
+	b.workspace = workspace
+	return func() {
 		if err := workspace.Close(); err != nil {
 			log.Warn("removing the private temporary directory", "dir", workspace.Dir(), "err", err)
 		}
-	})
+	}, nil
+}
 
-	renderer := w.opts.Renderer
-	if renderer == nil {
+// startChromium starts the interactive lane's Chromium, with the source
+// credentials of SOURCE_AUTH_FILE kept current, unless Options.Renderer
+// replaces it.
+func (w *Worker) startChromium(ctx context.Context, b *wiring) (func(), error) {
+	cfg, log := b.cfg, w.log
+	var undo undos
+	b.renderer = w.opts.Renderer
+	if b.renderer == nil {
 		rcfg := render.Config{ChromiumPath: cfg.ChromiumPath, Concurrency: cfg.RenderConcurrency,
 			Timeout: cfg.RenderTimeout, MaxRendersPerBrowser: cfg.RenderMaxPerBrowser, MaxPages: cfg.RenderMaxPages,
-			MaxBytes: cfg.RenderMaxBytes, AllowedHosts: cfg.Allowed, Logger: log, Observer: w.metrics, TempDir: workspace.Dir()}
+			MaxBytes: cfg.RenderMaxBytes, AllowedHosts: cfg.Allowed, Logger: log, Observer: w.metrics, TempDir: b.workspace.Dir()}
 		if cfg.SourceAuthFile != "" {
-			auth, err := w.watchSourceAuth(cfg.SourceAuthFile)
+			auth, stop, err := w.watchSourceAuth(cfg.SourceAuthFile)
 			if err != nil {
-				return err
+				return nil, err
 			}
+			undo = append(undo, stop)
 			rcfg.SourceAuth = auth
 		}
-		w.chromium, err = render.New(rcfg)
+		chromium, err := render.New(rcfg)
 		if err != nil {
-			return fmt.Errorf("configuring the renderer: %w", err)
+			return undo.run, fmt.Errorf("configuring the renderer: %w", err)
 		}
-		chromium := w.chromium
-		w.undo = append(w.undo, func() {
+		w.chromium = chromium
+		undo = append(undo, func() {
 			if err := chromium.Close(); err != nil {
 				log.Warn("closing Chromium", "err", err)
 			}
 		})
 		if err := chromium.Start(ctx); err != nil {
-			return fmt.Errorf("%w: starting Chromium: %w", ErrUnavailable, err)
+			return undo.run, fmt.Errorf("%w: starting Chromium: %w", ErrUnavailable, err)
 		}
-		renderer = chromium
+		b.renderer = chromium
 	}
 	if w.opts.WrapRenderer != nil {
-		renderer = w.opts.WrapRenderer(renderer)
+		b.renderer = w.opts.WrapRenderer(b.renderer)
 	}
+	return undo.run, nil
+}
 
-	w.lockRDB, err = redisconn.LockClient(cfg)
+// connectLocks makes the lock Redis client and the render gate on it.
+func (w *Worker) connectLocks(b *wiring) (func(), error) {
+	cfg := b.cfg
+	lockRDB, err := redisconn.LockClient(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	lockRDB := w.lockRDB
-	w.undo = append(w.undo, func() { _ = lockRDB.Close() })
+	w.lockRDB, b.lockRDB = lockRDB, lockRDB
+	undo := func() { _ = lockRDB.Close() }
 	if err := tracing.Redis(lockRDB); err != nil { // with tracing on: the gate's commands are spans
-		return err
+		return undo, err
 	}
-	var gate export.Gate = lock.NewGate(lock.NewMutex(lockRDB, lock.Config{TTL: cfg.LockTTL, WaitTimeout: cfg.LockWaitTimeout,
-		Grace: cfg.LockGrace, FailOpen: cfg.LockFailOpen, Logger: log, Observer: w.metrics}))
+	b.gate = lock.NewGate(lock.NewMutex(lockRDB, lock.Config{TTL: cfg.LockTTL, WaitTimeout: cfg.LockWaitTimeout,
+		Grace: cfg.LockGrace, FailOpen: cfg.LockFailOpen, Logger: w.log, Observer: w.metrics}))
 	if w.opts.WrapGate != nil {
-		gate = w.opts.WrapGate(gate)
+		b.gate = w.opts.WrapGate(b.gate)
 	}
+	return undo, nil
+}
+
+// connectQueue makes the handler's queue Redis client and checks both
+// Redis servers. The queue Redis must answer now: a wrong password, user or
+// TLS setting is a start failure naming the server and the reason (exit
+// 3), not a worker that looks up and never takes a task. The lock Redis may
+// be down (the gate fails open), but not refuse us.
+func (w *Worker) connectQueue(ctx context.Context, b *wiring) (func(), error) {
+	cfg := b.cfg
 	queueOpt, err := redisconn.QueueOpt(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// The queue Redis must answer now: a wrong password, user or TLS setting
-	// is a start failure naming the server and the reason (exit 3), not a
-	// worker that looks up and never takes a task. The lock Redis may be
-	// down (the gate fails open), but not refuse us.
+	b.queueOpt = queueOpt
 	queueRDB, ok := queueOpt.MakeRedisClient().(redis.UniversalClient)
 	if !ok {
-		return fmt.Errorf("queue Redis: %T makes no go-redis client", queueOpt)
+		return nil, fmt.Errorf("queue Redis: %T makes no go-redis client", queueOpt)
 	}
-	w.undo = append(w.undo, func() { _ = queueRDB.Close() })
+	b.queueRDB = queueRDB
+	undo := func() { _ = queueRDB.Close() }
 	// The handler's own queue Redis commands (source documents, cancel
 	// marks, final outcomes, callback enqueues); asynq's polling runs on
 	// the server's own client and makes no spans.
 	if err := tracing.Redis(queueRDB); err != nil {
-		return err
+		return undo, err
 	}
 	if err := redisconn.Ping(ctx, queueRDB); err != nil {
-		return fmt.Errorf("%w: queue Redis %s: %s", ErrUnavailable, redisconn.Describe(cfg), redact.Text(err.Error()))
+		return undo, fmt.Errorf("%w: queue Redis %s: %s", ErrUnavailable, redisconn.Describe(cfg), redact.Text(err.Error()))
 	}
-	if err := redisconn.Ping(ctx, lockRDB); err != nil {
+	if err := redisconn.Ping(ctx, b.lockRDB); err != nil {
 		if redisconn.IsRefusal(err) {
-			return fmt.Errorf("%w: lock Redis %s: %s", ErrUnavailable, redisconn.DescribeLock(cfg), redact.Text(err.Error()))
+			return undo, fmt.Errorf("%w: lock Redis %s: %s", ErrUnavailable, redisconn.DescribeLock(cfg), redact.Text(err.Error()))
 		}
-		log.Warn("lock Redis unreachable at start; renders fail open until it answers", "redis", redisconn.DescribeLock(cfg), "err", redact.Text(err.Error()))
+		w.log.Warn("lock Redis unreachable at start; renders fail open until it answers", "redis", redisconn.DescribeLock(cfg), "err", redact.Text(err.Error()))
 	}
-	// Final outcomes are announced on the queue Redis and callbacks are
-	// enqueued there, as tasks of their own.
-	outcomes := asynq.NewClientFromRedisClient(queueRDB) // closed with queueRDB
-	finisher := &outcome.Finisher{RDB: queueRDB, Client: outcomes, CallbackMaxRetry: cfg.CallbackMaxRetry,
-		Retention: cfg.ResultRetention}
-	// A running chapter hears at once that its manual ended; the listener
-	// subscribes at the first chapter that asks.
-	finals := outcome.NewListener(queueRDB)
-	w.undo = append(w.undo, func() { _ = finals.Close() })
-	// SECRETS_KEY opens what enqueuers sealed; without it secrets stored
-	// beside their tasks are in clear, which operators should hear once.
-	secretKeys, err := credstore.ParseKeys(cfg.SecretsKey)
+	return undo, nil
+}
+
+// openOutcomes sets up how final outcomes are recorded, announced on the
+// queue Redis and their callbacks enqueued there, as tasks of their own. A
+// running chapter hears at once that its manual ended; the listener
+// subscribes at the first chapter that asks.
+func (w *Worker) openOutcomes(b *wiring) (func(), error) {
+	b.outcomes = asynq.NewClientFromRedisClient(b.queueRDB) // closed with queueRDB
+	b.finisher = &outcome.Finisher{RDB: b.queueRDB, Client: b.outcomes, CallbackMaxRetry: b.cfg.CallbackMaxRetry,
+		Retention: b.cfg.ResultRetention}
+	finals := outcome.NewListener(b.queueRDB)
+	b.finals = finals
+	return func() { _ = finals.Close() }, nil
+}
+
+// loadSecrets parses SECRETS_KEY, which opens what enqueuers sealed;
+// without it secrets stored beside their tasks are in clear, which
+// operators should hear once.
+func (w *Worker) loadSecrets(b *wiring) error {
+	keys, err := credstore.ParseKeys(b.cfg.SecretsKey)
 	if err != nil {
 		return fmt.Errorf("SECRETS_KEY: %w", err) // config.Load refuses it first; never the value
 	}
-	if secretKeys == nil {
-		log.Warn("SECRETS_KEY is not set: per-export credentials and encryption passwords are stored in clear in Redis while their exports wait and run (its RDB/AOF files, replicas and MONITOR show them); set it on workers, then on every enqueuer")
+	b.secretKeys = keys
+	if keys == nil {
+		w.log.Warn("SECRETS_KEY is not set: per-export credentials and encryption passwords are stored in clear in Redis while their exports wait and run (its RDB/AOF files, replicas and MONITOR show them); set it on workers, then on every enqueuer")
 	} else {
-		log.Info("per-export secrets in Redis are sealed", "seal_key_id", secretKeys.SealKeyID())
+		w.log.Info("per-export secrets in Redis are sealed", "seal_key_id", keys.SealKeyID())
 	}
-	newHandler := func(renderer export.Renderer) (*export.Handler, error) {
-		return export.NewHandler(export.Config{Store: store, Renderer: renderer, Gate: gate, Workspace: workspace,
-			Hosts:     spec.Hosts{Sources: cfg.Allowed, Callbacks: cfg.CallbackAllowed},
-			Namespace: cfg.StorageURL, Logger: log, Observer: w.metrics, Hostname: w.opts.Hostname,
-			Sources:       htmlstore.Store{RDB: queueRDB},                    // documents sent by reference live beside the tasks
-			Credentials:   &credstore.Store{RDB: queueRDB, Keys: secretKeys}, // and so do per-export credentials
-			Finisher:      finisher,
-			Cancellations: outcome.Cancels{RDB: queueRDB},
-			Outcomes:      finals,
-			PublicURL:     cfg.APIPublicURL,
-			MaxPages:      cfg.RenderMaxPages, MaxBytes: cfg.RenderMaxBytes,
-			ChapterConcurrency: cfg.RenderConcurrency,
-			// A manual's chapters go to the fleet as tasks of their own; a
-			// failed one is retried by the manual's next attempt too.
-			ChapterTasks: chapterQueue{client: outcomes, rdb: queueRDB, retries: 2, timeout: cfg.TaskTimeout},
-			Progress:     outcome.Progress{RDB: queueRDB},
-		})
-	}
-	handler, err := newHandler(renderer)
-	if err != nil {
-		return err
-	}
-	callbackKeys, _ := spec.ParseCallbackSecrets(cfg.CallbackSecret) // checked by config.CheckWorker; none refuses deliveries
-	callbacks := callback.New(callback.Config{Keys: callbackKeys, Allowed: cfg.CallbackAllowed,
-		Timeout: cfg.CallbackTimeout, Logger: log, Observer: w.metrics})
-	w.undo = append(w.undo, callbacks.Close)
+	return nil
+}
 
+// newCallbacks makes the deliverer of callback tasks.
+func (w *Worker) newCallbacks(b *wiring) func() {
+	cfg := b.cfg
+	callbackKeys, _ := spec.ParseCallbackSecrets(cfg.CallbackSecret) // checked by config.CheckWorker; none refuses deliveries
+	b.callbacks = callback.New(callback.Config{Keys: callbackKeys, Allowed: cfg.CallbackAllowed,
+		Timeout: cfg.CallbackTimeout, Logger: w.log, Observer: w.metrics})
+	return b.callbacks.Close
+}
+
+// startDoorbell makes what idle queue servers wait on. Idle, each queue
+// server waits on the doorbell every enqueue rings, and polls only every
+// TASK_CHECK_INTERVAL besides (internal/doorbell); without it, it only
+// polls. Either way the idle polls are counted.
+func (w *Worker) startDoorbell(b *wiring) func() {
+	b.idleWait = func([]string) func(context.Context, time.Duration) { return doorbell.PollOnly(w.metrics) }
+	if !b.cfg.TaskDoorbell {
+		return nil
+	}
+	bell := doorbell.New(doorbell.Config{RDB: b.queueRDB, Observer: w.metrics, Logger: w.log})
+	bell.Start()
+	b.idleWait = func(queues []string) func(context.Context, time.Duration) { return bell.Waiter(queues...) }
+	return bell.Close // after the queue servers stopped waiting on it
+}
+
+// newHandler is the pdf:export handler of one lane, on its renderer.
+func (w *Worker) newHandler(b *wiring, renderer export.Renderer) (*export.Handler, error) {
+	cfg, queueRDB := b.cfg, b.queueRDB
+	return export.NewHandler(export.Config{Store: w.store, Renderer: renderer, Gate: b.gate, Workspace: b.workspace,
+		Hosts:     spec.Hosts{Sources: cfg.Allowed, Callbacks: cfg.CallbackAllowed},
+		Namespace: cfg.StorageURL, Logger: w.log, Observer: w.metrics, Hostname: w.opts.Hostname,
+		Sources:       htmlstore.Store{RDB: queueRDB},                      // documents sent by reference live beside the tasks
+		Credentials:   &credstore.Store{RDB: queueRDB, Keys: b.secretKeys}, // and so do per-export credentials
+		Finisher:      b.finisher,
+		Cancellations: outcome.Cancels{RDB: queueRDB},
+		Outcomes:      b.finals,
+		PublicURL:     cfg.APIPublicURL,
+		MaxPages:      cfg.RenderMaxPages, MaxBytes: cfg.RenderMaxBytes,
+		ChapterConcurrency: cfg.RenderConcurrency,
+		// A manual's chapters go to the fleet as tasks of their own; a
+		// failed one is retried by the manual's next attempt too.
+		ChapterTasks: chapterQueue{client: b.outcomes, rdb: queueRDB, retries: 2, timeout: cfg.TaskTimeout},
+		Progress:     outcome.Progress{RDB: queueRDB},
+	})
+}
+
+// newServers makes the queue servers of both lanes and their handlers,
+// not started yet, and the base context of every task.
+func (w *Worker) newServers(b *wiring) (func(), error) {
+	cfg := b.cfg
 	w.base, w.stopTask = context.WithCancelCause(w.opts.BaseContext)
 	base := w.base
-	// Idle, each queue server waits on the doorbell every enqueue rings, and
-	// polls only every TASK_CHECK_INTERVAL besides (internal/doorbell);
-	// without it, it only polls. Either way the idle polls are counted.
-	idleWait := func([]string) func(context.Context, time.Duration) { return doorbell.PollOnly(w.metrics) }
-	if cfg.TaskDoorbell {
-		bell := doorbell.New(doorbell.Config{RDB: queueRDB, Observer: w.metrics, Logger: log})
-		bell.Start()
-		w.undo = append(w.undo, bell.Close) // after the queue servers stopped waiting on it
-		idleWait = func(queues []string) func(context.Context, time.Duration) { return bell.Waiter(queues...) }
-	}
+	undo := undos{func() { w.stopTask(ErrShuttingDown) }}
+	// Each server gets a client of its own, as asynq.NewServer would make
+	// it, but closed here: a server that never started (a later step
+	// failed) does not close its client on Shutdown.
 	newServer := func(queues map[string]int, concurrency int) *asynq.Server {
-		return asynq.NewServer(queueOpt, asynq.Config{
+		rdb := b.queueOpt.MakeRedisClient().(redis.UniversalClient) // connectQueue checked the type
+		undo = append(undo, func() { _ = rdb.Close() })
+		return asynq.NewServerFromRedisClient(rdb, asynq.Config{
 			Concurrency:       concurrency,
 			Queues:            queues,
 			TaskCheckInterval: cfg.TaskCheckInterval,
-			IdleWait:          idleWait(slices.Sorted(maps.Keys(queues))), // one Waiter per server, with the queues it serves
+			IdleWait:          b.idleWait(slices.Sorted(maps.Keys(queues))), // one Waiter per server, with the queues it serves
 			ShutdownTimeout:   cfg.ShutdownTimeout,
 			RetryDelayFunc:    retryDelay,
-			Logger:            logging.Asynq{L: log},
+			Logger:            logging.Asynq{L: w.log},
 			LogLevel:          asynqLevel(cfg.LogLevel),
 			BaseContext:       func() context.Context { return base },
 		})
@@ -394,76 +533,83 @@ func (w *Worker) Start(ctx context.Context) error {
 		mux.Use(taskDeadline(cfg.TaskTimeout))
 		mux.Handle(spec.TaskType, h)
 		mux.Handle(spec.ChapterTaskType, h.ChapterTasks())
-		mux.Handle(spec.CallbackTaskType, callbacks)
+		mux.Handle(spec.CallbackTaskType, b.callbacks)
 		return mux
 	}
-	interactive, batch := lanes(cfg.QueueWeights, cfg.BatchQueueSet)
+	handler, err := w.newHandler(b, b.renderer)
+	if err != nil {
+		return undo.run, err
+	}
+	var interactive map[string]int
+	interactive, b.batch = lanes(cfg.QueueWeights, cfg.BatchQueueSet)
 	w.srv = newServer(interactive, cfg.WorkerConcurrency)
-	mux := newMux(handler)
-	var batchMux *asynq.ServeMux
-	if len(batch) > 0 {
+	b.mux = newMux(handler)
+	if len(b.batch) > 0 {
 		// The batch lane: its own handler slots, and its own Chromium at a
 		// lower CPU priority, so a catalogue re-render takes neither the
 		// handler slots, the tabs nor the CPU of interactive exports. The
 		// post-processing slot is the worker's, shared (memory is too).
-		batchRenderer, err := w.batchRenderer(renderer)
-		if err != nil {
-			return err
+		batchRenderer, closeBatch, err := w.batchRenderer(b.renderer)
+		if closeBatch != nil {
+			undo = append(undo, closeBatch)
 		}
-		batchHandler, err := newHandler(batchRenderer)
 		if err != nil {
-			return err
+			return undo.run, err
 		}
-		w.batchSrv = newServer(batch, cfg.BatchConcurrency)
-		batchMux = newMux(batchHandler)
+		batchHandler, err := w.newHandler(b, batchRenderer)
+		if err != nil {
+			return undo.run, err
+		}
+		w.batchSrv = newServer(b.batch, cfg.BatchConcurrency)
+		b.batchMux = newMux(batchHandler)
 	}
+	return undo.run, nil
+}
 
-	w.inspector = asynq.NewInspector(queueOpt)
+// openInspector makes the inspector that backs the queue metrics.
+func (w *Worker) openInspector(b *wiring) func() {
+	w.inspector = asynq.NewInspector(b.queueOpt)
 	inspector := w.inspector
-	w.undo = append(w.undo, func() { _ = inspector.Close() })
-	w.metrics.WithQueueMetrics(inspector).WithQueues(slices.Sorted(maps.Keys(cfg.QueueWeights)))
-	checks := map[string]admin.Check{
-		"redis":    func(ctx context.Context) error { return w.srv.Ping() },
-		"locks":    func(ctx context.Context) error { return lockRDB.Ping(ctx).Err() },
-		"storage":  store.Ping,
-		"chromium": func(ctx context.Context) error { return nil },
-	}
-	if w.chromium != nil {
-		checks["chromium"] = w.chromium.Ping
-	}
-	if err := w.startAdmin(checks, queueOpt); err != nil {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
+	w.metrics.WithQueueMetrics(inspector).WithQueues(slices.Sorted(maps.Keys(b.cfg.QueueWeights)))
+	return func() { _ = inspector.Close() }
+}
 
-	// Announced before the queue servers register with asynq, so an
-	// enqueuer never sees this process's servers without it (it would take
-	// them for workers of a release before announcements).
-	if err := w.announce(ctx, queueRDB); err != nil {
-		return err
+// serve starts the queue servers. Announced before (the announce step), so
+// an enqueuer never sees this process's servers without it (it would take
+// them for workers of a release before announcements).
+//
+// The undo shuts the servers down, which waits up to SHUTDOWN_TIMEOUT for
+// tasks in flight and puts the unfinished ones back in the queue, but
+// leaves their handlers running. Those are canceled then, and waited for:
+// each releases its lease (as failed) while the lock Redis is still open,
+// so another worker takes over at once rather than after LOCK_TTL. Both
+// lanes shut down at once.
+func (w *Worker) serve(b *wiring) (func(), error) {
+	var servers []*asynq.Server
+	undo := func() {
+		shutdownAll(servers)
+		w.stopTasks()
 	}
-	if err := w.srv.Start(mux); err != nil {
-		return fmt.Errorf("%w: starting the queue server: %w", ErrUnavailable, err)
+	if err := w.srv.Start(b.mux); err != nil {
+		return undo, fmt.Errorf("%w: starting the queue server: %w", ErrUnavailable, err)
 	}
-	servers := []*asynq.Server{w.srv}
+	servers = append(servers, w.srv)
 	if w.batchSrv != nil {
-		if err := w.batchSrv.Start(batchMux); err != nil {
-			w.srv.Shutdown()
-			return fmt.Errorf("%w: starting the batch lane's queue server: %w", ErrUnavailable, err)
+		if err := w.batchSrv.Start(b.batchMux); err != nil {
+			return undo, fmt.Errorf("%w: starting the batch lane's queue server: %w", ErrUnavailable, err)
 		}
 		servers = append(servers, w.batchSrv)
 	}
-	// Shutdown waits up to SHUTDOWN_TIMEOUT for tasks in flight and puts the
-	// unfinished ones back in the queue, but leaves their handlers running.
-	// Those are canceled then, and waited for: each releases its lease (as
-	// failed) while the lock Redis is still open, so another worker takes
-	// over at once rather than after LOCK_TTL. Both lanes shut down at once.
-	w.undo = append(w.undo, w.stopTasks, func() { shutdownAll(servers) })
-	w.sweepArchived(&outcome.Sweeper{Finisher: finisher, Queues: slices.Sorted(maps.Keys(cfg.QueueWeights)), Logger: log})
-	log.Info("worker started", "version", buildinfo.String(), "envelope_versions", fmt.Sprintf("%d-%d", spec.MinEnvelopeVersion, spec.EnvelopeVersion), "queues", cfg.Queues, "concurrency", cfg.WorkerConcurrency,
-		"batch_queues", slices.Sorted(maps.Keys(batch)), "batch_concurrency", cfg.BatchConcurrency,
-		"render_concurrency", cfg.RenderConcurrency, "storage", store.Describe(), "admin", cfg.AdminAddr,
-		"allowed_hosts", cfg.Allowed.String())
-	return nil
+	return undo, nil
+}
+
+// undos are undo functions, run last first.
+type undos []func()
+
+func (u undos) run() {
+	for i := len(u) - 1; i >= 0; i-- {
+		u[i]()
+	}
 }
 
 // Shutdown stops taking tasks and lets those in flight finish for up to
@@ -471,10 +617,9 @@ func (w *Worker) Start(ctx context.Context) error {
 // Redis clients: the reverse of Start. It is safe after a failed Start and
 // more than once.
 func (w *Worker) Shutdown() {
-	for i := len(w.undo) - 1; i >= 0; i-- {
-		w.undo[i]()
-	}
+	undo := w.undo
 	w.undo = nil
+	undo.run()
 }
 
 // track counts the tasks whose handler is running.
@@ -519,10 +664,10 @@ func lanes(weights map[string]int, batchQueues []string) (interactive, batch map
 
 // batchRenderer is the batch lane's renderer: its own Chromium, started
 // through nice(1) at BATCH_NICE on the first batch render, or the renderer
-// that replaced Chromium (Options.Renderer).
-func (w *Worker) batchRenderer(interactive export.Renderer) (export.Renderer, error) {
+// that replaced Chromium (Options.Renderer); closeIt closes that Chromium.
+func (w *Worker) batchRenderer(interactive export.Renderer) (_ export.Renderer, closeIt func(), _ error) {
 	if w.opts.Renderer != nil {
-		return interactive, nil
+		return interactive, nil, nil
 	}
 	cfg := w.cfg
 	rcfg := w.chromium.Config()
@@ -530,19 +675,19 @@ func (w *Worker) batchRenderer(interactive export.Renderer) (export.Renderer, er
 	rcfg.Logger = w.log.With("lane", "batch")
 	r, err := render.New(rcfg)
 	if err != nil {
-		return nil, fmt.Errorf("configuring the batch lane's renderer: %w", err)
+		return nil, nil, fmt.Errorf("configuring the batch lane's renderer: %w", err)
 	}
 	w.batch = r
-	w.undo = append(w.undo, func() {
+	closeIt = func() {
 		if err := r.Close(); err != nil {
 			w.log.Warn("closing the batch lane's Chromium", "err", err)
 		}
-	})
+	}
 	var out export.Renderer = r
 	if w.opts.WrapRenderer != nil {
 		out = w.opts.WrapRenderer(out)
 	}
-	return out, nil
+	return out, closeIt, nil
 }
 
 // shutdownAll shuts the queue servers down at once: each waits up to
@@ -556,30 +701,30 @@ func shutdownAll(servers []*asynq.Server) {
 }
 
 // announce tells enqueuers which envelope versions this process serves
-// (internal/fleet), now and every fleet.Interval until Shutdown, which
+// (internal/fleet), now and every fleet.Interval until its undo, which
 // withdraws it once the queue servers stopped.
-func (w *Worker) announce(ctx context.Context, rdb redis.UniversalClient) error {
+func (w *Worker) announce(ctx context.Context, rdb redis.UniversalClient) (func(), error) {
 	self := fleet.Self(buildinfo.String(), slices.Sorted(maps.Keys(w.cfg.QueueWeights)))
 	if err := fleet.Announce(ctx, rdb, self); err != nil {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	w.background(func(ctx context.Context) {
+	return w.background(func(ctx context.Context) {
 		fleet.Run(ctx, rdb, self, func(err error) {
 			w.log.Warn("refreshing this worker's announcement failed; retrying", "err", redact.Text(err.Error()))
 		})
-	})
-	return nil
+	}), nil
 }
 
 // sweepArchived finishes, in the background, exports archived without a
 // final state (outcome.Sweeper), every Options.FinishSweepInterval until
-// Shutdown.
-func (w *Worker) sweepArchived(s *outcome.Sweeper) {
+// its undo.
+func (w *Worker) sweepArchived(finisher *outcome.Finisher) func() {
+	s := &outcome.Sweeper{Finisher: finisher, Queues: slices.Sorted(maps.Keys(w.cfg.QueueWeights)), Logger: w.log}
 	interval := w.opts.FinishSweepInterval
 	if interval <= 0 {
 		interval = finishSweepInterval
 	}
-	w.background(func(ctx context.Context) { s.Run(ctx, interval) })
+	return w.background(func(ctx context.Context) { s.Run(ctx, interval) })
 }
 
 // finishSweepInterval bounds how long an export archived without a final
@@ -587,9 +732,9 @@ func (w *Worker) sweepArchived(s *outcome.Sweeper) {
 const finishSweepInterval = 5 * time.Second
 
 // sweepTemp removes, in the background, temp files a crash left in the file
-// store, at start and every sweepInterval, until Shutdown.
-func (w *Worker) sweepTemp(files *storage.File) {
-	w.background(func(ctx context.Context) {
+// store, at start and every sweepInterval, until its undo.
+func (w *Worker) sweepTemp(files *storage.File) func() {
+	return w.background(func(ctx context.Context) {
 		t := time.NewTicker(sweepInterval)
 		defer t.Stop()
 		for {
@@ -665,23 +810,34 @@ func urlHostPort(raw, defaultPort string) string {
 
 // startAdmin listens on ADMIN_ADDR (none when empty) and serves health,
 // readiness, metrics and the dashboard.
-func (w *Worker) startAdmin(checks map[string]admin.Check, queueOpt asynq.RedisConnOpt) error {
+func (w *Worker) startAdmin(b *wiring) (func(), error) {
 	cfg := w.cfg
 	if cfg.AdminAddr == "" {
-		return nil
+		return nil, nil
 	}
+	lockRDB := b.lockRDB
+	checks := map[string]admin.Check{
+		"redis":    func(ctx context.Context) error { return w.srv.Ping() },
+		"locks":    func(ctx context.Context) error { return lockRDB.Ping(ctx).Err() },
+		"storage":  w.store.Ping,
+		"chromium": func(ctx context.Context) error { return nil },
+	}
+	if w.chromium != nil {
+		checks["chromium"] = w.chromium.Ping
+	}
+	queueOpt := b.queueOpt
 	var dashboard *admin.DashboardConfig
 	if cfg.Dashboard {
 		dashboard = &admin.DashboardConfig{Redis: queueOpt, User: cfg.DashboardUser, Password: cfg.DashboardPassword, ReadOnly: cfg.DashboardReadOnly}
 	}
 	ln, err := net.Listen("tcp", cfg.AdminAddr)
 	if err != nil {
-		return fmt.Errorf("admin listener on ADMIN_ADDR=%s: %w", cfg.AdminAddr, err)
+		return nil, fmt.Errorf("%w: admin listener on ADMIN_ADDR=%s: %w", ErrUnavailable, cfg.AdminAddr, err)
 	}
 	// The bound address: ADMIN_ADDR may ask for port 0.
 	if _, err := w.own.Add("ADMIN_ADDR", ln.Addr().String()); err != nil {
 		_ = ln.Close()
-		return err
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	srv := &http.Server{
 		Handler:           admin.Handler(admin.Config{Metrics: w.metrics, Checks: checks, Version: buildinfo.String(), Dashboard: dashboard}),
@@ -697,13 +853,12 @@ func (w *Worker) startAdmin(checks map[string]admin.Check, queueOpt asynq.RedisC
 			w.log.Error("admin server failed", "err", err)
 		}
 	}()
-	w.undo = append(w.undo, func() {
+	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		<-done
-	})
-	return nil
+	}, nil
 }
 
 // taskDeadline bounds one attempt of a task, waiting for another worker's
