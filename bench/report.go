@@ -388,6 +388,53 @@ they explain the design, they do not describe this run. The benchmarks above are
   ` + "`" + `RENDER_CONCURRENCY` + "`" + ` tabs, so two on 2 cores run 4 tabs and two browsers' overhead on cores one
   worker already saturates from 2 clients on; one worker per 2 cores (docs/CAPACITY.md) stays the
   topology.
+- **Section 7's remaining gaps, measured** (issue 39, second pass, 2026-12-01 22:00–22:50 UTC, on a
+  machine loaded by four other sessions' tests: load average 14–36 on 2 cores and the machine 100 %
+  busy before every run, so walls are 2–5× section 7's and only ratios within one run and CPU figures
+  mean anything). *The Go spec at 2 clients.* One render at a time (BenchmarkRenderBreakdown,
+  ` + "`" + `BREAKDOWN_DOCS=gospec` + "`" + `, 8 renders each, load 14–23), browser CPU per render: bare tab 680 ms, the
+  Renderer 670, without its spare tab 680; the same work lands in the same steps (tab 74 against
+  79 + 5 for the context + 3 for the lean tab; load and readiness 162 against 165; print 366 against
+  351–362; stream 32 against 22; close 9 against 10–11), and the pipeline's own steps (guard, media,
+  static check, quiet, fonts) cost 8–12 ms of CPU together. With the spare, the 50–75 ms of CPU of
+  making the next tab shows in the load step of the render it overlaps (207 against 165). Two renders
+  at once (BenchmarkConcurrentRenders, new: 2 closed-loop clients, bursts of 6, the systems
+  interleaved, medians of 6–8 bursts; three runs at load 17–32, the second and third with 20 ms
+  between a client's renders, as a worker has between tasks): the Renderer as it is made 0.99×,
+  0.89× and 1.16× the bare tab's renders/s at 1.06×, 1.06× and 1.08× its browser CPU; without the
+  spare 1.01×, 0.88× and 1.06× at 1.13×, 0.97× and 1.06×; with the next spare made only while a lane
+  is idle (the hypothesis; ` + "`" + `spareIdleLaneOnly` + "`" + `) 0.94× at 1.08× (third run); and that with a render
+  waiting for a spare being made instead of making its own tab, and a lane going idle making one
+  (tried first), 0.76× and 0.81× at 1.15× and 1.07× (first two runs), so it was not kept.
+  A fourth run (load 27–28) set the Renderer (1.02× at 1.03×) beside a variant with the bare tab's
+  tab in the shared context (1.09× at 0.96×; ` + "`" + `ours-shared-context` + "`" + `, not isolated): the browser
+  context per render, the isolation every render keeps, is the one Chromium-side difference seen at
+  2 renders at once, about 7 % of the browser's CPU in that run.
+  So the spare tab is not what costs at 2 clients. In section 7's quiet run the pipeline's Chromium
+  used 0.49 CPU-s per Go spec against the bare tab's 0.48, and most of the difference (0.53 against
+  0.49) is the pipeline's Go: the worker's 0.03 CPU-s and its client's 0.01
+  more than the peer's in-process one; with both cores busy throughput follows CPU (0.49 / 0.53 =
+  0.92×, measured 0.90×). A CPU profile of bin/worker through section 7's Go-spec cells (15 s slices,
+  760 ms of samples, overlapping shares) puts its Go in: the CDP traffic of the render (the PDF's
+  IO.read chunks decoded from base64 JSON, the 286 KiB document encoded into Page.setDocumentContent),
+  which the peer pays in its own process too, 22 %; durable file storage, the artifact's info object
+  included, 17 % (the SHA-256 ETag 4 %, fsync 3 %); Redis (asynq's scripts, the side store, the lock,
+  the finish) 21 %; the garbage
+  collector 7 %; logging 3 %. None of it is a step the
+  pipeline can drop without dropping a guarantee (a stored, hashed, durable artifact; the queue), so
+  ≥ 1.0× throughput at 2 clients needs Chromium below the bare tab by about 8 %, which nothing
+  measured here gives short of giving up the context per render. *K=20 duplicates.* A timeline from the in-process fleet's debug logs (3 runs,
+  load 25–28): the holder's release to the waiters' wake 0.2–2.1 ms (median 1.1) in one run, 26–51
+  (median 27) and 0.4–203 (median 72) in the others, when the bench process that hosts the three
+  workers was starved of CPU; the waiters' ` + "`" + `export done` + "`" + ` (storage stat, the info object, the result)
+  follow their wakes to within 0.1 ms. The bench's observer is not it: reading the 19 results one after another
+  takes 1.1–5.4 ms, and the first to the last result seen done (a figure the bench's log line now
+  gives) spread 0–210 ms. After ` + "`" + `export done` + "`" + ` each waiter still does, one after another, the result write
+  (1 round trip), Finisher.Finish (ZADD, the record script, the release of what it stored beside
+  itself, SPUBLISH, DEL, ZREM: 6 or more) and asynq's completion (1); and before the gate each of the
+  19 reads its 99 KiB document from the side store while the holder renders. Those are the
+  candidates left (pipelining the finish's steps; entering the gate before resolving the document);
+  the gate's own wake path is one script and one sharded message.
 - **Tab designs** (the former BenchmarkTabDesign: a 3-page page from a local server, medians). Tab
   lifecycle plus print: about 260 ms with a fresh browser context per render, 155 ms with a new tab in
   the shared context, 105 ms with one warm tab reset between renders, 700 ms with a new browser; a

@@ -384,8 +384,12 @@ func dedupRuns(ctx context.Context, e *benchEnv, f *fleet, label string, baselin
 		res.flagged = append(res.flagged, float64(flagged))
 		res.renderMS = append(res.renderMS, float64(renderMS))
 		res.failOpen = append(res.failOpen, float64(foAfter-foBefore))
-		logf("   %s: %d requests → %d renders (%d results rendered:true, %d fail-open), wall %.0f ms; one export %.0f ms",
-			label, e.o.k, after-before, flagged, foAfter-foBefore, msOf(wall), msOf(one.e2e()))
+		first, last := reqs[0].done, reqs[0].done
+		for _, r := range reqs {
+			first, last = minTime(first, r.done), maxTime(last, r.done)
+		}
+		logf("   %s: %d requests → %d renders (%d results rendered:true, %d fail-open), wall %.0f ms (first seen done to last %.0f ms); one export %.0f ms",
+			label, e.o.k, after-before, flagged, foAfter-foBefore, msOf(wall), msOf(last.Sub(first)), msOf(one.e2e()))
 		if !baseline && after-before != 1 {
 			e.keepWork.Store(true)
 			logf("   %s: %d renders for one artifact; worker logs kept in %s", label, after-before, f.dir)
@@ -470,3 +474,17 @@ var defaultCheckInterval = func() time.Duration {
 	}
 	return cfg.TaskCheckInterval
 }()
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

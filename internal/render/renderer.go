@@ -137,6 +137,10 @@ type testHooks struct {
 	keepChromedpDomains bool
 	// noSpareTab makes every render create its tab (no spare made ahead).
 	noSpareTab bool
+	// spareIdleLaneOnly makes the next spare only when the render that
+	// takes one leaves another lane idle (BenchmarkConcurrentRenders
+	// compares; see BENCHMARKS.md section 7's notes).
+	spareIdleLaneOnly bool
 	// serialGuard answers the guard's paused requests one after another,
 	// as before (BenchmarkRenderBreakdown compares).
 	serialGuard bool

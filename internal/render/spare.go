@@ -35,7 +35,9 @@ func (r *Renderer) takeSpare(b *browser) *spareTab {
 		r.discardSpare(sp)
 		sp = nil
 	}
-	r.prepareSpare(b)
+	if !r.hooks.spareIdleLaneOnly || len(r.sem) < cap(r.sem) {
+		r.prepareSpare(b)
+	}
 	if sp != nil {
 		// The render's own reference (acquire) keeps the browser now.
 		r.dropRef(sp.b)
