@@ -16,11 +16,10 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/credstore"
-	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
@@ -58,9 +57,9 @@ func newRaceRig(t *testing.T, retention time.Duration) *raceRig {
 	finisher := &outcome.Finisher{RDB: rdb, Client: asynq.NewClientFromRedisClient(rdb), CallbackMaxRetry: 1, Retention: retention}
 	hosts := spec.Hosts{Callbacks: allowlist.MustParse("hooks.example.com")}
 	h, err := NewHandler(Config{Store: files, Renderer: renderer, Logger: log, Hosts: hosts,
-		Gate:    lock.NewGate(lock.NewMutex(rdb, lock.Config{TTL: 5 * time.Second, Logger: log})),
-		Sources: htmlstore.Store{RDB: rdb}, Credentials: &credstore.Store{RDB: rdb},
-		Finisher: finisher, Cancellations: outcome.Cancels{RDB: rdb}})
+		Gate:      lock.NewGate(lock.NewMutex(rdb, lock.Config{TTL: 5 * time.Second, Logger: log})),
+		SideStore: &sidestore.Store{RDB: rdb},
+		Finisher:  finisher, Cancellations: outcome.Cancels{RDB: rdb}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +186,7 @@ collect:
 	if json.Unmarshal(cb.Payload, &ct) != nil || json.Unmarshal(ct.Body, &body) != nil || body.State != spec.StateCompleted {
 		t.Errorf("callback body %s, want state completed", ct.Body)
 	}
-	docKey := "pdfexport:html:{" + htmlstore.Ref(doc).SHA256 + "}"
+	docKey := "pdfexport:html:{" + sidestore.DocumentRef(doc).SHA256 + "}"
 	if owners := rdb.HGet(ctx, docKey, "owners").Val(); owners != "1" {
 		t.Errorf("document owners %q after the race, want 1 (the waiting export)", owners)
 	}

@@ -12,8 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pdfexport/pdfexport/internal/credstore"
-	"github.com/pdfexport/pdfexport/internal/htmlstore"
+	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -275,31 +274,7 @@ func (r *Finisher) redrive(ctx context.Context, taskID string) (bool, error) {
 
 // release gives up what the task stored beside itself.
 func (r *Finisher) release(ctx context.Context, taskID string, env *spec.Envelope) (int, error) {
-	n := 0
-	var errs []error
-	src := env.Source
-	if ref := env.EncryptionRef; ref != nil {
-		ok, err := (&credstore.Store{RDB: r.RDB}).ReleasePasswords(ctx, taskID, *ref)
-		if ok {
-			n++
-		}
-		errs = append(errs, err)
-	}
-	if ref := src.Credentials; ref != nil {
-		ok, err := (&credstore.Store{RDB: r.RDB}).Release(ctx, taskID, *ref)
-		if ok {
-			n++
-		}
-		errs = append(errs, err)
-	}
-	if ref := src.HTMLRef; ref != nil {
-		ok, err := htmlstore.Release(ctx, r.RDB, taskID, *ref)
-		if ok {
-			n++
-		}
-		errs = append(errs, err)
-	}
-	return n, errors.Join(errs...)
+	return (&sidestore.Store{RDB: r.RDB}).Release(ctx, taskID, sidestore.Refs(env)...)
 }
 
 // IsFinal reports whether taskID has a recorded final state.

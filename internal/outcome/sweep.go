@@ -12,7 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pdfexport/pdfexport/internal/htmlstore"
+	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -107,7 +107,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("re-driving final steps: %w", err))
 	}
-	if n, err := htmlstore.SweepOwners(ctx, s.Finisher.RDB, s.tasksExist, cmp.Or(s.DocumentsEvery, time.Minute),
+	if n, err := sidestore.SweepOwners(ctx, s.Finisher.RDB, s.tasksExist, cmp.Or(s.DocumentsEvery, time.Minute),
 		cmp.Or(s.OwnerGrace, 10*time.Minute), sweepBatch); err != nil {
 		errs = append(errs, err)
 	} else if n > 0 {

@@ -30,17 +30,16 @@ import (
 	"github.com/pdfexport/pdfexport/internal/buildinfo"
 	"github.com/pdfexport/pdfexport/internal/callback"
 	"github.com/pdfexport/pdfexport/internal/config"
-	"github.com/pdfexport/pdfexport/internal/credstore"
 	"github.com/pdfexport/pdfexport/internal/doorbell"
 	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/fleet"
-	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/logging"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/redisconn"
 	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
@@ -326,7 +325,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.undo = append(w.undo, func() { _ = finals.Close() })
 	// SECRETS_KEY opens what enqueuers sealed; without it secrets stored
 	// beside their tasks are in clear, which operators should hear once.
-	secretKeys, err := credstore.ParseKeys(cfg.SecretsKey)
+	secretKeys, err := sidestore.ParseKeys(cfg.SecretsKey)
 	if err != nil {
 		return fmt.Errorf("SECRETS_KEY: %w", err) // config.Load refuses it first; never the value
 	}
@@ -339,8 +338,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		return export.NewHandler(export.Config{Store: store, Renderer: renderer, Gate: gate, Workspace: workspace,
 			Hosts:     spec.Hosts{Sources: cfg.Allowed, Callbacks: cfg.CallbackAllowed},
 			Namespace: cfg.StorageURL, Logger: log, Observer: w.metrics, Hostname: w.opts.Hostname,
-			Sources:       htmlstore.Store{RDB: queueRDB},                    // documents sent by reference live beside the tasks
-			Credentials:   &credstore.Store{RDB: queueRDB, Keys: secretKeys}, // and so do per-export credentials
+			SideStore:     &sidestore.Store{RDB: queueRDB, Keys: secretKeys}, // documents and secrets sent by reference live beside the tasks
 			Finisher:      finisher,
 			Cancellations: outcome.Cancels{RDB: queueRDB},
 			Outcomes:      finals,
