@@ -16,6 +16,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/render"
@@ -126,7 +127,7 @@ func TestFinish_ACancelLandingAfterTheResultFinishesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := rdb.SSubscribe(ctx, outcome.Channel)
+	ps := rdb.SSubscribe(ctx, keyspace.FinalChannel)
 	t.Cleanup(func() { _ = ps.Close() })
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
@@ -225,7 +226,7 @@ func TestFinish_ARunAfterACancelRacedTheCompletionDoesNotFinishAgain(t *testing.
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			insp := asynq.NewInspectorFromRedisClient(rdb)
-			ps := rdb.SSubscribe(ctx, outcome.Channel)
+			ps := rdb.SSubscribe(ctx, keyspace.FinalChannel)
 			t.Cleanup(func() { _ = ps.Close() })
 			if _, err := ps.Receive(ctx); err != nil {
 				t.Fatal(err)
@@ -250,7 +251,7 @@ func TestFinish_ARunAfterACancelRacedTheCompletionDoesNotFinishAgain(t *testing.
 			})
 			time.Sleep(retention + 500*time.Millisecond) // RESULT_RETENTION is over
 			if tc.lose {
-				rdb.Del(ctx, outcome.FinalKey(job.TaskID))
+				rdb.Del(ctx, keyspace.Final(job.TaskID))
 			} else if rec, ok, err := outcome.Recorded(ctx, rdb, job.TaskID); !ok || err != nil || rec.State != spec.StateCompleted {
 				t.Errorf("after RESULT_RETENTION the record is %+v %v %v, want completed", rec, ok, err)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
@@ -24,7 +25,7 @@ import (
 func announcements(t *testing.T, rdb redis.UniversalClient) (stop func() map[string][]string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	ps := rdb.SSubscribe(ctx, Channel)
+	ps := rdb.SSubscribe(ctx, keyspace.FinalChannel)
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -347,8 +348,8 @@ func TestFinish_StepsAfterTheRecordAreReDriven(t *testing.T) {
 			if rdb.Exists(ctx, "pdfexport:credentials:{"+task+"}", "pdfexport:html:{"+env.Source.HTMLRef.SHA256+"}").Val() != 0 {
 				t.Error("what the task owned outlived the re-drive")
 			}
-			if n := rdb.ZCard(ctx, FinishingKey).Val(); n != 0 || rdb.Exists(ctx, finishingKey(task)).Val() != 0 {
-				t.Errorf("%d entries left to re-drive, marker %d", n, rdb.Exists(ctx, finishingKey(task)).Val())
+			if n := rdb.ZCard(ctx, keyspace.FinishingIndex).Val(); n != 0 || rdb.Exists(ctx, keyspace.Finishing(task)).Val() != 0 {
+				t.Errorf("%d entries left to re-drive, marker %d", n, rdb.Exists(ctx, keyspace.Finishing(task)).Val())
 			}
 		})
 	}
@@ -369,7 +370,7 @@ func TestFinish_OnClusterWhateverTheTaskID(t *testing.T) {
 		if err != nil || !done.Recorded {
 			t.Errorf("task %q: %+v, %v", id, done, err)
 		}
-		if n := rdb.Exists(ctx, finishingKey(id)).Val(); n != 0 {
+		if n := rdb.Exists(ctx, keyspace.Finishing(id)).Val(); n != 0 {
 			t.Errorf("task %q: marker left after a complete Finish", id)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -36,12 +37,9 @@ const HTMLThreshold = 32 << 10
 // backoff).
 const DefaultTTL = spec.DefaultSourceTTL
 
-func htmlKey(sha string) string { return "pdfexport:html:{" + sha + "}" }
-
-// htmlIndexKey is a sorted set of the documents' digests, scored by when
-// the sweep last looked at them (or first PutHTML), so that the sweep finds
-// them without scanning the keyspace.
-const htmlIndexKey = "pdfexport:html-index"
+// keyspace.HTMLIndex is a sorted set of the documents' digests, scored by
+// when the sweep last looked at them (or first PutHTML), so that the sweep
+// finds them without scanning the keyspace.
 
 // now is the server's clock in unix ms, for the scripts.
 const now = `
@@ -99,7 +97,7 @@ func (s *Store) PutHTML(ctx context.Context, owner, html string, ttl time.Durati
 	// sweep that saw the document missing and drops its entry cannot drop
 	// this one (see sweepDocument); a process dying in between leaves a
 	// document the sweep does not see, bounded by its TTL.
-	if err := s.RDB.ZAddNX(ctx, htmlIndexKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: ref.SHA256}).Err(); err != nil {
+	if err := s.RDB.ZAddNX(ctx, keyspace.HTMLIndex, redis.Z{Score: float64(time.Now().UnixMilli()), Member: ref.SHA256}).Err(); err != nil {
 		return spec.HTMLRef{}, fmt.Errorf("sidestore: indexing the %s: %w", r, err)
 	}
 	return ref, nil
@@ -159,7 +157,7 @@ type Sweep func(ctx context.Context, ids []string) (map[string]bool, error)
 // and their TTL is SOURCE_TTL.
 func SweepOwners(ctx context.Context, rdb redis.UniversalClient, exists Sweep, every, grace time.Duration, batch int) (int, error) {
 	start := time.Now()
-	shas, err := rdb.ZRangeByScore(ctx, htmlIndexKey, &redis.ZRangeBy{
+	shas, err := rdb.ZRangeByScore(ctx, keyspace.HTMLIndex, &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(start.Add(-every).UnixMilli(), 10), Count: int64(batch)}).Result()
 	if err != nil {
 		return 0, fmt.Errorf("sidestore: reading the document index: %w", err)
@@ -177,20 +175,20 @@ func SweepOwners(ctx context.Context, rdb redis.UniversalClient, exists Sweep, e
 }
 
 func sweepDocument(ctx context.Context, rdb redis.UniversalClient, exists Sweep, sha string, cutoff time.Time) (int, error) {
-	fields, err := rdb.HKeys(ctx, htmlKey(sha)).Result()
+	fields, err := rdb.HKeys(ctx, keyspace.HTML(sha)).Result()
 	if err != nil {
 		return 0, err
 	}
 	if len(fields) == 0 { // gone with its last owner, or its TTL
-		if err := rdb.ZRem(ctx, htmlIndexKey, sha).Err(); err != nil {
+		if err := rdb.ZRem(ctx, keyspace.HTMLIndex, sha).Err(); err != nil {
 			return 0, err
 		}
 		// Put again meanwhile (its own entry may have been the one just
 		// removed): index it again.
-		if n, err := rdb.Exists(ctx, htmlKey(sha)).Result(); err != nil || n == 0 {
+		if n, err := rdb.Exists(ctx, keyspace.HTML(sha)).Result(); err != nil || n == 0 {
 			return 0, err
 		}
-		return 0, rdb.ZAddNX(ctx, htmlIndexKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: sha}).Err()
+		return 0, rdb.ZAddNX(ctx, keyspace.HTMLIndex, redis.Z{Score: float64(time.Now().UnixMilli()), Member: sha}).Err()
 	}
 	var ids []string
 	for _, f := range fields {
@@ -211,10 +209,10 @@ func sweepDocument(ctx context.Context, rdb redis.UniversalClient, exists Sweep,
 			}
 		}
 		if len(args) > 1 {
-			if n, err = dropScript.Run(ctx, rdb, []string{htmlKey(sha)}, args...).Int(); err != nil {
+			if n, err = dropScript.Run(ctx, rdb, []string{keyspace.HTML(sha)}, args...).Int(); err != nil {
 				return 0, formatErr(err, "source document sha256 "+sha)
 			}
 		}
 	}
-	return n, rdb.ZAddXX(ctx, htmlIndexKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: sha}).Err()
+	return n, rdb.ZAddXX(ctx, keyspace.HTMLIndex, redis.Z{Score: float64(time.Now().UnixMilli()), Member: sha}).Err()
 }

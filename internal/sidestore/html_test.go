@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -32,7 +33,7 @@ func TestPutGetRelease(t *testing.T) {
 	if keys := rdb.Keys(ctx, "pdfexport:html:*").Val(); len(keys) != 1 {
 		t.Fatalf("keys %v: want one shared copy", keys)
 	}
-	if size := rdb.MemoryUsage(ctx, htmlKey(a.SHA256)).Val(); size > int64(len(html))/4 {
+	if size := rdb.MemoryUsage(ctx, keyspace.HTML(a.SHA256)).Val(); size > int64(len(html))/4 {
 		t.Errorf("the copy takes %d bytes of Redis for a %d-byte document: not compressed", size, len(html))
 	}
 	got, err := getHTML(ctx, rdb, "task-a", a)
@@ -67,8 +68,8 @@ func TestPutGetRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	other, _ := store(rdb).PutHTML(ctx, "task-o", "<p>other", time.Hour)
-	data := rdb.HGet(ctx, htmlKey(other.SHA256), "data").Val()
-	rdb.HSet(ctx, htmlKey(c.SHA256), "data", data)
+	data := rdb.HGet(ctx, keyspace.HTML(other.SHA256), "data").Val()
+	rdb.HSet(ctx, keyspace.HTML(c.SHA256), "data", data)
 	if _, err := getHTML(ctx, rdb, "task-c", c); err == nil || errors.Is(err, ErrMissing) || errors.Is(err, ErrNotOwner) {
 		t.Errorf("Get of a tampered copy = %v, want a digest error", err)
 	}
@@ -80,11 +81,11 @@ func TestPut_TTLIsRenewed(t *testing.T) {
 	rdb := srv.Client()
 	ctx := context.Background()
 	ref, _ := store(rdb).PutHTML(ctx, "t1", "<p>x", time.Minute)
-	if ttl := rdb.PTTL(ctx, htmlKey(ref.SHA256)).Val(); ttl <= 0 || ttl > time.Minute {
+	if ttl := rdb.PTTL(ctx, keyspace.HTML(ref.SHA256)).Val(); ttl <= 0 || ttl > time.Minute {
 		t.Fatalf("TTL %v after Put with 1m", ttl)
 	}
 	_, _ = store(rdb).PutHTML(ctx, "t2", "<p>x", time.Hour)
-	if ttl := rdb.PTTL(ctx, htmlKey(ref.SHA256)).Val(); ttl < 59*time.Minute {
+	if ttl := rdb.PTTL(ctx, keyspace.HTML(ref.SHA256)).Val(); ttl < 59*time.Minute {
 		t.Fatalf("TTL %v after a second Put with 1h", ttl)
 	}
 }
@@ -153,7 +154,7 @@ func TestSweepOwners_Grace(t *testing.T) {
 			t.Fatalf("%s: dropped %d, %v; want %d", step.name, n, err, step.dropped)
 		}
 		var owners []string
-		for _, f := range rdb.HKeys(ctx, htmlKey(ref.SHA256)).Val() {
+		for _, f := range rdb.HKeys(ctx, keyspace.HTML(ref.SHA256)).Val() {
 			if id, ok := strings.CutPrefix(f, "o:"); ok {
 				owners = append(owners, id)
 			}
@@ -163,11 +164,11 @@ func TestSweepOwners_Grace(t *testing.T) {
 		if !slices.Equal(owners, want) {
 			t.Errorf("%s: owners %v, want %v", step.name, owners, want)
 		}
-		if got := rdb.HGet(ctx, htmlKey(ref.SHA256), "owners").Val(); len(want) > 0 && got != strconv.Itoa(len(want)) {
+		if got := rdb.HGet(ctx, keyspace.HTML(ref.SHA256), "owners").Val(); len(want) > 0 && got != strconv.Itoa(len(want)) {
 			t.Errorf("%s: owners count %q, want %d", step.name, got, len(want))
 		}
 	}
-	if rdb.Exists(ctx, htmlKey(ref.SHA256)).Val() != 0 {
+	if rdb.Exists(ctx, keyspace.HTML(ref.SHA256)).Val() != 0 {
 		t.Error("the document outlived its last owner")
 	}
 }
@@ -183,12 +184,12 @@ func TestDocument_ANewerFormatIsLeftAlone(t *testing.T) {
 	ctx := context.Background()
 	html := "<p>stored by a later release"
 	ref, _ := store(rdb).PutHTML(ctx, "tmp", html, time.Hour)
-	data := rdb.HGet(ctx, htmlKey(ref.SHA256), "data").Val()
-	rdb.Del(ctx, htmlKey(ref.SHA256))
+	data := rdb.HGet(ctx, keyspace.HTML(ref.SHA256), "data").Val()
+	rdb.Del(ctx, keyspace.HTML(ref.SHA256))
 	since := strconv.FormatInt(time.Now().Add(-time.Hour).UnixMilli(), 10)
-	rdb.HSet(ctx, htmlKey(ref.SHA256), "data", data, "fmt", 2, "holders", 3, "o:old", since)
-	rdb.Expire(ctx, htmlKey(ref.SHA256), time.Hour)
-	before := rdb.HGetAll(ctx, htmlKey(ref.SHA256)).Val()
+	rdb.HSet(ctx, keyspace.HTML(ref.SHA256), "data", data, "fmt", 2, "holders", 3, "o:old", since)
+	rdb.Expire(ctx, keyspace.HTML(ref.SHA256), time.Hour)
+	before := rdb.HGetAll(ctx, keyspace.HTML(ref.SHA256)).Val()
 	for _, tc := range []struct {
 		name string
 		op   func() error
@@ -207,7 +208,7 @@ func TestDocument_ANewerFormatIsLeftAlone(t *testing.T) {
 			if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), "format 2") {
 				t.Errorf("err = %v, want ErrNewerFormat naming format 2", err)
 			}
-			if after := rdb.HGetAll(ctx, htmlKey(ref.SHA256)).Val(); !maps.Equal(before, after) {
+			if after := rdb.HGetAll(ctx, keyspace.HTML(ref.SHA256)).Val(); !maps.Equal(before, after) {
 				t.Errorf("the hash changed: %v, was %v", after, before)
 			}
 		})

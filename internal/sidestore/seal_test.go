@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
@@ -40,7 +41,7 @@ type secretKind struct {
 
 var secretKinds = []secretKind{
 	{
-		name: "credentials", secret: "CookieSecret-4b7e", redisKey: credentialsKey,
+		name: "credentials", secret: "CookieSecret-4b7e", redisKey: keyspace.Credentials,
 		put: func(ctx context.Context, s *Store, owner string) (any, error) {
 			return s.PutCredentials(ctx, owner, spec.Credentials{Cookies: []spec.Cookie{{Name: "sid", Value: "CookieSecret-4b7e"}}}, time.Minute)
 		},
@@ -54,7 +55,7 @@ var secretKinds = []secretKind{
 		withID: func(ref any, id string) any { r := ref.(spec.CredentialsRef); r.ID = id; return r },
 	},
 	{
-		name: "passwords", secret: "UserSecret-19ac", redisKey: passwordsKey,
+		name: "passwords", secret: "UserSecret-19ac", redisKey: keyspace.Passwords,
 		put: func(ctx context.Context, s *Store, owner string) (any, error) {
 			return s.PutPasswords(ctx, owner, spec.Passwords{User: "UserSecret-19ac", Owner: "OwnerSecret-77d0"}, time.Minute)
 		},

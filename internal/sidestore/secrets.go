@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -33,12 +34,9 @@ import (
 // time; Get keeps it and reads it again once when an identity does not
 // match, so a flushed Redis (a new key) costs renders, never failed exports.
 
-// hmacKeyName holds the random key of the identities. Losing it (a wiped
-// Redis) only changes future artifact keys: those exports render again.
-const hmacKeyName = "pdfexport:credentials:hmac-key"
-
-func credentialsKey(id string) string { return "pdfexport:credentials:{" + id + "}" }
-func passwordsKey(id string) string   { return "pdfexport:passwords:{" + id + "}" }
+// keyspace.IdentityKey holds the random key of the identities. Losing it (a
+// wiped Redis) only changes future artifact keys: those exports render
+// again.
 
 // identity returns the keyed hash of b, creating the key on first use.
 func (s *Store) identity(ctx context.Context, b []byte) (string, error) {
@@ -60,16 +58,16 @@ func (s *Store) key(ctx context.Context) ([]byte, error) {
 	fresh := make([]byte, 32)
 	_, _ = rand.Read(fresh)
 	// SET NX then GET: every process ends up with the first key written.
-	if err := s.RDB.SetNX(ctx, hmacKeyName, hex.EncodeToString(fresh), 0).Err(); err != nil {
+	if err := s.RDB.SetNX(ctx, keyspace.IdentityKey, hex.EncodeToString(fresh), 0).Err(); err != nil {
 		return nil, fmt.Errorf("sidestore: creating the identity key: %w", err)
 	}
-	v, err := s.RDB.Get(ctx, hmacKeyName).Result()
+	v, err := s.RDB.Get(ctx, keyspace.IdentityKey).Result()
 	if err != nil {
 		return nil, fmt.Errorf("sidestore: reading the identity key: %w", err)
 	}
 	k, err := hex.DecodeString(v)
 	if err != nil || len(k) < 32 {
-		return nil, fmt.Errorf("sidestore: %s is not a hex key of 32 bytes or more", hmacKeyName)
+		return nil, fmt.Errorf("sidestore: %s is not a hex key of 32 bytes or more", keyspace.IdentityKey)
 	}
 	s.hmacKey = k
 	return k, nil
@@ -137,7 +135,7 @@ func (s *Store) PutCredentials(ctx context.Context, owner string, c spec.Credent
 	if err != nil {
 		return spec.CredentialsRef{}, fmt.Errorf("sidestore: %w", err)
 	}
-	ident, err := s.putSecret(ctx, credentialsKey(owner), owner, c.IdentityBytes(), plain, ttl)
+	ident, err := s.putSecret(ctx, keyspace.Credentials(owner), owner, c.IdentityBytes(), plain, ttl)
 	if err != nil {
 		return spec.CredentialsRef{}, err
 	}
@@ -154,7 +152,7 @@ func (s *Store) PutPasswords(ctx context.Context, owner string, p spec.Passwords
 	if err != nil {
 		return spec.EncryptionRef{}, fmt.Errorf("sidestore: %w", err)
 	}
-	ident, err := s.putSecret(ctx, passwordsKey(owner), owner, p.IdentityBytes(), plain, ttl)
+	ident, err := s.putSecret(ctx, keyspace.Passwords(owner), owner, p.IdentityBytes(), plain, ttl)
 	if err != nil {
 		return spec.EncryptionRef{}, err
 	}

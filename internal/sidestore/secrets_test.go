@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
@@ -60,7 +61,7 @@ func TestStore_IdentityIsKeyedStableAndPrivate(t *testing.T) {
 	if _, err := getCredentials(ctx, a, "task-1", r1); !errors.Is(err, ErrMissing) {
 		t.Errorf("after Release: %v, want ErrMissing", err)
 	}
-	if ttl := redis.Client().TTL(ctx, credentialsKey(r2.ID)).Val(); ttl <= 0 || ttl > time.Minute {
+	if ttl := redis.Client().TTL(ctx, keyspace.Credentials(r2.ID)).Val(); ttl <= 0 || ttl > time.Minute {
 		t.Errorf("TTL %v, want at most a minute", ttl)
 	}
 }
@@ -136,7 +137,7 @@ func TestStore_CredentialsBelongToTheirTask(t *testing.T) {
 	if ok, err := releaseOne(ctx, s, "victim", Ref{Credentials: &victim}); err != nil || ok {
 		t.Fatalf("a second Release = %v, %v; want nothing", ok, err)
 	}
-	if n := redis.Client().Exists(ctx, credentialsKey("victim")).Val(); n != 0 {
+	if n := redis.Client().Exists(ctx, keyspace.Credentials("victim")).Val(); n != 0 {
 		t.Fatal("the credentials are still in Redis")
 	}
 }
@@ -169,10 +170,10 @@ func TestPasswords_OwnedKeyedAndReleased(t *testing.T) {
 	if strings.Contains(r1.Identity, "pw") {
 		t.Fatal("identity shows the password")
 	}
-	if owner := redis.Client().HGet(ctx, passwordsKey("task-1"), "owner").Val(); owner != "task-1" {
+	if owner := redis.Client().HGet(ctx, keyspace.Passwords("task-1"), "owner").Val(); owner != "task-1" {
 		t.Fatalf("owner field = %q", owner)
 	}
-	if ttl := redis.Client().TTL(ctx, passwordsKey("task-1")).Val(); ttl <= 0 || ttl > time.Minute {
+	if ttl := redis.Client().TTL(ctx, keyspace.Passwords("task-1")).Val(); ttl <= 0 || ttl > time.Minute {
 		t.Fatalf("TTL %v", ttl)
 	}
 	if _, err := getPasswords(ctx, s, "task-2", r1); !errors.Is(err, ErrNotOwner) {

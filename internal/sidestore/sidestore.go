@@ -40,6 +40,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -116,11 +117,11 @@ func (r Ref) Kind() Kind {
 func (r Ref) key() string {
 	switch r.Kind() {
 	case HTML:
-		return htmlKey(r.HTML.SHA256)
+		return keyspace.HTML(r.HTML.SHA256)
 	case Credentials:
-		return credentialsKey(r.Credentials.ID)
+		return keyspace.Credentials(r.Credentials.ID)
 	default:
-		return passwordsKey(r.Passwords.ID)
+		return keyspace.Passwords(r.Passwords.ID)
 	}
 }
 
