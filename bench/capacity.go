@@ -17,6 +17,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/api"
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -196,7 +197,7 @@ func capacityRun(ctx context.Context, e *benchEnv, goSpec string, n int, m capac
 		return fig, err
 	}
 	fig.completed = float64(m2-m0) / float64(n)
-	fig.taskKey, _ = f.rdb.MemoryUsage(ctx, "asynq:{"+reqs[0].queue+"}:t:"+reqs[0].id).Result()
+	fig.taskKey, _ = f.rdb.MemoryUsage(ctx, keyspace.AsynqTask(reqs[0].queue, reqs[0].id)).Result()
 	return fig, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/testing/harness"
 )
@@ -624,7 +625,7 @@ func exportKeysMemory(ctx context.Context, rdb redis.UniversalClient) (int64, er
 	iter := rdb.Scan(ctx, 0, "*", 1000).Iterator()
 	for iter.Next(ctx) {
 		k := iter.Val()
-		if strings.HasPrefix(k, "asynq:servers") || strings.HasPrefix(k, "asynq:workers") {
+		if strings.HasPrefix(k, keyspace.AsynqServers) || strings.HasPrefix(k, keyspace.AsynqWorkers) {
 			continue
 		}
 		n, err := rdb.MemoryUsage(ctx, k).Result()

@@ -22,6 +22,7 @@ import (
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/export"
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/logging"
 	"github.com/pdfexport/pdfexport/internal/redisconn"
@@ -429,7 +430,7 @@ func (f *fleet) await(ctx context.Context, reqs []*request, poll, timeout time.D
 		states := make([]*redis.StringCmd, len(pending))
 		_, err := f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, r := range pending {
-				states[i] = p.HGet(ctx, "asynq:{"+r.queue+"}:t:"+r.id, "state") // asynq's task hash
+				states[i] = p.HGet(ctx, keyspace.AsynqTask(r.queue, r.id), keyspace.AsynqTaskState) // asynq's task hash
 			}
 			return nil
 		})

@@ -19,11 +19,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/credstore"
 	"github.com/pdfexport/pdfexport/internal/doorbell"
 	"github.com/pdfexport/pdfexport/internal/fleet"
-	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/outcome"
+	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -239,7 +238,7 @@ type Client struct {
 	finals    *outcome.Listener     // Wait wakes on announced outcomes
 	finisher  *outcome.Finisher     // ends the exports Cancel archives
 	workers   *fleet.Checker        // the envelope versions a queue's workers serve
-	creds     *credstore.Store      // per-export credentials, beside their tasks
+	side      *sidestore.Store      // documents and secrets beside their tasks
 }
 
 // New returns a Client. Close it when done.
@@ -262,7 +261,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.Queues = DefaultQueues
 	}
 	if cfg.HTMLByReference == 0 {
-		cfg.HTMLByReference = htmlstore.Threshold
+		cfg.HTMLByReference = sidestore.HTMLThreshold
 	}
 	if cfg.SourceTTL <= 0 {
 		cfg.SourceTTL = spec.DefaultSourceTTL
@@ -289,7 +288,7 @@ func New(cfg Config) (*Client, error) {
 	default:
 		return nil, fmt.Errorf("exportclient: Config.OlderWorkers %q is not refuse, wait or allow", cfg.OlderWorkers)
 	}
-	keys, err := credstore.ParseKeys(cfg.SecretsKey)
+	keys, err := sidestore.ParseKeys(cfg.SecretsKey)
 	if err != nil {
 		return nil, fmt.Errorf("exportclient: SecretsKey: %w", err) // names the entry, never its value
 	}
@@ -305,7 +304,7 @@ func New(cfg Config) (*Client, error) {
 	client := asynq.NewClientFromRedisClient(rdb)
 	inspector := asynq.NewInspectorFromRedisClient(rdb)
 	return &Client{cfg: cfg, hosts: spec.Hosts{Sources: sources, Callbacks: callbacks}, client: client, workers: fleet.NewChecker(rdb, inspector),
-		inspector: inspector, rdb: rdb, finals: outcome.NewListener(rdb), creds: &credstore.Store{RDB: rdb, Keys: keys},
+		inspector: inspector, rdb: rdb, finals: outcome.NewListener(rdb), side: &sidestore.Store{RDB: rdb, Keys: keys},
 		finisher: &outcome.Finisher{RDB: rdb, Client: client, CallbackMaxRetry: cfg.CallbackMaxRetry, Retention: cfg.Retention}}, nil
 }
 
@@ -426,40 +425,38 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	}
 	// What this call stored beside the task; given back if no task is
 	// queued to own it.
-	var stored []func(context.Context)
+	var stored []sidestore.Ref
 	defer func() {
 		if err != nil {
-			for _, release := range stored {
-				release(context.WithoutCancel(ctx))
-			}
+			_, _ = c.side.Release(context.WithoutCancel(ctx), taskID, stored...)
 		}
 	}()
 	if creds := p.Source.Credentials; !creds.Empty() {
-		ref, err := c.creds.Put(ctx, taskID, creds, c.cfg.SourceTTL)
+		ref, err := c.side.PutCredentials(ctx, taskID, creds, c.cfg.SourceTTL)
 		if err != nil {
 			return Enqueued{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		env.Source.Credentials = &ref
-		stored = append(stored, func(ctx context.Context) { _, _ = c.creds.Release(ctx, taskID, ref) })
+		stored = append(stored, sidestore.Ref{Credentials: &ref})
 	}
 	if enc := p.Options.Encryption; enc != nil {
-		ref, err := c.creds.PutPasswords(ctx, taskID, enc.Passwords(), c.cfg.SourceTTL)
+		ref, err := c.side.PutPasswords(ctx, taskID, enc.Passwords(), c.cfg.SourceTTL)
 		if err != nil {
 			return Enqueued{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		env.EncryptionRef = &ref
-		stored = append(stored, func(ctx context.Context) { _, _ = c.creds.ReleasePasswords(ctx, taskID, ref) })
+		stored = append(stored, sidestore.Ref{Passwords: &ref})
 	}
 	key := env.ArtifactKey()
 	ctx, span := startEnqueue(ctx, &env, s.queue, key)
 	defer func() { endEnqueue(span, job, err) }()
 	if c.cfg.HTMLByReference > 0 && len(env.Source.HTML) >= c.cfg.HTMLByReference {
-		ref, err := htmlstore.Put(ctx, c.rdb, taskID, env.Source.HTML, c.cfg.SourceTTL)
+		ref, err := c.side.PutHTML(ctx, taskID, env.Source.HTML, c.cfg.SourceTTL)
 		if err != nil {
 			return Enqueued{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		env.Source = spec.EnvelopeSource{HTMLRef: &ref}
-		stored = append(stored, func(ctx context.Context) { _, _ = htmlstore.Release(ctx, c.rdb, taskID, ref) })
+		stored = append(stored, sidestore.Ref{HTML: &ref})
 	}
 	// Again with the references: should they need a newer version, what
 	// was stored is given back.

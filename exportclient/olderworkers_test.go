@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/internal/fleet"
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
@@ -80,7 +81,7 @@ func TestEnqueue_OlderWorkersGate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// What the previous case left: its announcement, tasks, passwords.
-			if err := rdb.Del(ctx, fleet.Key(self.Host, self.PID)).Err(); err != nil {
+			if err := rdb.Del(ctx, keyspace.Worker(self.Host, self.PID)).Err(); err != nil {
 				t.Fatal(err)
 			}
 			for _, q := range []string{"default", "critical"} {

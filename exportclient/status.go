@@ -9,6 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -271,13 +272,9 @@ func (s Status) with(f spec.Final) Status {
 // (retention ended, deleted) and when the read fails, so that the caller
 // reads the whole task and reports exactly what happened.
 func (c *Client) finalOrGone(ctx context.Context, queue, taskID string) bool {
-	state, err := c.rdb.HGet(ctx, taskKey(queue, taskID), "state").Result()
+	state, err := c.rdb.HGet(ctx, keyspace.AsynqTask(queue, taskID), keyspace.AsynqTaskState).Result()
 	return err != nil || state == "completed" || state == "archived"
 }
-
-// taskKey is asynq's Redis hash of a task (asynq/internal/base.TaskKey);
-// TestTaskKey_IsAsynqs checks it against a task asynq enqueued.
-func taskKey(queue, taskID string) string { return "asynq:{" + queue + "}:t:" + taskID }
 
 // Artifact returns an export's status and the key of its artifact relative
 // to the storage location (STORAGE_URL), as the payload determines it.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 )
 
 // An export whose artifact is stored already need not be queued: a worker
@@ -38,9 +40,7 @@ func Reusable(p Payload) bool {
 	return !p.Force && p.Source.Credentials.Empty() && p.Options.Encryption == nil && p.Callback == nil
 }
 
-func storedKey(taskID string) string { return "pdfexport:stored:" + taskID }
-
-// storedRecord is what CompleteStored keeps under storedKey.
+// storedRecord is what CompleteStored keeps under keyspace.Stored.
 type storedRecord struct {
 	Queue     string  `json:"queue"`
 	Client    string  `json:"client,omitempty"`
@@ -83,7 +83,7 @@ func (c *Client) CompleteStored(ctx context.Context, p Payload, r Result, opts .
 	if err != nil {
 		return Enqueued{}, fmt.Errorf("exportclient: encoding the stored export: %w", err)
 	}
-	if err := c.rdb.Set(ctx, storedKey(taskID), b, c.cfg.Retention).Err(); err != nil {
+	if err := c.rdb.Set(ctx, keyspace.Stored(taskID), b, c.cfg.Retention).Err(); err != nil {
 		return Enqueued{}, fmt.Errorf("%w: recording a stored export: %w", ErrUnavailable, err)
 	}
 	return Enqueued{TaskID: taskID, Queue: s.queue, ArtifactKey: key}, nil
@@ -95,7 +95,7 @@ func NewStoredID() string { return StoredPrefix + uuid.NewString() }
 
 // storedStatus reads an export CompleteStored recorded: one GET.
 func (c *Client) storedStatus(ctx context.Context, taskID string) (Status, storedRecord, error) {
-	b, err := c.rdb.Get(ctx, storedKey(taskID)).Bytes()
+	b, err := c.rdb.Get(ctx, keyspace.Stored(taskID)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return Status{}, storedRecord{}, fmt.Errorf("%w: %s", ErrNotFound, taskID)
 	}
@@ -104,7 +104,7 @@ func (c *Client) storedStatus(ctx context.Context, taskID string) (Status, store
 	}
 	var rec storedRecord
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return Status{}, storedRecord{}, fmt.Errorf("exportclient: %s: %w", storedKey(taskID), err)
+		return Status{}, storedRecord{}, fmt.Errorf("exportclient: %s: %w", keyspace.Stored(taskID), err)
 	}
 	return Status{TaskID: taskID, Queue: rec.Queue, State: StateCompleted, Result: rec.Result, Client: rec.Client}, rec, nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 )
 
 // TestCompleteStored: an export completed from storage costs one SET with
@@ -28,7 +30,7 @@ func TestCompleteStored(t *testing.T) {
 	if !strings.HasPrefix(job.TaskID, StoredPrefix) || job.ArtifactKey != p.ArtifactKey() || job.Queue != "critical" {
 		t.Errorf("enqueued: %+v", job)
 	}
-	if ttl := srv.Client().TTL(ctx, storedKey(job.TaskID)).Val(); ttl <= 23*time.Hour || ttl > 24*time.Hour {
+	if ttl := srv.Client().TTL(ctx, keyspace.Stored(job.TaskID)).Val(); ttl <= 23*time.Hour || ttl > 24*time.Hour {
 		t.Errorf("TTL %s, want the 24h retention", ttl)
 	}
 	st, err := c.Status(ctx, job.TaskID)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
@@ -34,9 +35,9 @@ func TestTaskKey_IsAsynqs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	state, err := c.rdb.HGet(ctx, taskKey("critical", job.TaskID), "state").Result()
+	state, err := c.rdb.HGet(ctx, keyspace.AsynqTask("critical", job.TaskID), "state").Result()
 	if err != nil || state != "pending" {
-		t.Fatalf("HGET %s state = %q, %v; want pending", taskKey("critical", job.TaskID), state, err)
+		t.Fatalf("HGET %s state = %q, %v; want pending", keyspace.AsynqTask("critical", job.TaskID), state, err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +55,12 @@ func TestCompat_PreviousRelease(t *testing.T) {
 	dir := t.TempDir()
 	htmlFile := filepath.Join(dir, "manual.html")
 	if err := os.WriteFile(htmlFile, []byte(`<!doctype html><h1>One</h1><h1 style="break-before:page">Two</h1>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Large enough to travel by reference (sidestore.HTMLThreshold), two
+	// pages like htmlFile.
+	bigHTML := filepath.Join(dir, "big.html")
+	if err := os.WriteFile(bigHTML, []byte(`<!doctype html><h1>One</h1><!--`+strings.Repeat("padding ", 8<<10)+`--><h1 style="break-before:page">Two</h1>`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	artifacts := filepath.Join(dir, "artifacts")
@@ -135,6 +142,35 @@ func TestCompat_PreviousRelease(t *testing.T) {
 		}
 	}
 
+	// besideCompletes: an export whose document and passwords bin's
+	// enqueuer stores beside the task completes, its envelope names them by
+	// reference, and the worker's Finish releases both.
+	besideCompletes := func(bin, version string) {
+		t.Helper()
+		completes(bin, "--manual", "compat", "--version", version, "--html-file", bigHTML, "--owner-password", "compat-owner-pw")
+		rdb := srv.Client()
+		ctx := context.Background()
+		byRef := 0
+		ids, _ := rdb.Keys(ctx, "asynq:{default}:t:*").Result()
+		for _, id := range ids {
+			p := rdb.HGet(ctx, id, "msg").Val()
+			if strings.Contains(p, `"version":"`+version+`"`) && strings.Contains(p, `"html_ref"`) && strings.Contains(p, `"encryption_ref"`) {
+				byRef++
+			}
+		}
+		if byRef != 1 {
+			t.Errorf("version %s: %d tasks name a document and passwords by reference, want 1", version, byRef)
+		}
+		testsupport.Eventually(t, 30*time.Second, func() error {
+			for _, pattern := range []string{"pdfexport:html:{*", "pdfexport:passwords:*"} {
+				if keys, err := rdb.Keys(ctx, pattern).Result(); err != nil || len(keys) != 0 {
+					return fmt.Errorf("%s: %v (%v), want released", pattern, keys, err)
+				}
+			}
+			return nil
+		})
+	}
+
 	old := startWorker(t, prev, environ)
 	t.Run("previous worker, this enqueuer", func(t *testing.T) {
 		completes(cur, "--manual", "compat", "--version", "1")
@@ -161,12 +197,15 @@ func TestCompat_PreviousRelease(t *testing.T) {
 		st := raw(`{"v":1,"manual_id":"compat","version":"3","source":{"html":"<p>x</p>"},"options":{"hyphenate":true}}`)
 		failsForGood(st, "hyphenate: unknown field")
 		noArtifact("3")
+
+		besideCompletes(cur, "3b")
 	})
 	old.stop(t)
 
 	startWorker(t, cur, environ)
 	t.Run("this worker, previous enqueuer", func(t *testing.T) {
 		completes(prev, "--manual", "compat", "--version", "4")
+		besideCompletes(prev, "4b")
 		completes(cur, "--manual", "compat", "--version", "5", "--envelope-version", "2")
 
 		v := strconv.Itoa(spec.EnvelopeVersion + 1)

@@ -1,7 +1,7 @@
 // Package doorbell lets an idle worker pick up a task the moment it is
 // enqueued without polling Redis for it. Every enqueuer rings (Ring: one
-// SPUBLISH of the queue's name on Channel, after the task is queued); a
-// worker process holds one subscription (Bell) and, when one of its asynq
+// SPUBLISH of the queue's name on keyspace.DoorbellChannel, after the task
+// is queued); a worker process holds one subscription (Bell) and, when one of its asynq
 // servers found every queue empty, waits in that server's Bell.Waiter
 // (asynq's Config.IdleWait, see third_party/README.md) until a ring for one
 // of its queues arrives, or until the slow poll interval
@@ -34,18 +34,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/subscription"
 )
-
-// Channel is the sharded pub/sub channel of rings; a message is the name of
-// the queue that got a task.
-const Channel = "pdfexport:doorbell"
 
 // Ring tells the idle workers serving queue that a task is pending there.
 // It is best-effort: an enqueuer ignores its error (a lost ring costs the
 // workers' poll interval).
 func Ring(ctx context.Context, rdb redis.UniversalClient, queue string) error {
-	return rdb.SPublish(ctx, Channel, queue).Err()
+	return rdb.SPublish(ctx, keyspace.DoorbellChannel, queue).Err()
 }
 
 // Wake-up causes, the label values of Observer.Woken.
@@ -68,8 +65,8 @@ type nopObserver struct{}
 func (nopObserver) IdlePoll()    {}
 func (nopObserver) Woken(string) {}
 
-// Bell is one worker's side of the doorbell: one subscription to Channel,
-// set up in the background by Start and kept until Close (go-redis
+// Bell is one worker's side of the doorbell: one subscription to
+// keyspace.DoorbellChannel, set up in the background by Start and kept until Close (go-redis
 // reconnects and resubscribes after a network failure or a failover), for
 // every queue server of the process (Waiter).
 type Bell struct {
@@ -133,7 +130,7 @@ func New(cfg Config) *Bell {
 		cfg.Coalesce = DefaultCoalesce
 	}
 	b := &Bell{obs: cfg.Observer, coalesce: max(cfg.Coalesce, 0)}
-	b.sub = subscription.New(subscription.Config{RDB: cfg.RDB, Channel: Channel,
+	b.sub = subscription.New(subscription.Config{RDB: cfg.RDB, Channel: keyspace.DoorbellChannel,
 		OnMessage: func(queue string) {
 			if queue != "" {
 				b.ring(queue)

@@ -11,6 +11,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
@@ -36,20 +37,12 @@ type Gate interface {
 	ForgetStored(ctx context.Context, id, etag string) (bool, error)
 }
 
-// Sources holds the HTML documents that envelopes name by reference
-// (htmlstore.Store). Get answers only for a task that owns the document
-// (htmlstore.ErrNotOwner otherwise).
-type Sources interface {
-	Get(ctx context.Context, owner string, ref spec.HTMLRef) (string, error)
-}
-
-// Credentials holds the per-export secrets that envelopes name by
-// reference (credstore.Store): source credentials and an encryption's
-// passwords. Get and GetPasswords answer only for the task that stored
-// them (credstore.ErrNotOwner otherwise).
-type Credentials interface {
-	Get(ctx context.Context, owner string, ref spec.CredentialsRef) (spec.Credentials, error)
-	GetPasswords(ctx context.Context, owner string, ref spec.EncryptionRef) (spec.Passwords, error)
+// SideStore holds what envelopes name by reference beside their task
+// (sidestore.Store): source documents, source credentials, an encryption's
+// passwords. Get answers only for a task that owns the data
+// (sidestore.ErrNotOwner otherwise).
+type SideStore interface {
+	Get(ctx context.Context, owner string, ref sidestore.Ref) (sidestore.Value, error)
 }
 
 // Finisher ends exports (outcome.Finisher): Finish records the final state
@@ -101,11 +94,9 @@ type Config struct {
 	Namespace string
 	Logger    *slog.Logger
 	Observer  Observer
-	// Sources resolves source.html_ref; nil refuses such envelopes.
-	Sources Sources
-	// Credentials resolves source.credentials_ref and encryption_ref; nil
-	// refuses such envelopes.
-	Credentials Credentials
+	// SideStore resolves source.html_ref, source.credentials_ref and
+	// encryption_ref; nil refuses such envelopes.
+	SideStore SideStore
 	// Hostname goes into the artifact's metadata; default os.Hostname.
 	Hostname string
 	// Finisher ends every export that becomes final; nil: nothing is

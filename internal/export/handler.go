@@ -18,11 +18,10 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/pdfexport/pdfexport/internal/credstore"
-	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
@@ -140,38 +139,32 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 	return nil
 }
 
-// resolve validates the envelope and reads what it names beside the task:
-// a stored source document, per-export credentials. Only data this task
-// stored is read: Redis, not the envelope, says what the task owns, so a
-// reference to another export's data fails for good, naming the field.
+// resolve validates the envelope and reads what it names beside the task
+// (sidestore.Refs): a stored source document, per-export credentials, an
+// encryption's passwords. Only data this task stored is read: Redis, not
+// the envelope, says what the task owns, so a reference to another export's
+// data fails for good, naming the field.
 func (h *Handler) resolve(ctx context.Context, taskID string, env spec.Envelope) (job, error) {
 	if err := env.Validate(h.cfg.Hosts); err != nil {
 		return job{}, err
 	}
 	j := job{Envelope: env}
-	if ref := env.Source.HTMLRef; ref != nil {
-		html, err := h.source(ctx, taskID, *ref)
+	for _, ref := range sidestore.Refs(&env) {
+		v, err := h.beside(ctx, taskID, ref)
 		if err != nil {
 			return job{}, err
 		}
-		j.Source = spec.EnvelopeSource{HTML: html}
-		if err := j.Validate(h.cfg.Hosts); err != nil {
-			return job{}, err
+		switch ref.Kind() {
+		case sidestore.HTML:
+			j.Source = spec.EnvelopeSource{HTML: v.HTML}
+			if err := j.Validate(h.cfg.Hosts); err != nil {
+				return job{}, err
+			}
+		case sidestore.Credentials:
+			j.auth = v.Credentials
+		case sidestore.Passwords:
+			j.passwords = v.Passwords
 		}
-	}
-	if ref := env.Source.Credentials; ref != nil {
-		c, err := h.credentials(ctx, taskID, *ref)
-		if err != nil {
-			return job{}, err
-		}
-		j.auth = c
-	}
-	if ref := env.EncryptionRef; ref != nil {
-		pw, err := h.passwords(ctx, taskID, *ref)
-		if err != nil {
-			return job{}, err
-		}
-		j.passwords = pw
 	}
 	return j, nil
 }
@@ -423,59 +416,54 @@ func (s *stream) failure(ctx context.Context, key string, renderErr error, manua
 	return fmt.Errorf("rendering %s: %w", key, renderErr)
 }
 
-// source fetches a document named by reference. A document that is gone,
-// or is not this task's, is bad input (never retried); a Redis error is not.
-func (h *Handler) source(ctx context.Context, taskID string, ref spec.HTMLRef) (string, error) {
-	if h.cfg.Sources == nil {
-		return "", &spec.FieldError{Field: "source.html_ref", Rule: "this worker has no store of source documents"}
-	}
-	html, err := h.cfg.Sources.Get(ctx, taskID, ref)
-	switch {
-	case errors.Is(err, htmlstore.ErrMissing):
-		return "", &spec.FieldError{Field: "source.html_ref", Rule: fmt.Sprintf(
-			"the source document (sha256 %s) is gone: it expired before the export ran, or was deleted; enqueue the export again", ref.SHA256)}
-	case errors.Is(err, htmlstore.ErrNotOwner):
-		return "", &spec.FieldError{Field: "source.html_ref", Rule: fmt.Sprintf(
-			"the source document (sha256 %s) was not stored for this export: a task reads only what its enqueuer stored for it", ref.SHA256)}
-	}
-	return html, err
+// besideRules say, per kind, why data named by reference cannot be read:
+// no store, gone, not this task's.
+var besideRules = map[sidestore.Kind]struct {
+	none           string
+	gone, notOwner func(sidestore.Ref) string
+}{
+	sidestore.HTML: {"this worker has no store of source documents",
+		func(r sidestore.Ref) string {
+			return fmt.Sprintf("the source document (sha256 %s) is gone: it expired before the export ran, or was deleted; enqueue the export again", r.HTML.SHA256)
+		},
+		func(r sidestore.Ref) string {
+			return fmt.Sprintf("the source document (sha256 %s) was not stored for this export: a task reads only what its enqueuer stored for it", r.HTML.SHA256)
+		}},
+	sidestore.Credentials: {"this worker has no store of source credentials",
+		func(sidestore.Ref) string {
+			return "the export's credentials are gone: they expired (SOURCE_TTL) before the export ran, or the export was final already; enqueue it again"
+		},
+		func(sidestore.Ref) string {
+			return "the credentials were not stored for this export: a task reads only what its enqueuer stored for it"
+		}},
+	sidestore.Passwords: {"this worker has no store of per-export secrets",
+		func(sidestore.Ref) string {
+			return "the export's passwords are gone: they expired (SOURCE_TTL) before the export ran, or the export was final already; enqueue it again"
+		},
+		func(sidestore.Ref) string {
+			return "the passwords were not stored for this export: a task reads only what its enqueuer stored for it"
+		}},
 }
 
-// credentials fetches per-export credentials named by reference. Ones that
-// are gone, are not this task's, or are sealed in a way this worker cannot
-// open are bad input (never retried); a Redis error is not.
-func (h *Handler) credentials(ctx context.Context, taskID string, ref spec.CredentialsRef) (spec.Credentials, error) {
-	if h.cfg.Credentials == nil {
-		return spec.Credentials{}, &spec.FieldError{Field: "source.credentials_ref", Rule: "this worker has no store of source credentials"}
+// beside reads data named by reference. Data that is gone, is not this
+// task's, or is sealed in a way this worker cannot open is bad input (never
+// retried), naming the field; a Redis error is not.
+func (h *Handler) beside(ctx context.Context, taskID string, ref sidestore.Ref) (sidestore.Value, error) {
+	k := ref.Kind()
+	rules := besideRules[k]
+	if h.cfg.SideStore == nil {
+		return sidestore.Value{}, &spec.FieldError{Field: k.Field(), Rule: rules.none}
 	}
-	c, err := h.cfg.Credentials.Get(ctx, taskID, ref)
+	v, err := h.cfg.SideStore.Get(ctx, taskID, ref)
 	switch {
-	case errors.Is(err, credstore.ErrMissing):
-		return c, &spec.FieldError{Field: "source.credentials_ref", Rule: "the export's credentials are gone: they expired (SOURCE_TTL) before the export ran, or the export was final already; enqueue it again"}
-	case errors.Is(err, credstore.ErrNotOwner):
-		return spec.Credentials{}, &spec.FieldError{Field: "source.credentials_ref", Rule: "the credentials were not stored for this export: a task reads only what its enqueuer stored for it"}
-	case errors.Is(err, credstore.ErrCannotOpen):
-		return spec.Credentials{}, cannotOpen("source.credentials_ref", "credentials", err)
+	case errors.Is(err, sidestore.ErrMissing):
+		return sidestore.Value{}, &spec.FieldError{Field: k.Field(), Rule: rules.gone(ref)}
+	case errors.Is(err, sidestore.ErrNotOwner):
+		return sidestore.Value{}, &spec.FieldError{Field: k.Field(), Rule: rules.notOwner(ref)}
+	case errors.Is(err, sidestore.ErrCannotOpen):
+		return sidestore.Value{}, cannotOpen(k.Field(), k.String(), err)
 	}
-	return c, err
-}
-
-// passwords fetches an encryption's passwords named by reference, like
-// credentials: gone or not this task's is bad input, a Redis error is not.
-func (h *Handler) passwords(ctx context.Context, taskID string, ref spec.EncryptionRef) (spec.Passwords, error) {
-	if h.cfg.Credentials == nil {
-		return spec.Passwords{}, &spec.FieldError{Field: "encryption_ref", Rule: "this worker has no store of per-export secrets"}
-	}
-	pw, err := h.cfg.Credentials.GetPasswords(ctx, taskID, ref)
-	switch {
-	case errors.Is(err, credstore.ErrMissing):
-		return pw, &spec.FieldError{Field: "encryption_ref", Rule: "the export's passwords are gone: they expired (SOURCE_TTL) before the export ran, or the export was final already; enqueue it again"}
-	case errors.Is(err, credstore.ErrNotOwner):
-		return spec.Passwords{}, &spec.FieldError{Field: "encryption_ref", Rule: "the passwords were not stored for this export: a task reads only what its enqueuer stored for it"}
-	case errors.Is(err, credstore.ErrCannotOpen):
-		return spec.Passwords{}, cannotOpen("encryption_ref", "passwords", err)
-	}
-	return pw, err
+	return v, err
 }
 
 // cannotOpen is the final error of sealed secrets this worker cannot open:
@@ -483,7 +471,7 @@ func (h *Handler) passwords(ctx context.Context, taskID string, ref spec.Encrypt
 // so it is bad input naming the field and why, never the value.
 func cannotOpen(field, what string, err error) *spec.FieldError {
 	reason := err.Error()
-	var oe *credstore.OpenError
+	var oe *sidestore.OpenError
 	if errors.As(err, &oe) {
 		reason = oe.Reason
 	}

@@ -16,11 +16,11 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/credstore"
-	"github.com/pdfexport/pdfexport/internal/htmlstore"
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
@@ -58,9 +58,9 @@ func newRaceRig(t *testing.T, retention time.Duration) *raceRig {
 	finisher := &outcome.Finisher{RDB: rdb, Client: asynq.NewClientFromRedisClient(rdb), CallbackMaxRetry: 1, Retention: retention}
 	hosts := spec.Hosts{Callbacks: allowlist.MustParse("hooks.example.com")}
 	h, err := NewHandler(Config{Store: files, Renderer: renderer, Logger: log, Hosts: hosts,
-		Gate:    lock.NewGate(lock.NewMutex(rdb, lock.Config{TTL: 5 * time.Second, Logger: log})),
-		Sources: htmlstore.Store{RDB: rdb}, Credentials: &credstore.Store{RDB: rdb},
-		Finisher: finisher, Cancellations: outcome.Cancels{RDB: rdb}})
+		Gate:      lock.NewGate(lock.NewMutex(rdb, lock.Config{TTL: 5 * time.Second, Logger: log})),
+		SideStore: &sidestore.Store{RDB: rdb},
+		Finisher:  finisher, Cancellations: outcome.Cancels{RDB: rdb}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestFinish_ACancelLandingAfterTheResultFinishesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := rdb.SSubscribe(ctx, outcome.Channel)
+	ps := rdb.SSubscribe(ctx, keyspace.FinalChannel)
 	t.Cleanup(func() { _ = ps.Close() })
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ collect:
 	if json.Unmarshal(cb.Payload, &ct) != nil || json.Unmarshal(ct.Body, &body) != nil || body.State != spec.StateCompleted {
 		t.Errorf("callback body %s, want state completed", ct.Body)
 	}
-	docKey := "pdfexport:html:{" + htmlstore.Ref(doc).SHA256 + "}"
+	docKey := "pdfexport:html:{" + sidestore.DocumentRef(doc).SHA256 + "}"
 	if owners := rdb.HGet(ctx, docKey, "owners").Val(); owners != "1" {
 		t.Errorf("document owners %q after the race, want 1 (the waiting export)", owners)
 	}
@@ -226,7 +226,7 @@ func TestFinish_ARunAfterACancelRacedTheCompletionDoesNotFinishAgain(t *testing.
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			insp := asynq.NewInspectorFromRedisClient(rdb)
-			ps := rdb.SSubscribe(ctx, outcome.Channel)
+			ps := rdb.SSubscribe(ctx, keyspace.FinalChannel)
 			t.Cleanup(func() { _ = ps.Close() })
 			if _, err := ps.Receive(ctx); err != nil {
 				t.Fatal(err)
@@ -251,7 +251,7 @@ func TestFinish_ARunAfterACancelRacedTheCompletionDoesNotFinishAgain(t *testing.
 			})
 			time.Sleep(retention + 500*time.Millisecond) // RESULT_RETENTION is over
 			if tc.lose {
-				rdb.Del(ctx, outcome.FinalKey(job.TaskID))
+				rdb.Del(ctx, keyspace.Final(job.TaskID))
 			} else if rec, ok, err := outcome.Recorded(ctx, rdb, job.TaskID); !ok || err != nil || rec.State != spec.StateCompleted {
 				t.Errorf("after RESULT_RETENTION the record is %+v %v %v, want completed", rec, ok, err)
 			}

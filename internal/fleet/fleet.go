@@ -26,11 +26,9 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
-
-// KeyPrefix starts every announcement's key.
-const KeyPrefix = "pdfexport:worker:"
 
 // Interval is how often a worker refreshes its announcement, and TTL how
 // long one outlives its last refresh: longer than asynq's own registry
@@ -59,9 +57,6 @@ type Announcement struct {
 	Started time.Time `json:"started"`
 }
 
-// Key is the announcement key of the process on host with pid.
-func Key(host string, pid int) string { return KeyPrefix + host + ":" + strconv.Itoa(pid) }
-
 // Hostname is the host name asynq records for this process's servers.
 func Hostname() string {
 	host, err := os.Hostname()
@@ -84,7 +79,7 @@ func Announce(ctx context.Context, rdb redis.UniversalClient, a Announcement) er
 	if err != nil {
 		return err
 	}
-	if err := rdb.Set(ctx, Key(a.Host, a.PID), b, TTL).Err(); err != nil {
+	if err := rdb.Set(ctx, keyspace.Worker(a.Host, a.PID), b, TTL).Err(); err != nil {
 		return fmt.Errorf("announcing worker %s:%d: %w", a.Host, a.PID, err)
 	}
 	return nil
@@ -92,7 +87,7 @@ func Announce(ctx context.Context, rdb redis.UniversalClient, a Announcement) er
 
 // Withdraw deletes a's announcement: the process no longer serves.
 func Withdraw(ctx context.Context, rdb redis.UniversalClient, a Announcement) error {
-	return rdb.Del(ctx, Key(a.Host, a.PID)).Err()
+	return rdb.Del(ctx, keyspace.Worker(a.Host, a.PID)).Err()
 }
 
 // Run announces a every Interval until ctx ends, then withdraws it. A
@@ -151,7 +146,7 @@ func Older(ctx context.Context, rdb redis.UniversalClient, inspector *asynq.Insp
 		if _, ok := s.Queues[queue]; !ok {
 			continue
 		}
-		key := Key(s.Host, s.PID)
+		key := keyspace.Worker(s.Host, s.PID)
 		if seen[key] {
 			continue // the process's other lane
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -52,7 +53,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 			go func() {
 				defer close(done)
 				for {
-					if rdb.Exists(ctx, doneKey(id)).Val() == 1 {
+					if rdb.Exists(ctx, keyspace.Done(id)).Val() == 1 {
 						return
 					}
 					time.Sleep(500 * time.Millisecond)
@@ -86,11 +87,11 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func waitSubscribed(b *testing.B, rdb *redis.Client, id string) {
 	for {
-		n, err := rdb.PubSubShardNumSub(context.Background(), releasedChannel(id)).Result()
+		n, err := rdb.PubSubShardNumSub(context.Background(), keyspace.Released(id)).Result()
 		if err != nil {
 			b.Fatal(err)
 		}
-		if n[releasedChannel(id)] > 0 {
+		if n[keyspace.Released(id)] > 0 {
 			return
 		}
 		time.Sleep(100 * time.Microsecond)

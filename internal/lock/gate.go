@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 )
 
 // Result says how a caller passed the gate.
@@ -93,7 +95,7 @@ func (g *Gate) Enter(ctx context.Context, id, staleETag string) (e Entry, err er
 
 	waitCtx, cancel := context.WithTimeoutCause(ctx, cfg.WaitTimeout, ErrWaitTimeout)
 	defer cancel()
-	sub := g.m.rdb.SSubscribe(waitCtx, releasedChannel(id))
+	sub := g.m.rdb.SSubscribe(waitCtx, keyspace.Released(id))
 	defer sub.Close()
 	// Receive the subscription confirmation so the subscription is live before
 	// the re-check below: a release after this point is always delivered.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 )
 
 // Lease is a held render mutex. It renews itself every TTL/3 until Release;
@@ -117,7 +119,7 @@ func (l *Lease) loseOnce(why string) {
 func (l *Lease) extend(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.m.cfg.OpTimeout)
 	defer cancel()
-	n, err := extendScript.Run(ctx, l.m.rdb, []string{lockKey(l.id)}, l.token, l.m.cfg.TTL.Milliseconds()).Int64()
+	n, err := extendScript.Run(ctx, l.m.rdb, []string{keyspace.Lock(l.id)}, l.token, l.m.cfg.TTL.Milliseconds()).Int64()
 	if err != nil {
 		return false, fmt.Errorf("lock: extend %s: %w", l.id, err)
 	}
@@ -164,7 +166,7 @@ func (l *Lease) Release(ctx context.Context, o Outcome) (err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.m.cfg.OpTimeout)
 	defer cancel()
 	n, err := releaseScript.Run(ctx, l.m.rdb,
-		[]string{lockKey(l.id), doneKey(l.id), releasedChannel(l.id)},
+		[]string{keyspace.Lock(l.id), keyspace.Done(l.id), keyspace.Released(l.id)},
 		l.token, o.encode(), l.m.cfg.Grace.Milliseconds()).Int64()
 	if err != nil {
 		return fmt.Errorf("lock: release %s: %w", l.id, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -172,7 +173,7 @@ func TestLease_LostLockCancelsContextAndReleaseIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another worker's token replaces ours, as after an expiry and a takeover.
-	if err := rdb.Set(ctx, lockKey("k"), "someone-else", time.Minute).Err(); err != nil {
+	if err := rdb.Set(ctx, keyspace.Lock("k"), "someone-else", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -186,10 +187,10 @@ func TestLease_LostLockCancelsContextAndReleaseIsRefused(t *testing.T) {
 	if err := lease.Release(ctx, Outcome{Status: StatusStored}); !errors.Is(err, ErrLockNotHeld) {
 		t.Fatalf("Release = %v, want ErrLockNotHeld", err)
 	}
-	if got := rdb.Get(ctx, lockKey("k")).Val(); got != "someone-else" {
+	if got := rdb.Get(ctx, keyspace.Lock("k")).Val(); got != "someone-else" {
 		t.Fatalf("release touched the other holder's lock: %q", got)
 	}
-	if n := rdb.Exists(ctx, doneKey("k")).Val(); n != 0 {
+	if n := rdb.Exists(ctx, keyspace.Done("k")).Val(); n != 0 {
 		t.Fatal("a lost lease wrote the done marker")
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 )
 
 // Sentinel errors callers branch on.
@@ -132,7 +134,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, id, token, staleETag string) (ac
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout)
 	defer cancel()
 	res, err := acquireScript.Run(ctx, m.rdb,
-		[]string{lockKey(id), fenceKey(id), doneKey(id)},
+		[]string{keyspace.Lock(id), keyspace.Fence(id), keyspace.Done(id)},
 		token, m.cfg.TTL.Milliseconds(), staleETag, fenceLifetime.Milliseconds()).Slice()
 	if err != nil {
 		return acquireReply{}, fmt.Errorf("lock: acquire %s: %w", id, err)
@@ -219,7 +221,7 @@ return 0
 func (m *Mutex) ForgetStored(ctx context.Context, id, etag string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout)
 	defer cancel()
-	n, err := forgetStoredScript.Run(ctx, m.rdb, []string{doneKey(id)}, Outcome{Status: StatusStored, ETag: etag}.encode()).Int64()
+	n, err := forgetStoredScript.Run(ctx, m.rdb, []string{keyspace.Done(id)}, Outcome{Status: StatusStored, ETag: etag}.encode()).Int64()
 	if err != nil {
 		return false, fmt.Errorf("lock: forgetting the stored outcome of %s: %w", id, err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -285,8 +286,8 @@ func TestGate_WaitersWakeByPollingWhenPubSubIsKilled(t *testing.T) {
 	}
 	// Wait until both waiters are subscribed, then cut their pub/sub links.
 	testsupport.Eventually(t, 5*time.Second, func() error {
-		n, err := rdb.PubSubShardNumSub(ctx, releasedChannel("k")).Result()
-		return testsupport.Unless(n[releasedChannel("k")] == 2, "waiters never subscribed: %v (%v)", n, err)
+		n, err := rdb.PubSubShardNumSub(ctx, keyspace.Released("k")).Result()
+		return testsupport.Unless(n[keyspace.Released("k")] == 2, "waiters never subscribed: %v (%v)", n, err)
 	})
 	if err := rdb.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)

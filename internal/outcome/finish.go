@@ -5,15 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pdfexport/pdfexport/internal/credstore"
-	"github.com/pdfexport/pdfexport/internal/htmlstore"
+	"github.com/pdfexport/pdfexport/internal/keyspace"
+	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -46,62 +44,20 @@ type Finished struct {
 	Released int
 }
 
-// FinishingKey is the index of exports whose final steps may not all have
-// run: a sorted set of task ids scored by when their Finish began (unix ms).
-// Finish adds the task before it records, and removes it once every step
-// after the record succeeded; the sweep re-drives entries older than
-// RedriveAfter (Sweeper). An entry is only a hint: what says the steps are
-// still owed is the task's finishing marker (finishingKey), written in one
-// script with the record.
-const FinishingKey = "pdfexport:finishing"
+// keyspace.FinishingIndex is the index of exports whose final steps may not
+// all have run: a sorted set of task ids scored by when their Finish began
+// (unix ms). Finish adds the task before it records, and removes it once
+// every step after the record succeeded; the sweep re-drives entries older
+// than RedriveAfter (Sweeper). An entry is only a hint: what says the steps
+// are still owed is the task's finishing marker (keyspace.Finishing: a hash
+// of queue, envelope, and announced once the announcement went out, on the
+// record's Cluster slot), written in one script with the record.
 
-// RedriveAfter is how old an entry of FinishingKey must be before a sweep
+// RedriveAfter is how old an entry of keyspace.FinishingIndex must be before a sweep
 // re-drives it: longer than any Finish in flight takes (its callers give it
 // at most a few seconds), so a sweep never races a Finish that is still
 // working.
 const RedriveAfter = 30 * time.Second
-
-// finishingKey holds what the final steps of a recorded export need (a
-// hash: queue, envelope; announced once the announcement went out), from
-// the record until they all succeeded. It lives on the record's Cluster
-// slot, so that one script writes both: the record's own hash tag when its
-// key has one, else a tag of the record's whole key, or, when a task id's
-// braces make that impossible, a tag found to hash to the record's slot.
-func finishingKey(taskID string) string {
-	k := FinalKey(taskID)
-	if i := strings.IndexByte(k, '{'); i >= 0 {
-		if j := strings.IndexByte(k[i+1:], '}'); j > 0 {
-			return k + ":finishing"
-		}
-	}
-	if !strings.Contains(k, "}") {
-		return "{" + k + "}:finishing"
-	}
-	slot := keySlot(k)
-	for n := 0; ; n++ { // about 16,384 tries for a slot: only for odd ids
-		tag := "s" + strconv.Itoa(n)
-		if keySlot(tag) == slot {
-			return "pdfexport:finishing:{" + tag + "}:" + taskID
-		}
-	}
-}
-
-// keySlot is Redis Cluster's slot of a key that has no hash tag: CRC16
-// (XMODEM) of the key, modulo 16384.
-func keySlot(key string) uint16 {
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc % 16384
-}
 
 // recordScript records a final state once and, in the same step, the
 // finishing marker of the steps that follow; a call that finds the state
@@ -172,10 +128,10 @@ func (r *Finisher) Finish(ctx context.Context, queue string, env *spec.Envelope,
 	// Indexed before the record, so that a process dying right after the
 	// record leaves an entry the sweep finds; a call that does not record
 	// leaves one the sweep drops (no marker).
-	if err := r.RDB.ZAdd(ctx, FinishingKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: f.TaskID}).Err(); err != nil {
+	if err := r.RDB.ZAdd(ctx, keyspace.FinishingIndex, redis.Z{Score: float64(time.Now().UnixMilli()), Member: f.TaskID}).Err(); err != nil {
 		return Finished{}, fmt.Errorf("outcome: indexing the finish of %s: %w", f.TaskID, err)
 	}
-	won, err := recordScript.Run(ctx, r.RDB, []string{FinalKey(f.TaskID), finishingKey(f.TaskID)},
+	won, err := recordScript.Run(ctx, r.RDB, []string{keyspace.Final(f.TaskID), keyspace.Finishing(f.TaskID)},
 		body, ttl.Milliseconds(), queue, envJSON, keep.Milliseconds()).Int()
 	if err != nil {
 		return Finished{}, fmt.Errorf("outcome: recording %s as %s: %w", f.TaskID, f.State, err)
@@ -209,7 +165,7 @@ func (r *Finisher) complete(ctx context.Context, taskID, queue string, env *spec
 		errs = append(errs, err)
 	}
 	if !announced {
-		if err := r.RDB.SPublish(ctx, Channel, body).Err(); err != nil {
+		if err := r.RDB.SPublish(ctx, keyspace.FinalChannel, body).Err(); err != nil {
 			errs = append(errs, fmt.Errorf("announcing %s: %w", taskID, err))
 		} else {
 			announced = true
@@ -222,15 +178,15 @@ func (r *Finisher) complete(ctx context.Context, taskID, queue string, env *spec
 		if announced {
 			// Best-effort: without it a re-drive announces once more,
 			// which waiters read as the same outcome.
-			_ = r.RDB.HSet(ctx, finishingKey(taskID), "announced", "1").Err()
+			_ = r.RDB.HSet(ctx, keyspace.Finishing(taskID), "announced", "1").Err()
 		}
 		return n, err
 	}
 	// The marker first: an index entry without one is dropped by the sweep.
-	if err := r.RDB.Del(ctx, finishingKey(taskID)).Err(); err != nil {
+	if err := r.RDB.Del(ctx, keyspace.Finishing(taskID)).Err(); err != nil {
 		return n, fmt.Errorf("outcome: clearing the finishing marker of %s: %w", taskID, err)
 	}
-	if err := r.RDB.ZRem(ctx, FinishingKey, taskID).Err(); err != nil {
+	if err := r.RDB.ZRem(ctx, keyspace.FinishingIndex, taskID).Err(); err != nil {
 		return n, fmt.Errorf("outcome: clearing the finishing entry of %s: %w", taskID, err)
 	}
 	return n, nil
@@ -244,8 +200,8 @@ func (r *Finisher) redrive(ctx context.Context, taskID string) (bool, error) {
 	var rec *redis.StringCmd
 	// One slot: the marker and the record go to one node in one round trip.
 	_, err := r.RDB.Pipelined(ctx, func(p redis.Pipeliner) error {
-		marker = p.HGetAll(ctx, finishingKey(taskID))
-		rec = p.Get(ctx, FinalKey(taskID))
+		marker = p.HGetAll(ctx, keyspace.Finishing(taskID))
+		rec = p.Get(ctx, keyspace.Final(taskID))
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -257,9 +213,9 @@ func (r *Finisher) redrive(ctx context.Context, taskID string) (bool, error) {
 		// Nothing owed: every step succeeded, or the call that indexed
 		// it did not record (it lost the race, or died before).
 		if len(m) != 0 {
-			_ = r.RDB.Del(ctx, finishingKey(taskID)).Err()
+			_ = r.RDB.Del(ctx, keyspace.Finishing(taskID)).Err()
 		}
-		return false, r.RDB.ZRem(ctx, FinishingKey, taskID).Err()
+		return false, r.RDB.ZRem(ctx, keyspace.FinishingIndex, taskID).Err()
 	}
 	var env *spec.Envelope
 	if s := m["envelope"]; s != "" {
@@ -275,36 +231,12 @@ func (r *Finisher) redrive(ctx context.Context, taskID string) (bool, error) {
 
 // release gives up what the task stored beside itself.
 func (r *Finisher) release(ctx context.Context, taskID string, env *spec.Envelope) (int, error) {
-	n := 0
-	var errs []error
-	src := env.Source
-	if ref := env.EncryptionRef; ref != nil {
-		ok, err := (&credstore.Store{RDB: r.RDB}).ReleasePasswords(ctx, taskID, *ref)
-		if ok {
-			n++
-		}
-		errs = append(errs, err)
-	}
-	if ref := src.Credentials; ref != nil {
-		ok, err := (&credstore.Store{RDB: r.RDB}).Release(ctx, taskID, *ref)
-		if ok {
-			n++
-		}
-		errs = append(errs, err)
-	}
-	if ref := src.HTMLRef; ref != nil {
-		ok, err := htmlstore.Release(ctx, r.RDB, taskID, *ref)
-		if ok {
-			n++
-		}
-		errs = append(errs, err)
-	}
-	return n, errors.Join(errs...)
+	return (&sidestore.Store{RDB: r.RDB}).Release(ctx, taskID, sidestore.Refs(env)...)
 }
 
 // IsFinal reports whether taskID has a recorded final state.
 func IsFinal(ctx context.Context, rdb redis.UniversalClient, taskID string) (bool, error) {
-	n, err := rdb.Exists(ctx, FinalKey(taskID)).Result()
+	n, err := rdb.Exists(ctx, keyspace.Final(taskID)).Result()
 	return n > 0, err
 }
 

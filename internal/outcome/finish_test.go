@@ -15,8 +15,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pdfexport/pdfexport/internal/credstore"
-	"github.com/pdfexport/pdfexport/internal/htmlstore"
+	"github.com/pdfexport/pdfexport/internal/keyspace"
+	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
@@ -25,7 +25,7 @@ import (
 func announcements(t *testing.T, rdb redis.UniversalClient) (stop func() map[string][]string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	ps := rdb.SSubscribe(ctx, Channel)
+	ps := rdb.SSubscribe(ctx, keyspace.FinalChannel)
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestFinish_RacingCallsFinishOnce(t *testing.T) {
 	const task = "racing"
 	env := ownedEnvelope(t, rdb, task, "<p>shared")
 	// Another export owns the same document and is not final.
-	if _, err := htmlstore.Put(ctx, rdb, "bystander", "<p>shared", time.Hour); err != nil {
+	if _, err := (&sidestore.Store{RDB: rdb}).PutHTML(ctx, "bystander", "<p>shared", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	stop := announcements(t, rdb)
@@ -110,7 +110,7 @@ func TestFinish_RacingCallsFinishOnce(t *testing.T) {
 	if rdb.Exists(ctx, "pdfexport:credentials:{"+task+"}").Val() != 0 {
 		t.Error("the task's credentials outlived its Finish")
 	}
-	if _, err := htmlstore.Get(ctx, rdb, "bystander", *env.Source.HTMLRef); err != nil {
+	if _, err := (&sidestore.Store{RDB: rdb}).Get(ctx, "bystander", sidestore.Ref{HTML: env.Source.HTMLRef}); err != nil {
 		t.Errorf("the other owner lost the document: %v", err)
 	}
 	if rec, ok, err := Recorded(ctx, rdb, task); err != nil || !ok || rec.State != spec.StateCompleted || rec.Result.Pages != 3 {
@@ -123,11 +123,11 @@ func TestFinish_RacingCallsFinishOnce(t *testing.T) {
 func ownedEnvelope(t *testing.T, rdb redis.UniversalClient, task, html string) *spec.Envelope {
 	t.Helper()
 	ctx := context.Background()
-	cref, err := (&credstore.Store{RDB: rdb}).Put(ctx, task, spec.Credentials{Headers: map[string]string{"Authorization": "Bearer " + task}}, time.Hour)
+	cref, err := (&sidestore.Store{RDB: rdb}).PutCredentials(ctx, task, spec.Credentials{Headers: map[string]string{"Authorization": "Bearer " + task}}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	href, err := htmlstore.Put(ctx, rdb, task, html, time.Hour)
+	href, err := (&sidestore.Store{RDB: rdb}).PutHTML(ctx, task, html, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,10 +145,10 @@ func TestFinish_AForgedEnvelopeReleasesNothing(t *testing.T) {
 	if err != nil || !done.Recorded || done.Released != 0 {
 		t.Fatalf("forger's Finish = %+v, %v; want recorded, nothing released", done, err)
 	}
-	if _, err := (&credstore.Store{RDB: rdb}).Get(ctx, "victim", *victim.Source.Credentials); err != nil {
+	if _, err := (&sidestore.Store{RDB: rdb}).Get(ctx, "victim", sidestore.Ref{Credentials: victim.Source.Credentials}); err != nil {
 		t.Errorf("the victim's credentials: %v", err)
 	}
-	if _, err := htmlstore.Get(ctx, rdb, "victim", *victim.Source.HTMLRef); err != nil {
+	if _, err := (&sidestore.Store{RDB: rdb}).Get(ctx, "victim", sidestore.Ref{HTML: victim.Source.HTMLRef}); err != nil {
 		t.Errorf("the victim's document: %v", err)
 	}
 }
@@ -163,7 +163,7 @@ func TestFinish_DocumentLivesExactlyWhileAnUnfinishedExportOwnsIt(t *testing.T) 
 	_, rdb, fin := setup(t)
 	ctx := context.Background()
 	const html = "<!doctype html><p>the shared manual"
-	ref := htmlstore.Ref(html)
+	ref := sidestore.DocumentRef(html)
 	key := "pdfexport:html:{" + ref.SHA256 + "}"
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -186,12 +186,12 @@ func TestFinish_DocumentLivesExactlyWhileAnUnfinishedExportOwnsIt(t *testing.T) 
 			e := exports[rng.IntN(len(exports))]
 			switch op := rng.IntN(5); {
 			case !e.enqueued:
-				if _, err := htmlstore.Put(ctx, rdb, e.id, html, time.Hour); err != nil {
+				if _, err := (&sidestore.Store{RDB: rdb}).PutHTML(ctx, e.id, html, time.Hour); err != nil {
 					t.Fatal(err)
 				}
 				e.enqueued = true
 			case op == 0: // an attempt (first run or a retry)
-				_, err := htmlstore.Get(ctx, rdb, e.id, ref)
+				_, err := (&sidestore.Store{RDB: rdb}).Get(ctx, e.id, sidestore.Ref{HTML: &ref})
 				if e.final && err == nil {
 					t.Fatalf("round %d step %d: %s read the document after it was final", round, step, e.id)
 				}
@@ -250,7 +250,7 @@ func TestFinish_RefusesANonFinalState(t *testing.T) {
 func TestFinish_ReleasesTheEncryptionPasswords(t *testing.T) {
 	_, rdb, fin := setup(t)
 	ctx := context.Background()
-	store := &credstore.Store{RDB: rdb}
+	store := &sidestore.Store{RDB: rdb}
 	ref, err := store.PutPasswords(ctx, "owner-task", spec.Passwords{User: "u-secret", Owner: "o-secret"}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +260,7 @@ func TestFinish_ReleasesTheEncryptionPasswords(t *testing.T) {
 	if done, err := fin.Finish(ctx, "default", env, spec.Final{TaskID: "forger", State: spec.StateFailed}); err != nil || done.Released != 0 {
 		t.Fatalf("forger's Finish = %+v, %v; want nothing released", done, err)
 	}
-	if _, err := store.GetPasswords(ctx, "owner-task", ref); err != nil {
+	if _, err := store.Get(ctx, "owner-task", sidestore.Ref{Passwords: &ref}); err != nil {
 		t.Fatalf("the owner lost its passwords to another task's Finish: %v", err)
 	}
 	done, err := fin.Finish(ctx, "default", env, spec.Final{TaskID: "owner-task", State: spec.StateCompleted})
@@ -348,8 +348,8 @@ func TestFinish_StepsAfterTheRecordAreReDriven(t *testing.T) {
 			if rdb.Exists(ctx, "pdfexport:credentials:{"+task+"}", "pdfexport:html:{"+env.Source.HTMLRef.SHA256+"}").Val() != 0 {
 				t.Error("what the task owned outlived the re-drive")
 			}
-			if n := rdb.ZCard(ctx, FinishingKey).Val(); n != 0 || rdb.Exists(ctx, finishingKey(task)).Val() != 0 {
-				t.Errorf("%d entries left to re-drive, marker %d", n, rdb.Exists(ctx, finishingKey(task)).Val())
+			if n := rdb.ZCard(ctx, keyspace.FinishingIndex).Val(); n != 0 || rdb.Exists(ctx, keyspace.Finishing(task)).Val() != 0 {
+				t.Errorf("%d entries left to re-drive, marker %d", n, rdb.Exists(ctx, keyspace.Finishing(task)).Val())
 			}
 		})
 	}
@@ -370,7 +370,7 @@ func TestFinish_OnClusterWhateverTheTaskID(t *testing.T) {
 		if err != nil || !done.Recorded {
 			t.Errorf("task %q: %+v, %v", id, done, err)
 		}
-		if n := rdb.Exists(ctx, finishingKey(id)).Val(); n != 0 {
+		if n := rdb.Exists(ctx, keyspace.Finishing(id)).Val(); n != 0 {
 			t.Errorf("task %q: marker left after a complete Finish", id)
 		}
 	}
@@ -387,12 +387,12 @@ func TestSweep_DropsTheOwnersOfDeletedTasks(t *testing.T) {
 	_, rdb, fin := setup(t)
 	ctx := context.Background()
 	html := "<!doctype html><p>" + strings.Repeat("a popular manual. ", 4<<10)
-	ref := htmlstore.Ref(html)
+	ref := sidestore.DocumentRef(html)
 	key := "pdfexport:html:{" + ref.SHA256 + "}"
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	enqueue := func(id string) *spec.Envelope {
 		t.Helper()
-		if _, err := htmlstore.Put(ctx, rdb, id, html, 0); err != nil {
+		if _, err := (&sidestore.Store{RDB: rdb}).PutHTML(ctx, id, html, 0); err != nil {
 			t.Fatal(err)
 		}
 		env := &spec.Envelope{V: 1, ManualID: "m", Version: "1", Source: spec.EnvelopeSource{HTMLRef: &ref}}
@@ -434,7 +434,7 @@ func TestSweep_DropsTheOwnersOfDeletedTasks(t *testing.T) {
 	if got := rdb.HKeys(ctx, key).Val(); len(got) != 3 || rdb.HGet(ctx, key, "owners").Val() != "1" || rdb.HExists(ctx, key, "o:waiting").Val() != true {
 		t.Errorf("after the sweep: fields %v; want data, owners=1, o:waiting", got)
 	}
-	if _, err := htmlstore.Get(ctx, rdb, "waiting", ref); err != nil {
+	if _, err := (&sidestore.Store{RDB: rdb}).Get(ctx, "waiting", sidestore.Ref{HTML: &ref}); err != nil {
 		t.Errorf("the waiting export lost its document: %v", err)
 	}
 	if err := insp.DeleteTask("default", "waiting"); err != nil {

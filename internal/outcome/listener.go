@@ -7,12 +7,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/subscription"
 )
 
-// Listener holds one subscription to Channel for a whole process
-// (internal/subscription) and hands each outcome to the waiters of its
+// Listener holds one subscription to keyspace.FinalChannel for a whole
+// process (internal/subscription) and hands each outcome to the waiters of its
 // task, so a thousand waiting requests cost one Redis connection, not a
 // thousand. The subscription is started by the first Watch or Prepare and
 // kept until Close; outcomes sent while it was down are missed, hence
@@ -29,7 +30,7 @@ type Listener struct {
 // NewListener returns a Listener on the queue Redis; it does no I/O.
 func NewListener(rdb redis.UniversalClient) *Listener {
 	l := &Listener{waiters: make(map[string]map[*Watch]struct{})}
-	l.sub = subscription.New(subscription.Config{RDB: rdb, Channel: Channel, OnMessage: l.dispatch})
+	l.sub = subscription.New(subscription.Config{RDB: rdb, Channel: keyspace.FinalChannel, OnMessage: l.dispatch})
 	return l
 }
 

@@ -27,17 +27,9 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/pdfexport/pdfexport/internal/doorbell"
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
-
-// Channel is the sharded pub/sub channel of final outcomes.
-const Channel = "pdfexport:final"
-
-// FinalKey holds the recorded final state of a task (a spec.Final): written
-// once, by the first Finish, it is what status readers trust over asynq's
-// state (a task canceled while it completed is completed), and what tells a
-// task run again from the dashboard that its export is over.
-func FinalKey(taskID string) string { return "pdfexport:final:" + taskID }
 
 // ArchivedFinalTTL keeps the record of a failed or canceled export as long as
 // asynq keeps archived tasks (90 days), so a dashboard "Run" of one finds it.
@@ -46,11 +38,6 @@ func FinalKey(taskID string) string { return "pdfexport:final:" + taskID }
 // archived instead (a cancel raced the completion), and then the record is
 // kept ArchivedFinalTTL from the archive on (Finish, Sweeper).
 const ArchivedFinalTTL = 90 * 24 * time.Hour
-
-// CancelKey marks an export as canceled by request; the worker running it
-// checks it when its context is canceled, and status readers when asynq
-// shows the task archived.
-func CancelKey(taskID string) string { return "pdfexport:cancel:" + taskID }
 
 // CallbackTaskID is the asynq task id of an export's callback, which is also
 // its webhook-id (the delivery id): the same export gets one callback task however
@@ -93,12 +80,12 @@ type Cancels struct{ RDB redis.UniversalClient }
 // Mark records that taskID is canceled by request, for ttl (at least the
 // task's retention, so status readers tell canceled from failed).
 func (c Cancels) Mark(ctx context.Context, taskID string, ttl time.Duration) error {
-	return c.RDB.Set(ctx, CancelKey(taskID), "1", ttl).Err()
+	return c.RDB.Set(ctx, keyspace.Cancel(taskID), "1", ttl).Err()
 }
 
 // Canceled reports whether taskID was canceled by request.
 func (c Cancels) Canceled(ctx context.Context, taskID string) (bool, error) {
-	n, err := c.RDB.Exists(ctx, CancelKey(taskID)).Result()
+	n, err := c.RDB.Exists(ctx, keyspace.Cancel(taskID)).Result()
 	return n > 0, err
 }
 
@@ -106,7 +93,7 @@ func (c Cancels) Canceled(ctx context.Context, taskID string) (bool, error) {
 // on the task, also once archived and when run again), or nil: an export
 // with a result completed, whatever cancel came after.
 func (c Cancels) StoredResult(ctx context.Context, queue, taskID string) (*spec.Result, error) {
-	b, err := c.RDB.HGet(ctx, taskKey(queue, taskID), "result").Bytes()
+	b, err := c.RDB.HGet(ctx, keyspace.AsynqTask(queue, taskID), keyspace.AsynqTaskResult).Bytes()
 	if errors.Is(err, redis.Nil) || err == nil && len(b) == 0 {
 		return nil, nil
 	}
@@ -120,12 +107,9 @@ func (c Cancels) StoredResult(ctx context.Context, queue, taskID string) (*spec.
 	return &r, nil
 }
 
-// taskKey is asynq's hash of a task (asynq/internal/base.TaskKey).
-func taskKey(queue, taskID string) string { return "asynq:{" + queue + "}:t:" + taskID }
-
-// Recorded returns the final state recorded for taskID, if any (FinalKey).
+// Recorded returns the final state recorded for taskID, if any (keyspace.Final).
 func Recorded(ctx context.Context, rdb redis.UniversalClient, taskID string) (spec.Final, bool, error) {
-	b, err := rdb.Get(ctx, FinalKey(taskID)).Bytes()
+	b, err := rdb.Get(ctx, keyspace.Final(taskID)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return spec.Final{}, false, nil
 	}
@@ -134,7 +118,7 @@ func Recorded(ctx context.Context, rdb redis.UniversalClient, taskID string) (sp
 	}
 	var f spec.Final
 	if err := json.Unmarshal(b, &f); err != nil {
-		return spec.Final{}, false, fmt.Errorf("outcome: %s: %w", FinalKey(taskID), err)
+		return spec.Final{}, false, fmt.Errorf("outcome: %s: %w", keyspace.Final(taskID), err)
 	}
 	return f, true, nil
 }

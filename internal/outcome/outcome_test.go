@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
@@ -64,9 +65,9 @@ func TestListener_DeliversToEveryWaiterOfTheTask(t *testing.T) {
 		t.Errorf("a stopped watch got %+v", f)
 	case <-time.After(200 * time.Millisecond):
 	}
-	n, err := srv.Client().PubSubShardNumSub(ctx, Channel).Result()
-	if err != nil || n[Channel] != 1 {
-		t.Errorf("subscribers of %s: %v (%v), want 1 for the whole process", Channel, n, err)
+	n, err := srv.Client().PubSubShardNumSub(ctx, keyspace.FinalChannel).Result()
+	if err != nil || n[keyspace.FinalChannel] != 1 {
+		t.Errorf("subscribers of %s: %v (%v), want 1 for the whole process", keyspace.FinalChannel, n, err)
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)

@@ -7,13 +7,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-)
 
-// ProgressKey is the hash that counts a manual's stored chapters while it
-// runs: "total" (its distinct chapters) and one "k:<chapter key>" field per
-// chapter stored, whichever worker stored it. The hash tag keeps it on the
-// slot of the task's other keys.
-func ProgressKey(taskID string) string { return "pdfexport:progress:{" + taskID + "}" }
+	"github.com/pdfexport/pdfexport/internal/keyspace"
+)
 
 // ProgressTTL bounds what a manual that never ends (deleted from the
 // dashboard) leaves behind.
@@ -25,8 +21,8 @@ type Progress struct{ RDB redis.UniversalClient }
 // Start records how many distinct chapters the manual taskID has.
 func (p Progress) Start(ctx context.Context, taskID string, total int) error {
 	pipe := p.RDB.TxPipeline()
-	pipe.HSet(ctx, ProgressKey(taskID), "total", total)
-	pipe.Expire(ctx, ProgressKey(taskID), ProgressTTL)
+	pipe.HSet(ctx, keyspace.Progress(taskID), "total", total)
+	pipe.Expire(ctx, keyspace.Progress(taskID), ProgressTTL)
 	_, err := pipe.Exec(ctx)
 	return err
 }
@@ -35,8 +31,8 @@ func (p Progress) Start(ctx context.Context, taskID string, total int) error {
 // (once, however often it is reported).
 func (p Progress) ChapterStored(ctx context.Context, taskID, key string) error {
 	pipe := p.RDB.TxPipeline()
-	pipe.HSet(ctx, ProgressKey(taskID), "k:"+key, 1)
-	pipe.Expire(ctx, ProgressKey(taskID), ProgressTTL)
+	pipe.HSet(ctx, keyspace.Progress(taskID), "k:"+key, 1)
+	pipe.Expire(ctx, keyspace.Progress(taskID), ProgressTTL)
 	_, err := pipe.Exec(ctx)
 	return err
 }
@@ -45,8 +41,8 @@ func (p Progress) ChapterStored(ctx context.Context, taskID, key string) error {
 // is false before the manual's task started.
 func ChaptersDone(ctx context.Context, rdb redis.UniversalClient, taskID string) (done, total int, ok bool, err error) {
 	pipe := rdb.Pipeline()
-	n := pipe.HLen(ctx, ProgressKey(taskID))
-	t := pipe.HGet(ctx, ProgressKey(taskID), "total")
+	n := pipe.HLen(ctx, keyspace.Progress(taskID))
+	t := pipe.HGet(ctx, keyspace.Progress(taskID), "total")
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return 0, 0, false, err
 	}

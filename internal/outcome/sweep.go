@@ -12,7 +12,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pdfexport/pdfexport/internal/htmlstore"
+	"github.com/pdfexport/pdfexport/internal/keyspace"
+	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -25,7 +26,7 @@ import (
 // otherwise; the record of one that has a record is kept as long as asynq
 // keeps the archived task (ArchivedFinalTTL from now). It also re-drives the
 // steps after the record of every Finish that did not complete them within
-// RedriveAfter (FinishingKey): a process that died after the record, a
+// RedriveAfter (keyspace.FinishingIndex): a process that died after the record, a
 // Redis error before the callback was enqueued. Several workers may sweep
 // at once: Finish records once, and every step after it is idempotent.
 type Sweeper struct {
@@ -55,10 +56,6 @@ const sweepBatch = 200
 // scores archived tasks in whole seconds, so a task archived in the second
 // a pass ended must not be skipped.
 const sweepOverlap = 2
-
-// archivedKey is asynq's sorted set of a queue's archived tasks, scored by
-// archive time in unix seconds (asynq/internal/base.ArchivedKey).
-func archivedKey(queue string) string { return "asynq:{" + queue + "}:archived" }
 
 // Run sweeps every interval until ctx ends.
 func (s *Sweeper) Run(ctx context.Context, interval time.Duration) {
@@ -107,7 +104,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("re-driving final steps: %w", err))
 	}
-	if n, err := htmlstore.SweepOwners(ctx, s.Finisher.RDB, s.tasksExist, cmp.Or(s.DocumentsEvery, time.Minute),
+	if n, err := sidestore.SweepOwners(ctx, s.Finisher.RDB, s.tasksExist, cmp.Or(s.DocumentsEvery, time.Minute),
 		cmp.Or(s.OwnerGrace, 10*time.Minute), sweepBatch); err != nil {
 		errs = append(errs, err)
 	} else if n > 0 {
@@ -125,7 +122,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 
 func (s *Sweeper) sweepQueue(ctx context.Context, queue string) (int, error) {
 	rdb := s.Finisher.RDB
-	entries, err := rdb.ZRangeByScoreWithScores(ctx, archivedKey(queue), &redis.ZRangeBy{
+	entries, err := rdb.ZRangeByScoreWithScores(ctx, keyspace.AsynqArchived(queue), &redis.ZRangeBy{
 		Min: strconv.FormatFloat(s.since[queue], 'f', 0, 64), Max: "+inf", Count: sweepBatch}).Result()
 	if err != nil || len(entries) == 0 {
 		return 0, err
@@ -136,7 +133,7 @@ func (s *Sweeper) sweepQueue(ctx context.Context, queue string) (int, error) {
 	// expired would finish the export a second time.
 	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, e := range entries {
-			p.Expire(ctx, FinalKey(e.Member.(string)), ArchivedFinalTTL)
+			p.Expire(ctx, keyspace.Final(e.Member.(string)), ArchivedFinalTTL)
 		}
 		return nil
 	})
@@ -171,14 +168,14 @@ func (s *Sweeper) sweepQueue(ctx context.Context, queue string) (int, error) {
 // worker's) and any state.
 func (s *Sweeper) tasksExist(ctx context.Context, ids []string) (map[string]bool, error) {
 	rdb := s.Finisher.RDB
-	queues, err := rdb.SMembers(ctx, "asynq:queues").Result()
+	queues, err := rdb.SMembers(ctx, keyspace.AsynqQueues).Result()
 	if err != nil {
 		return nil, err
 	}
 	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, id := range ids {
 			for _, q := range queues {
-				p.Exists(ctx, taskKey(q, id))
+				p.Exists(ctx, keyspace.AsynqTask(q, id))
 			}
 		}
 		return nil
@@ -226,7 +223,7 @@ func (s *Sweeper) finish(ctx context.Context, queue, taskID string) (bool, error
 }
 
 // redrive runs the final steps of the Finishes that began more than
-// RedriveAfter ago and have not cleared their FinishingKey entry. Each
+// RedriveAfter ago and have not cleared their keyspace.FinishingIndex entry. Each
 // entry is claimed first (its score moved to now, if no other sweep did so
 // meanwhile), so that of several sweeping workers one re-drives it, and a
 // failing re-drive is tried again RedriveAfter later. It returns how many
@@ -238,7 +235,7 @@ func (s *Sweeper) redrive(ctx context.Context) (int, error) {
 	}
 	rdb := s.Finisher.RDB
 	cutoff := time.Now().Add(-after).UnixMilli()
-	ids, err := rdb.ZRangeByScore(ctx, FinishingKey, &redis.ZRangeBy{
+	ids, err := rdb.ZRangeByScore(ctx, keyspace.FinishingIndex, &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(cutoff, 10), Count: sweepBatch}).Result()
 	if err != nil || len(ids) == 0 {
 		return 0, err
@@ -246,7 +243,7 @@ func (s *Sweeper) redrive(ctx context.Context) (int, error) {
 	redriven := 0
 	var errs []error
 	for _, id := range ids {
-		claimed, err := claimScript.Run(ctx, rdb, []string{FinishingKey}, id, cutoff, time.Now().UnixMilli()).Int()
+		claimed, err := claimScript.Run(ctx, rdb, []string{keyspace.FinishingIndex}, id, cutoff, time.Now().UnixMilli()).Int()
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -268,10 +265,10 @@ func (s *Sweeper) redrive(ctx context.Context) (int, error) {
 	return redriven, errors.Join(errs...)
 }
 
-// claimScript moves a FinishingKey entry to now if it is still older than
+// claimScript moves a keyspace.FinishingIndex entry to now if it is still older than
 // the cutoff.
 //
-//	KEYS[1] FinishingKey   ARGV[1] task id   ARGV[2] cutoff (ms)   ARGV[3] now (ms)
+//	KEYS[1] keyspace.FinishingIndex   ARGV[1] task id   ARGV[2] cutoff (ms)   ARGV[3] now (ms)
 var claimScript = redis.NewScript(`
 local score = redis.call("ZSCORE", KEYS[1], ARGV[1])
 if not score or tonumber(score) > tonumber(ARGV[2]) then return 0 end

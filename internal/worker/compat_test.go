@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/internal/fleet"
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
@@ -37,7 +38,7 @@ func TestWorker_NewerEnvelopeFailsForGoodAndSaysSo(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
 
-	announced := fleet.Key(fleet.Hostname(), os.Getpid())
+	announced := keyspace.Worker(fleet.Hostname(), os.Getpid())
 	var a fleet.Announcement
 	if b, err := rdb.Get(ctx, announced).Bytes(); err != nil || json.Unmarshal(b, &a) != nil || a.Envelope != spec.EnvelopeVersion || a.PID != os.Getpid() {
 		t.Fatalf("announcement %s: %+v (%v), want envelope version %d", announced, a, err, spec.EnvelopeVersion)

@@ -18,8 +18,8 @@ import (
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/api"
 	"github.com/pdfexport/pdfexport/internal/api/apitest"
-	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/outcome"
+	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
@@ -207,7 +207,7 @@ func TestWorker_CancelOnTheLastAttemptLeavesNothingBeside(t *testing.T) {
 		Queues: []string{"default", "later"}, MaxRetry: -1})
 	never := exportclient.Options{WaitFor: "window.__never === true"} // runs until canceled
 	doc := largeDoc("shared")
-	docKey := "pdfexport:html:{" + htmlstore.Ref(doc).SHA256 + "}"
+	docKey := "pdfexport:html:{" + sidestore.DocumentRef(doc).SHA256 + "}"
 	if err := insp.PauseQueue("later"); err != nil {
 		t.Fatal(err)
 	}

@@ -30,17 +30,16 @@ import (
 	"github.com/pdfexport/pdfexport/internal/buildinfo"
 	"github.com/pdfexport/pdfexport/internal/callback"
 	"github.com/pdfexport/pdfexport/internal/config"
-	"github.com/pdfexport/pdfexport/internal/credstore"
 	"github.com/pdfexport/pdfexport/internal/doorbell"
 	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/fleet"
-	"github.com/pdfexport/pdfexport/internal/htmlstore"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/logging"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/redisconn"
 	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
@@ -247,7 +246,7 @@ type wiring struct {
 	outcomes   *asynq.Client
 	finisher   *outcome.Finisher
 	finals     *outcome.Listener
-	secretKeys *credstore.Keys
+	secretKeys *sidestore.Keys
 	callbacks  *callback.Deliverer
 	idleWait   func(queues []string) func(context.Context, time.Duration)
 	batch      map[string]int // the batch lane's queues
@@ -443,7 +442,7 @@ func (w *Worker) openOutcomes(b *wiring) (func(), error) {
 // without it secrets stored beside their tasks are in clear, which
 // operators should hear once.
 func (w *Worker) loadSecrets(b *wiring) error {
-	keys, err := credstore.ParseKeys(b.cfg.SecretsKey)
+	keys, err := sidestore.ParseKeys(b.cfg.SecretsKey)
 	if err != nil {
 		return fmt.Errorf("SECRETS_KEY: %w", err) // config.Load refuses it first; never the value
 	}
@@ -486,8 +485,7 @@ func (w *Worker) newHandler(b *wiring, renderer export.Renderer) (*export.Handle
 	return export.NewHandler(export.Config{Store: w.store, Renderer: renderer, Gate: b.gate, Workspace: b.workspace,
 		Hosts:     spec.Hosts{Sources: cfg.Allowed, Callbacks: cfg.CallbackAllowed},
 		Namespace: cfg.StorageURL, Logger: w.log, Observer: w.metrics, Hostname: w.opts.Hostname,
-		Sources:       htmlstore.Store{RDB: queueRDB},                      // documents sent by reference live beside the tasks
-		Credentials:   &credstore.Store{RDB: queueRDB, Keys: b.secretKeys}, // and so do per-export credentials
+		SideStore:     &sidestore.Store{RDB: queueRDB, Keys: b.secretKeys}, // documents and secrets sent by reference live beside the tasks
 		Finisher:      b.finisher,
 		Cancellations: outcome.Cancels{RDB: queueRDB},
 		Outcomes:      b.finals,

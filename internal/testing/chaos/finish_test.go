@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
@@ -150,7 +151,7 @@ func TestChaos_FinishReDrivenAfterTheRecord(t *testing.T) {
 		t.Errorf("deliveries with a bad signature: %v", hooks.bad)
 	}
 	hooks.mu.Unlock()
-	if n := c.rdb.ZCard(ctx, outcome.FinishingKey).Val(); n != 0 {
+	if n := c.rdb.ZCard(ctx, keyspace.FinishingIndex).Val(); n != 0 {
 		t.Errorf("%d exports still to re-drive", n)
 	}
 	c.waitAll([]*export{e}, 30*time.Second)

@@ -1,4 +1,4 @@
-package credstore
+package sidestore
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
@@ -26,8 +27,8 @@ func mustKeys(t *testing.T, s string) *Keys {
 	return k
 }
 
-// kind is one sort of side-stored secret, so every test runs on both.
-type kind struct {
+// secretKind is one sort of side-stored secret, so every test runs on both.
+type secretKind struct {
 	name     string
 	secret   string // in the stored value; never in Redis when sealed
 	redisKey func(owner string) string
@@ -38,14 +39,14 @@ type kind struct {
 	withID func(ref any, id string) any
 }
 
-var kinds = []kind{
+var secretKinds = []secretKind{
 	{
-		name: "credentials", secret: "CookieSecret-4b7e", redisKey: key,
+		name: "credentials", secret: "CookieSecret-4b7e", redisKey: keyspace.Credentials,
 		put: func(ctx context.Context, s *Store, owner string) (any, error) {
-			return s.Put(ctx, owner, spec.Credentials{Cookies: []spec.Cookie{{Name: "sid", Value: "CookieSecret-4b7e"}}}, time.Minute)
+			return s.PutCredentials(ctx, owner, spec.Credentials{Cookies: []spec.Cookie{{Name: "sid", Value: "CookieSecret-4b7e"}}}, time.Minute)
 		},
 		get: func(ctx context.Context, s *Store, owner string, ref any) error {
-			c, err := s.Get(ctx, owner, ref.(spec.CredentialsRef))
+			c, err := getCredentials(ctx, s, owner, ref.(spec.CredentialsRef))
 			if err == nil && (len(c.Cookies) != 1 || c.Cookies[0].Value != "CookieSecret-4b7e") {
 				return errors.New("read back other credentials")
 			}
@@ -54,12 +55,12 @@ var kinds = []kind{
 		withID: func(ref any, id string) any { r := ref.(spec.CredentialsRef); r.ID = id; return r },
 	},
 	{
-		name: "passwords", secret: "UserSecret-19ac", redisKey: passwordsKey,
+		name: "passwords", secret: "UserSecret-19ac", redisKey: keyspace.Passwords,
 		put: func(ctx context.Context, s *Store, owner string) (any, error) {
 			return s.PutPasswords(ctx, owner, spec.Passwords{User: "UserSecret-19ac", Owner: "OwnerSecret-77d0"}, time.Minute)
 		},
 		get: func(ctx context.Context, s *Store, owner string, ref any) error {
-			p, err := s.GetPasswords(ctx, owner, ref.(spec.EncryptionRef))
+			p, err := getPasswords(ctx, s, owner, ref.(spec.EncryptionRef))
 			if err == nil && (p.User != "UserSecret-19ac" || p.Owner != "OwnerSecret-77d0") {
 				return errors.New("read back other passwords")
 			}
@@ -82,7 +83,7 @@ func TestSeal_OpensOnlyWhereItWasSealed(t *testing.T) {
 	ctx := context.Background()
 	oldKey, newKey, otherKey := secretsKey('a'), secretsKey('b'), secretsKey('c')
 	sealer := &Store{RDB: rdb, Keys: mustKeys(t, oldKey)}
-	for _, k := range kinds {
+	for _, k := range secretKinds {
 		for _, tt := range []struct {
 			name   string
 			putter *Store
@@ -157,7 +158,7 @@ func TestSeal_NewValuesUseTheFirstKey(t *testing.T) {
 		t.Fatalf("key ids %q %q", oldOnly.SealKeyID(), rotated.SealKeyID())
 	}
 	s := &Store{RDB: rdb, Keys: rotated}
-	for _, k := range kinds {
+	for _, k := range secretKinds {
 		ref, err := k.put(ctx, s, "t1-"+k.name)
 		if err != nil {
 			t.Fatal(err)

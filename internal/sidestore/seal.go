@@ -1,4 +1,4 @@
-package credstore
+package sidestore
 
 import (
 	"crypto/aes"
@@ -15,7 +15,8 @@ import (
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
-// Sealing. With SECRETS_KEY, what Put and PutPasswords store is
+// Sealing, for the secret kinds (Credentials, Passwords). With SECRETS_KEY,
+// what PutCredentials and PutPasswords store is
 // AES-256-GCM ciphertext, so the secrets are not in clear in Redis's
 // memory, its RDB and AOF files, its replicas or a MONITOR stream while the
 // export waits and runs. The additional data binds the ciphertext to the
@@ -26,8 +27,8 @@ import (
 // of the list opens.
 //
 // Without SECRETS_KEY the values are stored in clear, as before sealing
-// existed; values stored in clear (by an enqueuer without the key, or by an
-// earlier release) are read whether or not this process has keys, so
+// existed; values stored in clear (by an enqueuer without the key, or
+// before the key was set) are read whether or not this process has keys, so
 // exports queued before the key was set keep working. Refusing them would
 // not protect against anyone who can write to Redis: such a writer can
 // enqueue exports of its own anyway.
@@ -41,7 +42,7 @@ const keyIDBytes = 8
 
 // ErrCannotOpen matches every error of a sealed value this process cannot
 // open (OpenError says why). The export that needs it fails for good.
-var ErrCannotOpen = errors.New("credstore: a sealed value cannot be opened")
+var ErrCannotOpen = errors.New("sidestore: a sealed value cannot be opened")
 
 // OpenError is why a sealed value did not open; Reason never holds the
 // value or a key.
@@ -84,21 +85,24 @@ func NewKeys(secrets [][]byte) (*Keys, error) {
 		if len(secret) < spec.SecretsKeyBytes {
 			return nil, fmt.Errorf("%w: key %d of %d has %d bytes, want at least %d", spec.ErrInvalidSecretsKey, i+1, len(secrets), len(secret), spec.SecretsKeyBytes)
 		}
+		// The labels (and additionalData's) still say "credstore", the
+		// package's name when they were first written: they are part of
+		// every sealed value in Redis, not a name to keep in step.
 		aesKey, err := hkdf.Key(sha256.New, secret, nil, "pdfexport credstore seal v1", 32)
 		if err != nil {
-			return nil, fmt.Errorf("credstore: deriving key %d: %w", i+1, err)
+			return nil, fmt.Errorf("sidestore: deriving key %d: %w", i+1, err)
 		}
 		rawID, err := hkdf.Key(sha256.New, secret, nil, "pdfexport credstore key id v1", keyIDBytes)
 		if err != nil {
-			return nil, fmt.Errorf("credstore: deriving key %d: %w", i+1, err)
+			return nil, fmt.Errorf("sidestore: deriving key %d: %w", i+1, err)
 		}
 		block, err := aes.NewCipher(aesKey)
 		if err != nil {
-			return nil, fmt.Errorf("credstore: key %d: %w", i+1, err)
+			return nil, fmt.Errorf("sidestore: key %d: %w", i+1, err)
 		}
 		aead, err := cipher.NewGCM(block)
 		if err != nil {
-			return nil, fmt.Errorf("credstore: key %d: %w", i+1, err)
+			return nil, fmt.Errorf("sidestore: key %d: %w", i+1, err)
 		}
 		id := hex.EncodeToString(rawID)
 		if i == 0 {
@@ -138,7 +142,7 @@ func (k *Keys) seal(redisKey, owner string, plain []byte) (string, error) {
 	// start to matter, and keys rotate.
 	nonce := make([]byte, aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
-		return "", fmt.Errorf("credstore: sealing: %w", err)
+		return "", fmt.Errorf("sidestore: sealing: %w", err)
 	}
 	box := aead.Seal(nonce, nonce, plain, additionalData(redisKey, owner, k.sealID))
 	return sealedPrefix + k.sealID + ":" + base64.StdEncoding.EncodeToString(box), nil
