@@ -8,7 +8,7 @@ import (
 	"go/doc"
 	"go/parser"
 	"go/token"
-	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -286,12 +286,19 @@ var publicMethods = map[string][]string{
 // ones above.
 func TestAPI_OwnTypesOnlyCallerMethods(t *testing.T) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
+	names, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	files := []*ast.File{}
-	for _, f := range pkgs["exportclient"].Files {
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
 		files = append(files, f)
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
