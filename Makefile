@@ -20,6 +20,15 @@ GOVULNCHECK_VERSION := v1.9.0
 # The vulnerability database: that module's data/osv, as of its date.
 VULNDB_VERSION := v0.0.0-20261105234957-e22db6528018
 TEST_TIMEOUT ?= 9m
+# The nested modules: their own go.mod, so that what only their tests need
+# (Kubernetes API types, KEDA's CRD schemas, the OpenAPI validator) is no
+# requirement of the root module that API servers import for exportclient.
+# deployments/ checks the deployment files and the release configuration;
+# api/ validates every HTTP exchange the root module's tests record
+# (internal/api/apitest) against api/openapi.yaml.
+NESTED_MODULES := deployments api
+# Where the root module's tests record the HTTP API's exchanges for api/.
+API_EXCHANGES := $(CURDIR)/var/api-exchanges
 
 .PHONY: all setup build demo test test-short lint bench clean help chaos release-snapshot release-check release-tools image
 all: build
@@ -44,23 +53,29 @@ test: setup ## run every test (race detector, real Redis/Chromium/S3 server)
 	@# The previous release's binaries, for the compatibility test, built
 	@# (or taken from the cache) before the packages' timeouts start.
 	$(GO) test -count=1 -timeout 15m -run '^TestPreviousBinaries_BuildOnceAndRun$$' ./internal/testing/testsupport
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	rm -rf $(API_EXCHANGES)
+	PDFEXPORT_API_EXCHANGES=$(API_EXCHANGES) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	cd deployments && $(GO) vet ./... && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@# Every exchange recorded above, against api/openapi.yaml; none is a failure.
+	cd api && $(GO) vet ./... && PDFEXPORT_API_EXCHANGES=$(API_EXCHANGES) $(GO) test -count=1 ./...
 
 test-short: ## the tests that need no server, browser or built binary (30 CPU-s warm)
 	$(GO) test -short -count=1 ./...
+	@for m in $(NESTED_MODULES); do (cd $$m && $(GO) test -short -count=1 ./...) || exit 1; done
 
 lint: ## gofmt, go vet, staticcheck, the vendored asynq against upstream, apidiff of exportclient, govulncheck (all pinned; offline database)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
-	$(GO) vet -tags release ./deployments
+	@for m in $(NESTED_MODULES); do echo "vet: $$m"; (cd $$m && $(GO) vet ./... && $(GO) vet -tags release ./...) || exit 1; done
 	@test -x bin/staticcheck || GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	bin/staticcheck ./...
-	bin/staticcheck -tags release ./deployments
+	@for m in $(NESTED_MODULES); do echo "staticcheck: $$m"; (cd $$m && ../bin/staticcheck ./... && ../bin/staticcheck -tags release ./...) || exit 1; done
 	@test -x bin/apidiff || GOBIN=$(CURDIR)/bin $(GO) install golang.org/x/exp/cmd/apidiff@$(APIDIFF_VERSION)
 	scripts/apidiff.sh
 	@test -x bin/govulncheck || GOBIN=$(CURDIR)/bin $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
 	@test -x bin/indexdb || GOBIN=$(CURDIR)/bin $(GO) install golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION)
-	GO=$(GO) VULNDB_VERSION=$(VULNDB_VERSION) scripts/vulncheck.sh
+	GO=$(GO) VULNDB_VERSION=$(VULNDB_VERSION) scripts/vulncheck.sh . $(NESTED_MODULES)
+	@scripts/check-modules.sh . $(NESTED_MODULES)
 	@scripts/check-vendored.sh
 
 bench: setup build ## benchmarks vs same-run baselines: prints a table, writes BENCHMARKS.md (BENCH_FLAGS=-quick: harness check)
@@ -82,7 +97,7 @@ release-snapshot: release-tools ## release artifacts into dist/, unpublished: bi
 	$(RELEASE_GIT_ENV) bin/goreleaser release --snapshot --clean
 
 release-check: release-snapshot ## the snapshot, verified: SHA256SUMS, archives, SBOMs, --version, a second build byte-identical
-	$(GO) test -tags release -count=1 -v -run '^TestReleaseSnapshot$$' ./deployments
+	cd deployments && $(GO) test -tags release -count=1 -v -run '^TestReleaseSnapshot$$' .
 
 # The image of deployments/Dockerfile, labelled (OCI) with the version, the
 # commit, the source and the licence. Needs a running docker or podman; the

@@ -90,7 +90,7 @@ func deliveryCLI(ctx context.Context, e *benchEnv, res *deliveryResult, n int) e
 		return err
 	}
 	res.cli = dist{}
-	payload, err := exportclient.Request{ManualID: "bench", Version: version, HTML: deliveryDoc}.Payload().Encode()
+	payload, err := json.Marshal(exportclient.Request{ManualID: "bench", Version: version, HTML: deliveryDoc}.Payload())
 	if err != nil {
 		return err
 	}

@@ -407,7 +407,7 @@ func startDistinctSystem(ctx context.Context, e *benchEnv, doc distinctDoc, name
 		}
 		s.stop = b.Close
 		s.chromiums = []int{b.PID()}
-		params := render.PrintParams(doc.opts.Settings())
+		params := render.PrintParams(settingsOf(doc.opts))
 		s.one = func(ctx context.Context, _ int) error {
 			n, err := b.Print(ctx, design, doc.html, doc.opts.WaitFor, params, io.Discard)
 			if err == nil && n == 0 {

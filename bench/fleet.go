@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -58,6 +59,20 @@ func (e *benchEnv) nextDB() int { return int(e.dbs.Add(1)) }
 func (e *benchEnv) manualRequest(version string) exportclient.Request {
 	return exportclient.Request{ManualID: "acme-orbit-gateway", Version: version, HTML: e.manual,
 		Options: exportclient.Options{WaitFor: "window.__PDF_READY__===true"}}
+}
+
+// settingsOf resolves a request's print options as the worker does (the
+// options travel to it as JSON, which both sides' types share).
+func settingsOf(o exportclient.Options) spec.PrintSettings {
+	b, err := json.Marshal(o)
+	if err != nil {
+		panic(err)
+	}
+	var so spec.Options
+	if err := json.Unmarshal(b, &so); err != nil {
+		panic(err)
+	}
+	return so.Settings()
 }
 
 // freshVersion names an artifact no earlier run stored.

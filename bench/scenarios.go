@@ -63,7 +63,7 @@ func scenarioSingleWorker(ctx context.Context, e *benchEnv, rep *report) error {
 	defer f.stop()
 	r := f.workers[0].Chromium()
 	manualSrc := render.Source{HTML: e.manual}
-	manualSettings := e.manualRequest("x").Options.Settings()
+	manualSettings := settingsOf(e.manualRequest("x").Options)
 
 	// Warm-up (not counted): the first render opens Chromium's renderer
 	// process, the first export loads the lock scripts. The manual's PDF is
@@ -320,7 +320,7 @@ func scenarioDedupInProcess(ctx context.Context, e *benchEnv, rep *report) error
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_, _, _, errs[i] = rawRender(ctx, w.Chromium(), render.Source{HTML: e.manual}, e.manualRequest("x").Options.Settings(), false)
+					_, _, _, errs[i] = rawRender(ctx, w.Chromium(), render.Source{HTML: e.manual}, settingsOf(e.manualRequest("x").Options), false)
 				}()
 			}
 			wg.Wait()

@@ -6,6 +6,7 @@ package docs
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -28,30 +29,42 @@ type pkg struct {
 	imports []string
 }
 
-// modulePackages runs go list over the module (test files not counted).
+// modulePackages runs go list over the module and over each nested module
+// (a directory beside the root's packages with its own go.mod: deployments,
+// api), test files not counted.
 func modulePackages(t *testing.T) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
-	cmd.Dir = ".."
-	out, err := cmd.Output()
+	dirs := []string{".."}
+	nested, err := filepath.Glob("../*/go.mod")
 	if err != nil {
-		msg := ""
-		if ee, ok := err.(*exec.ExitError); ok {
-			msg = string(ee.Stderr)
-		}
-		t.Fatalf("go list ./...: %v\n%s", err, msg)
+		t.Fatal(err)
+	}
+	for _, m := range nested {
+		dirs = append(dirs, filepath.Dir(m))
 	}
 	var pkgs []pkg
-	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
-		p := pkg{rel: rel(fields[0])}
-		for _, imp := range fields[1:] {
-			if imp == module || strings.HasPrefix(imp, module+"/") {
-				p.imports = append(p.imports, rel(imp))
+	for _, dir := range dirs {
+		cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if err != nil {
+			msg := ""
+			if ee, ok := err.(*exec.ExitError); ok {
+				msg = string(ee.Stderr)
 			}
+			t.Fatalf("go list ./... in %s: %v\n%s", dir, err, msg)
 		}
-		slices.Sort(p.imports)
-		pkgs = append(pkgs, p)
+		for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+			fields := strings.Fields(line)
+			p := pkg{rel: rel(fields[0])}
+			for _, imp := range fields[1:] {
+				if imp == module || strings.HasPrefix(imp, module+"/") {
+					p.imports = append(p.imports, rel(imp))
+				}
+			}
+			slices.Sort(p.imports)
+			pkgs = append(pkgs, p)
+		}
 	}
 	slices.SortFunc(pkgs, func(a, b pkg) int { return strings.Compare(a.rel, b.rel) })
 	return pkgs

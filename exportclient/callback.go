@@ -28,14 +28,6 @@ func VerifyCallback(header http.Header, body []byte, secrets ...string) error {
 	return spec.VerifyCallback(header, body, keys, spec.CallbackTolerance, time.Now())
 }
 
-// Callback types and headers, for receivers.
-type (
-	// Final is the JSON body of a callback: the export's final outcome.
-	Final = spec.Final
-	// Callback asks for the outcome to be POSTed (Request.Callback).
-	Callback = spec.Callback
-)
-
 // Callback headers (Standard Webhooks): webhook-id is the delivery id, the
 // same on every attempt of one export's callback.
 const (

@@ -26,44 +26,6 @@ import (
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
-// Types of the wire contract, shared with the worker.
-type (
-	// Credentials are per-export headers and cookies (Request.Headers and
-	// Request.Cookies in the raw payload's source).
-	Credentials = spec.Credentials
-	// Options are the print options; the zero value prints A4 portrait.
-	Options = spec.Options
-	// Margins are page margins in millimetres.
-	Margins = spec.Margins
-	// Metadata is Options.Metadata: the PDF's title, author, subject,
-	// keywords, creator and language.
-	Metadata = spec.Metadata
-	// Watermark is Options.Watermark: text on every page.
-	Watermark = spec.Watermark
-	// Encryption is Options.Encryption: AES-256 with the passwords (secrets,
-	// stored beside the task until it is final, never in it) and the
-	// permissions of spec.PermissionNames.
-	Encryption = spec.Encryption
-	// Cookie is a cookie of Request.Cookies.
-	Cookie = spec.Cookie
-	// Chapter is one chapter of a manual (Request.Chapters).
-	Chapter = spec.Chapter
-	// ChapterCounts are a manual's chapters in its Result.
-	ChapterCounts = spec.ChapterCounts
-	// Result is what a finished export reports.
-	Result = spec.Result
-	// Payload is the raw request (schema v1, the JSON body of POST
-	// /v1/exports), for callers that already hold one, such as the HTTP
-	// enqueue API. It is what a caller may send: the fields only an
-	// enqueuer writes into the queued envelope (source.credentials_ref,
-	// source.html_ref, traceparent, tracestate, encryption_ref, client)
-	// are not in it, and
-	// DecodePayload refuses them.
-	Payload = spec.Request
-	// FieldError names a rejected field and the rule it broke.
-	FieldError = spec.FieldError
-)
-
 // DefaultQueues are the queues a worker serves by default (its QUEUES).
 var DefaultQueues = spec.DefaultQueues()
 
@@ -89,7 +51,7 @@ type Request struct {
 	URL      string // http(s), host on ALLOWED_HOSTS
 	HTML     string // an inline document, at most 2 MiB
 	// Chapters make one PDF of many pages, in order (at most
-	// spec.MaxChapters): each chapter is printed on its own, by whichever
+	// MaxChapters): each chapter is printed on its own, by whichever
 	// worker takes it, and stored so that the next version of the manual,
 	// or another manual, reuses it while its Revision stays the same.
 	Chapters  []Chapter
@@ -110,11 +72,11 @@ type Request struct {
 
 // Payload converts the request to the raw request.
 func (r Request) Payload() Payload {
-	p := Payload{V: spec.PayloadVersion, ManualID: r.ManualID, Version: r.Version,
-		Source:  spec.RequestSource{URL: r.URL, HTML: r.HTML, Chapters: r.Chapters, Credentials: Credentials{Headers: r.Headers, Cookies: r.Cookies}},
+	p := Payload{V: PayloadVersion, ManualID: r.ManualID, Version: r.Version,
+		Source:  PayloadSource{URL: r.URL, HTML: r.HTML, Chapters: r.Chapters, Credentials: Credentials{Headers: r.Headers, Cookies: r.Cookies}},
 		Options: r.Options, Force: r.Force, RequestID: r.RequestID}
 	if r.CallbackURL != "" {
-		p.Callback = &spec.Callback{URL: r.CallbackURL}
+		p.Callback = &Callback{URL: r.CallbackURL}
 	}
 	return p
 }
@@ -122,7 +84,20 @@ func (r Request) Payload() Payload {
 // DecodePayload parses a JSON request strictly: unknown fields are refused,
 // and so are the fields only an enqueuer writes (errors.Is ErrEnvelopeOnly),
 // each with a *FieldError naming the field.
-func DecodePayload(b []byte) (Payload, error) { return spec.DecodeRequest(b) }
+func DecodePayload(b []byte) (Payload, error) {
+	r, err := spec.DecodeRequest(b)
+	if err != nil {
+		return Payload{}, publicErr(err)
+	}
+	return publicPayload(r), nil
+}
+
+// ArtifactKey is the key of the artifact p names (relative to the storage
+// prefix), the worker's own derivation, when p has no per-export
+// credentials or passwords; with them the key depends on their keyed
+// identity, which only the enqueuer computes, so this key is one no other
+// request shares.
+func (p Payload) ArtifactKey() string { return p.spec().ArtifactKey() }
 
 // ErrEnvelopeOnly matches the error of a raw request naming a field only an
 // enqueuer writes (source.credentials_ref, source.html_ref, traceparent,
@@ -194,9 +169,6 @@ const (
 // older than its envelope needs serve its queue (errors.As with
 // *OlderWorkersError names them).
 var ErrOlderWorkers = errors.New("exportclient: older workers serve the queue")
-
-// OlderWorker is a worker process of an OlderWorkersError.
-type OlderWorker = fleet.Worker
 
 // OlderWorkersError is the error of an export whose envelope needs envelope
 // version Needs while Workers, serving Queue, serve only older ones.
@@ -318,7 +290,7 @@ func (c *Client) Close() error {
 func (c *Client) Queue() string { return c.cfg.Queue }
 
 // Validate checks a request with the worker's rules and this client's allowlists.
-func (c *Client) Validate(p Payload) error { return p.Validate(c.hosts) }
+func (c *Client) Validate(p Payload) error { return publicErr(p.spec().Validate(c.hosts)) }
 
 // EnqueueOption changes one enqueue.
 type EnqueueOption func(*enqueueSettings)
@@ -332,7 +304,7 @@ type enqueueSettings struct {
 func Queue(name string) EnqueueOption { return func(s *enqueueSettings) { s.queue = name } }
 
 // ForClient records the HTTP API client (API_CLIENTS_FILE) the export
-// belongs to in its envelope (spec.Envelope.Client); Status reports it, and
+// belongs to in its envelope; Status reports it, and
 // the API shows the export to that client only. An export enqueued without
 // it belongs to nobody in particular: the API shows it to API_TOKEN.
 func ForClient(name string) EnqueueOption { return func(s *enqueueSettings) { s.client = name } }
@@ -341,7 +313,8 @@ func ForClient(name string) EnqueueOption { return func(s *enqueueSettings) { s.
 // below what its fields need): for a caller that depends on what workers of
 // that version do, so that no older worker takes the export
 // (Config.OlderWorkers decides what happens while one serves the queue).
-// n from spec.MinEnvelopeVersion to spec.EnvelopeVersion.
+// n from 1 to the newest envelope version this release writes
+// (docs/COMPATIBILITY.md).
 func EnvelopeVersion(n int) EnqueueOption { return func(s *enqueueSettings) { s.envelope = n } }
 
 // settings applies opts over the client's defaults and checks the queue
@@ -356,7 +329,7 @@ func (c *Client) settings(opts []EnqueueOption) (enqueueSettings, error) {
 	}
 	if s.client != "" {
 		if err := spec.ValidateClientName(s.client); err != nil {
-			return s, err
+			return s, publicErr(err)
 		}
 	}
 	return s, nil
@@ -415,7 +388,8 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	} else if isStored(taskID) {
 		return Enqueued{}, &FieldError{Field: "task_id", Rule: "must not start with " + StoredPrefix}
 	}
-	env := p.Envelope()
+	req := p.spec()
+	env := req.Envelope()
 	env.Client = s.client
 	// The envelope's version, checked against the workers of the queue
 	// before anything is stored: a refused export leaves nothing behind.
@@ -431,7 +405,7 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 			_, _ = c.side.Release(context.WithoutCancel(ctx), taskID, stored...)
 		}
 	}()
-	if creds := p.Source.Credentials; !creds.Empty() {
+	if creds := req.Source.Credentials; !creds.Empty() {
 		ref, err := c.side.PutCredentials(ctx, taskID, creds, c.cfg.SourceTTL)
 		if err != nil {
 			return Enqueued{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -439,7 +413,7 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 		env.Source.Credentials = &ref
 		stored = append(stored, sidestore.Ref{Credentials: &ref})
 	}
-	if enc := p.Options.Encryption; enc != nil {
+	if enc := req.Options.Encryption; enc != nil {
 		ref, err := c.side.PutPasswords(ctx, taskID, enc.Passwords(), c.cfg.SourceTTL)
 		if err != nil {
 			return Enqueued{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -508,7 +482,7 @@ func (c *Client) version(ctx context.Context, env spec.Envelope, s enqueueSettin
 		if len(older) == 0 {
 			return need, nil
 		}
-		refused := &OlderWorkersError{Queue: s.queue, Needs: need, Field: field, Workers: older}
+		refused := &OlderWorkersError{Queue: s.queue, Needs: need, Field: field, Workers: publicOlderWorkers(older)}
 		if c.cfg.OlderWorkers != WaitForOlderWorkers {
 			return 0, refused
 		}

@@ -43,7 +43,7 @@ func TestForClient_RecordedInTheEnvelope(t *testing.T) {
 		})
 	}
 	_, err := c.Enqueue(ctx, Request{ManualID: "m", Version: "1", HTML: "<p>x"}, ForClient("two words"))
-	if !errors.Is(err, ErrInvalid) || spec.FirstField(err) != "client" {
+	if !errors.Is(err, ErrInvalid) || firstField(err) != "client" {
 		t.Errorf("a bad client name: %v, want a FieldError on client", err)
 	}
 }

@@ -154,7 +154,7 @@ func TestEnqueue_OlderWorkersGate(t *testing.T) {
 		})
 	}
 	c, _ := newTestClient(t)
-	if _, err := c.Enqueue(ctx, req, EnvelopeVersion(spec.EnvelopeVersion+1)); spec.FirstField(err) != "envelope_version" {
+	if _, err := c.Enqueue(ctx, req, EnvelopeVersion(spec.EnvelopeVersion+1)); firstField(err) != "envelope_version" {
 		t.Errorf("a version this build does not know: %v, want a FieldError on envelope_version", err)
 	}
 }

@@ -152,11 +152,11 @@ func statusOf(info *asynq.TaskInfo) (Status, error) {
 	case asynq.TaskStateCompleted:
 		s.State, s.Error = StateCompleted, ""
 		if len(info.Result) > 0 {
-			var res Result
+			var res spec.Result
 			if err := spec.DecodeResult(info.Result, &res); err != nil {
 				return s, fmt.Errorf("exportclient: task %s has a malformed result: %w", info.ID, err)
 			}
-			s.Result = &res
+			s.Result = publicResultPtr(&res)
 		}
 	case asynq.TaskStateArchived:
 		s.State = StateFailed
@@ -263,7 +263,7 @@ func (c *Client) Wait(ctx context.Context, taskID string, interval time.Duration
 
 // with is s updated by a recorded or announced final state.
 func (s Status) with(f spec.Final) Status {
-	s.TaskID, s.State, s.Result, s.Error, s.Retried = f.TaskID, State(f.State), f.Result, f.Error, f.Retried
+	s.TaskID, s.State, s.Result, s.Error, s.Retried = f.TaskID, State(f.State), publicResultPtr(f.Result), f.Error, f.Retried
 	return s
 }
 

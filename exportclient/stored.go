@@ -16,7 +16,7 @@ import (
 // An export whose artifact is stored already need not be queued: a worker
 // would only read storage and answer with what is there. A caller that
 // reads storage itself (bin/api does) finds the artifact under the
-// request's key (spec.Request.ArtifactKey, the worker's own derivation)
+// request's key (Payload.ArtifactKey, the worker's own derivation)
 // and records the export as completed with CompleteStored: one Redis
 // command, instead of the queued task's enqueue, pick-up, gate, result
 // and final record (BENCHMARKS.md, section 10). The export has a task id
@@ -37,7 +37,7 @@ var ErrNotReusable = errors.New("exportclient: request is not answered from stor
 // Reusable reports whether a stored artifact under p's key answers p as a
 // worker would (see ErrNotReusable); p's key is then p.ArtifactKey().
 func Reusable(p Payload) bool {
-	return !p.Force && p.Source.Credentials.Empty() && p.Options.Encryption == nil && p.Callback == nil
+	return !p.Force && p.spec().Source.Credentials.Empty() && p.Options.Encryption == nil && p.Callback == nil
 }
 
 // storedRecord is what CompleteStored keeps under keyspace.Stored.

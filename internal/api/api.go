@@ -323,7 +323,17 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) badRequest(w http.ResponseWriter, err error) {
-	writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error(), Field: spec.FirstField(err)})
+	writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error(), Field: firstField(err)})
+}
+
+// firstField is the field the first FieldError in err names: exportclient's,
+// which its validation returns, or the worker's.
+func firstField(err error) string {
+	var fe *exportclient.FieldError
+	if errors.As(err, &fe) {
+		return fe.Field
+	}
+	return spec.FirstField(err)
 }
 
 // MaxWait bounds GET /v1/exports/{id}?wait=.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -66,12 +67,16 @@ func (a *api) link(w http.ResponseWriter, r *http.Request) {
 	cached, known := a.linkReqs.get(ck)
 	req := cached.req
 	if !known {
-		var err error
-		if req, err = m.Request(version, query); errors.Is(err, manuals.ErrUnknownVersion) {
+		sr, err := m.Request(version, query)
+		if errors.Is(err, manuals.ErrUnknownVersion) {
 			writeJSON(w, http.StatusNotFound, apiError{Error: err.Error(), Field: "version"})
 			return
 		} else if err != nil {
 			writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error(), Field: badParameter(err)})
+			return
+		}
+		if req, err = publicPayload(sr); err != nil {
+			writeJSON(w, http.StatusInternalServerError, apiError{Error: err.Error()})
 			return
 		}
 	}
@@ -92,7 +97,7 @@ func (a *api) link(w http.ResponseWriter, r *http.Request) {
 	key := cached.key
 	if !known {
 		if err := a.client.Validate(req); err != nil {
-			writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error(), Field: spec.FirstField(err)})
+			writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error(), Field: firstField(err)})
 			return
 		}
 		key = req.ArtifactKey()
@@ -165,7 +170,7 @@ func (a *api) serveLink(w http.ResponseWriter, r *http.Request, m *manuals.Manua
 // renderLink enqueues the export of a link that is not stored, through the
 // render gate like every export, waits for it up to LINK_WAIT and answers
 // as serveLink, or 202 while it is still on its way.
-func (a *api) renderLink(w http.ResponseWriter, r *http.Request, m *manuals.Manual, version string, req spec.Request, key, queue string) {
+func (a *api) renderLink(w http.ResponseWriter, r *http.Request, m *manuals.Manual, version string, req exportclient.Payload, key, queue string) {
 	req.RequestID = "link"
 	id := linkTaskID(key, time.Now())
 	job, err := a.client.EnqueuePayload(r.Context(), req, exportclient.Queue(queue), exportclient.TaskID(id))
@@ -232,7 +237,7 @@ type linkCacheKey struct {
 }
 
 type linkReq struct {
-	req spec.Request
+	req exportclient.Payload
 	key string
 }
 
@@ -272,4 +277,19 @@ type linkPending struct {
 	TaskID    string             `json:"task_id"`
 	StatusURL string             `json:"status_url"`
 	Error     string             `json:"error"`
+}
+
+// publicPayload is a manual's request as exportclient's Payload: through
+// its JSON, the contract both types share (exportclient's types_test.go
+// keeps them equal), once per link the cache does not hold.
+func publicPayload(r spec.Request) (exportclient.Payload, error) {
+	b, err := r.Encode()
+	if err != nil {
+		return exportclient.Payload{}, fmt.Errorf("encoding the manual's request: %w", err)
+	}
+	var p exportclient.Payload
+	if err := json.Unmarshal(b, &p); err != nil {
+		return exportclient.Payload{}, fmt.Errorf("decoding the manual's request: %w", err)
+	}
+	return p, nil
 }

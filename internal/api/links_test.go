@@ -512,7 +512,7 @@ func TestCreate_StoredArtifactAnsweredWithoutATask(t *testing.T) {
 	e := newLinkEnv(t, linkOpts{token: "s3cret", publicURL: "https://pdf.example.com/"})
 	pdf := []byte("%PDF-1.7\n" + strings.Repeat("y", 1000) + "\n%%EOF\n")
 	payload := `{"v":1,"manual_id":"ops-guide","version":"5","source":{"url":"https://docs.example.com/ops-guide/5/print"},"options":{"paper":"A4"}}`
-	p, err := exportclient.DecodePayload([]byte(payload))
+	p, err := spec.DecodeRequest([]byte(payload))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 // storedResult is the result a worker would give p from storage alone, and
 // whether storage can answer for p at all: the PDF under p's key (the
-// worker's own derivation, spec.Request.ArtifactKey) and its info object,
+// worker's own derivation, Payload.ArtifactKey) and its info object,
 // describing that very PDF (its ETag), whose warnings the options'
 // fail_on_* do not refuse. When any of that is missing (not stored, an info
 // a crashed renderer did not write, warnings the worker would fail on,
@@ -29,19 +29,21 @@ func (a *api) storedResult(ctx context.Context, p exportclient.Payload) (exportc
 	if err != nil || info.ETag != obj.ETag || info.Pages <= 0 {
 		return exportclient.Result{}, false
 	}
-	failOn := p.Options.Settings().FailOn
+	failOn := spec.FailOn{ResourceErrors: p.Options.FailOnResourceErrors, ConsoleErrors: p.Options.FailOnConsoleErrors}
 	if (failOn.ResourceErrors || failOn.ConsoleErrors) && info.WarningsOmitted > 0 {
 		return exportclient.Result{}, false
 	}
+	var warnings []exportclient.Warning
 	for _, w := range info.Warnings {
 		if failOn.Offends(w) {
 			return exportclient.Result{}, false
 		}
+		warnings = append(warnings, exportclient.Warning(w))
 	}
 	res := exportclient.Result{ArtifactKey: obj.Key, URL: obj.URL, ETag: obj.ETag, Bytes: obj.Size, Pages: info.Pages,
-		Warnings: info.Warnings, WarningsOmitted: info.WarningsOmitted}
+		Warnings: warnings, WarningsOmitted: info.WarningsOmitted}
 	if n := len(p.Source.Chapters); n > 0 {
-		res.Chapters = &spec.ChapterCounts{Total: n, Reused: n}
+		res.Chapters = &exportclient.ChapterCounts{Total: n, Reused: n}
 	}
 	return res, true
 }

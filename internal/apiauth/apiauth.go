@@ -26,8 +26,6 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/pdfexport/pdfexport/internal/reload"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -158,7 +156,7 @@ func loader(rules Rules) reload.Load[Clients] {
 // parse is Parse that also returns the files the file: tokens name, those
 // that could not be read included.
 func parse(data []byte, rules Rules, env reload.Env, readFile reload.ReadFile) (*Clients, []string, error) {
-	js, err := yaml.YAMLToJSON(data)
+	js, err := reload.YAMLToJSON(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("not YAML or JSON: %w", err)
 	}

@@ -16,7 +16,7 @@ import (
 // Release is the newest version in CHANGELOG.md and the one .goreleaser.yaml
 // releases (TestReleaseMatchesChangelog keeps the three equal): a release
 // bumps all three in one commit.
-const Release = "v0.1.0"
+const Release = "v0.2.0"
 
 // Set with -ldflags "-X github.com/pdfexport/pdfexport/internal/buildinfo.Version=…"
 // (and .Commit, .Date); empty when the build was not stamped.

@@ -91,7 +91,7 @@ func startEnvWith(t *testing.T, workers int, wrap func(storage.Backend) storage.
 
 func (e *env) export(t *testing.T, p spec.Request) exportclient.Status {
 	t.Helper()
-	job, err := e.client.EnqueuePayload(context.Background(), p)
+	job, err := e.client.EnqueuePayload(context.Background(), payload(t, p))
 	if err != nil {
 		t.Fatalf("enqueue: %v", err)
 	}
@@ -222,7 +222,7 @@ func TestExport_LostLeaseIsRetriedNotArchived(t *testing.T) {
 	e := startEnv(t, 1)
 	p := manualPayload()
 	p.Source.HTML = `<!doctype html><h1>Slow</h1><script>setTimeout(() => { window.__PDF_READY__ = true }, 1500)</script>`
-	job, err := e.client.EnqueuePayload(context.Background(), p)
+	job, err := e.client.EnqueuePayload(context.Background(), payload(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,4 +365,19 @@ func TestExport_RetryOfACommittedReplaceReusesItsOwnRender(t *testing.T) {
 	if !forced.Result.Rendered {
 		t.Errorf("result %+v: the task that rendered the artifact must say rendered:true", forced.Result)
 	}
+}
+
+// payload is the worker's request as exportclient's Payload, through the
+// JSON both share.
+func payload(t testing.TB, r spec.Request) exportclient.Payload {
+	t.Helper()
+	b, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := exportclient.DecodePayload(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

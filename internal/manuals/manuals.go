@@ -27,8 +27,6 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/pdfexport/pdfexport/internal/reload"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -193,7 +191,7 @@ const probeVersion = "0"
 // {"paper": "A4"}, "allow_query": ["paper"], "links": "signed"}}}. Every
 // error names the manual and the field.
 func Parse(data []byte, rules Rules) (*Registry, error) {
-	js, err := yaml.YAMLToJSON(data)
+	js, err := reload.YAMLToJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("not YAML or JSON: %w", err)
 	}

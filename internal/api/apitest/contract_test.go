@@ -1,85 +1,68 @@
 package apitest
 
 import (
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 )
 
-// errs is a testing.TB that keeps what Contract reports.
-type errs struct {
-	testing.TB
-	mu  sync.Mutex
-	got []string
-}
-
-func (e *errs) Errorf(format string, args ...any) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.got = append(e.got, fmt.Sprintf(format, args...))
-}
-
-func (e *errs) Helper() {}
-
-// TestContract_CatchesDrift: answers and requests api/openapi.yaml does not
-// declare are reported; those it declares are not.
-func TestContract_CatchesDrift(t *testing.T) {
-	const valid = `{"v":1,"manual_id":"ops","version":"1","source":{"url":"https://docs.example.com/p"}}`
+// TestContract_RecordsEveryExchange: with ExchangesEnv set, each request
+// and its answer are recorded whole, for api/'s validator; without it the
+// handler is served as it is.
+func TestContract_RecordsEveryExchange(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte(`{"task_id":"t"}`))
+	})
 	tests := []struct {
-		name        string
-		method, url string
-		ctype, body string
-		status      int
-		answer      string
-		want        string // "" no report; else a word of it
+		name, method, target, body string
 	}{
-		{"declared answer", "POST", "/v1/exports", "application/json", valid, 202, `{"task_id":"t","status_url":"/v1/exports/t","artifact_key":"k"}`, ""},
-		{"answer missing a required field", "POST", "/v1/exports", "application/json", valid, 202, `{"task_id":"t"}`, "not what api/openapi.yaml declares"},
-		{"undeclared status", "POST", "/v1/exports", "application/json", valid, 418, `{"error":"teapot"}`, "not what api/openapi.yaml declares"},
-		{"wrong type in an answer", "GET", "/v1/exports/t", "", "", 200, `{"state":"completed","result":{"pages":"many"}}`, "not what api/openapi.yaml declares"},
-		{"envelope-only field accepted", "POST", "/v1/exports", "application/json",
-			`{"v":1,"manual_id":"ops","version":"1","source":{"credentials_ref":{"id":"x"}}}`, 202,
-			`{"task_id":"t","status_url":"/v1/exports/t","artifact_key":"k"}`, "refuses"},
-		{"envelope-only field refused", "POST", "/v1/exports", "application/json",
-			`{"v":1,"manual_id":"ops","version":"1","source":{"credentials_ref":{"id":"x"}}}`, 400,
-			`{"error":"envelope-only","field":"source.credentials_ref"}`, ""},
-		{"text body accepted", "POST", "/v1/exports", "text/plain", valid, 202, `{"task_id":"t","status_url":"/v1/exports/t","artifact_key":"k"}`, "refuses"},
-		{"undeclared route served", "GET", "/v1/everything", "", "", 200, `{}`, "not in api/openapi.yaml"},
-		{"undeclared method refused", "PUT", "/v1/exports", "", "", 405, ``, ""},
-		{"null result", "GET", "/v1/exports/t", "", "", 200, `{"state":"pending","result":null}`, ""},
+		{"post", "POST", "/v1/exports?x=1", `{"v":1}`},
+		{"get", "GET", "/v1/exports/t", ""},
+	}
+	dir := t.TempDir()
+	t.Setenv(ExchangesEnv, dir)
+	srv := httptest.NewServer(Contract(t, h))
+	t.Cleanup(srv.Close)
+	for _, tt := range tests {
+		req, _ := http.NewRequest(tt.method, srv.URL+tt.target, strings.NewReader(tt.body))
+		req.Header.Set("X-Test", tt.name)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	got, err := ReadExchanges(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(tests) {
+		t.Fatalf("%d exchanges recorded, want %d", len(got), len(tests))
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rec := &errs{TB: t}
-			h := Contract(rec, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if tt.answer != "" {
-					w.Header().Set("Content-Type", "application/json")
-				}
-				w.WriteHeader(tt.status)
-				_, _ = w.Write([]byte(tt.answer))
-			}))
-			srv := httptest.NewServer(h)
-			defer srv.Close()
-			req, _ := http.NewRequest(tt.method, srv.URL+tt.url, strings.NewReader(tt.body))
-			if tt.ctype != "" {
-				req.Header.Set("Content-Type", tt.ctype)
+		found := false
+		for _, ex := range got {
+			if ex.Header.Get("X-Test") != tt.name {
+				continue
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
+			found = true
+			if ex.Test != t.Name() || ex.Method != tt.method || ex.Target != tt.target || string(ex.Body) != tt.body ||
+				ex.Status != http.StatusAccepted || !ex.Wrote || ex.ResponseHeader.Get("Content-Type") != "application/json" ||
+				string(ex.ResponseBody) != `{"task_id":"t"}` || ex.Truncated {
+				t.Errorf("%s recorded as %+v", tt.name, ex)
 			}
-			resp.Body.Close()
-			srv.Close()
-			got := strings.Join(rec.got, "\n")
-			switch {
-			case tt.want == "" && got != "":
-				t.Errorf("reported:\n%s", got)
-			case tt.want != "" && !strings.Contains(got, tt.want):
-				t.Errorf("reported %q, want a report saying %q", got, tt.want)
-			}
-		})
+		}
+		if !found {
+			t.Errorf("%s not recorded", tt.name)
+		}
 	}
+	t.Run("off", func(t *testing.T) {
+		t.Setenv(ExchangesEnv, "")
+		if _, wrapped := Contract(t, h).(*contract); wrapped {
+			t.Errorf("without %s the handler is wrapped", ExchangesEnv)
+		}
+	})
 }

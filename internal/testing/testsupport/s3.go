@@ -2,7 +2,6 @@ package testsupport
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -96,22 +96,37 @@ func VersityGWPath(t testing.TB) string {
 }
 
 // moduleRoot walks up from the working directory (a test runs in its
-// package directory) to the directory holding go.mod.
+// package directory) to the root module's directory: the one whose go.mod
+// is module github.com/pdfexport/pdfexport, passing the go.mod of a nested
+// module (deployments/, api/) on the way.
 func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && modulePath(b) == rootModule {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
+			return "", fmt.Errorf("no go.mod of %s above the working directory", rootModule)
 		}
 		dir = parent
 	}
+}
+
+// rootModule is the repository's root module.
+const rootModule = "github.com/pdfexport/pdfexport"
+
+// modulePath is the module line of a go.mod.
+func modulePath(gomod []byte) string {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`)
+		}
+	}
+	return ""
 }
 
 // Endpoint is the server's base URL.
