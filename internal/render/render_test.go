@@ -548,12 +548,32 @@ func TestRender_MediaEmulation(t *testing.T) {
 
 func TestRender_BrowserCrashFailsRenderAndNextRestarts(t *testing.T) {
 	t.Parallel()
-	r := newRenderer(t, Config{Timeout: 30 * time.Second})
+	// The kill must land in the wait_for polling, not while the tab is
+	// still opening: on a loaded machine (or beside parallel tests) opening
+	// it can take longer than any fixed sleep after the tab is counted.
+	polling := make(chan struct{}, 1)
+	r := newRenderer(t, Config{Timeout: 30 * time.Second}, func(r *Renderer) {
+		r.hooks.mark = func(step string) {
+			if step == "fonts" { // the last step before wait_for
+				select {
+				case polling <- struct{}{}:
+				default:
+				}
+			}
+		}
+	})
 	first := r.current()
 	done := make(chan rendered, 1)
 	go func() {
 		done <- render(t, r, context.Background(), Source{HTML: "<p>waits forever</p>"}, settings(spec.Options{WaitFor: "window.__never__"}))
 	}()
+	select {
+	case <-polling:
+	case out := <-done:
+		t.Fatalf("the render ended before its wait_for: %v", out.err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the render did not reach its wait_for within 20 s")
+	}
 	testsupport.Eventually(t, 10*time.Second, func() error { return oneTab(r) })
 	time.Sleep(500 * time.Millisecond) // well into the wait_for polling
 	if err := syscall.Kill(first.pid, syscall.SIGKILL); err != nil {
