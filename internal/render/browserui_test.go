@@ -21,6 +21,7 @@ import (
 // CPU of a render (see the package documentation). A Chromium that adds
 // per-window UI under another feature name shows up here.
 func TestRender_StartsNoBrowserUI(t *testing.T) {
+	t.Parallel()
 	for build, path := range testsupport.ChromiumBuilds(t) {
 		t.Run(build, func(t *testing.T) {
 			r := newRenderer(t, Config{ChromiumPath: path})

@@ -158,6 +158,7 @@ func (s *privateSites) allowlist() allowlist.List {
 // out of process on the full browser), and the second allowed host never
 // receives either. Cookie paths hold: the /api cookie reaches only /api.
 func TestRender_SourceCredentials(t *testing.T) {
+	t.Parallel()
 	certs := newTestTLS(t)
 	for build, path := range testsupport.ChromiumBuilds(t) {
 		for _, from := range []string{"rules", "export"} {
@@ -224,6 +225,7 @@ func TestRender_SourceCredentials(t *testing.T) {
 // with a wrong one; each request carries its own render's token only, so
 // the first prints and the second fails on the page's 401.
 func TestRender_ExportCredentialsStayWithTheirRender(t *testing.T) {
+	t.Parallel()
 	certs := newTestTLS(t)
 	sites := newPrivateSites(t, certs)
 	r := newRenderer(t, Config{AllowedHosts: sites.allowlist(), Timeout: 30 * time.Second},

@@ -12,6 +12,8 @@ import (
 // page until the render deadline; they are dismissed and the page goes on
 // (confirm answers false, prompt null).
 func TestRender_DialogsAreDismissed(t *testing.T) {
+	// Serial, on a browser of its own: its bound on the render is real time
+	// and below Config.Timeout's default.
 	r := newRenderer(t, Config{Timeout: 10 * time.Second})
 	html := `<!doctype html><body><p id=out>START</p><script>
 alert("hello");

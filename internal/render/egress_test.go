@@ -246,6 +246,7 @@ func (s *egressSites) allowlist() allowlist.List {
 // process (site isolation); the headless shell runs it in the page's process,
 // where the tab guard sees its requests too.
 func TestRender_EgressGuardedInEveryContext(t *testing.T) {
+	t.Parallel()
 	for build, path := range testsupport.ChromiumBuilds(t) {
 		t.Run(build, func(t *testing.T) { testEgressGuarded(t, path, !chromium.IsHeadlessShell(path)) })
 	}
@@ -351,6 +352,7 @@ func testEgressGuarded(t *testing.T, chromiumPath string, siteIsolation bool) {
 // forbidden server with the tab guard off is refused by the proxy as
 // ErrBlocked too.
 func TestRender_EgressProxyRefusedSourceIsBlocked(t *testing.T) {
+	t.Parallel()
 	testsupport.SkipShort(t, "Chromium") // its counts after the subtests need them run
 	sites := newEgressSites(t)
 	aPort := strconv.Itoa(sites.a.Listener.Addr().(*net.TCPAddr).Port)

@@ -119,6 +119,7 @@ func isolationSite(t *testing.T) (s *site, otherOrigin string) {
 // same pages do leak, in the page and in the frame, which shows the test can
 // see a leak.
 func TestRender_RendersAreIsolated(t *testing.T) {
+	t.Parallel()
 	for build, path := range testsupport.ChromiumBuilds(t) {
 		for _, tc := range []struct {
 			name   string

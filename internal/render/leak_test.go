@@ -28,6 +28,8 @@ import (
 // browser's process group must be back to its size before the run, and once
 // the Renderer is closed no browser process and no extra goroutine is left.
 func TestRender_NoLeaksOverManyRenders(t *testing.T) {
+	// Serial (no t.Parallel): it counts the goroutines of the whole test
+	// binary (main_test.go).
 	total := 500
 	if testing.Short() {
 		total = 30

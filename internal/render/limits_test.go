@@ -16,6 +16,7 @@ import (
 // naming the limit, and the sink's reader fails before the end, so nothing
 // complete can be stored. Within both limits the same document renders.
 func TestRender_LimitsStopTheStream(t *testing.T) {
+	t.Parallel()
 	html := multiPageHTML(40)
 	for _, tc := range []struct {
 		name  string

@@ -121,6 +121,7 @@ func (l *chanListener) Addr() net.Addr { return l.addr }
 // an iframe, a fetch, a form POST), and no credential value reaches either.
 // An explicit http://H:P rule does send them over plain http.
 func TestRender_CredentialsStayOnTheirOrigin(t *testing.T) {
+	t.Parallel()
 	certs := newTestTLS(t)
 	var other *dualSite
 	handler := func(scheme, origin string) http.HandlerFunc {
@@ -226,6 +227,7 @@ setTimeout(() => { location.href = %[1]q + "/navigated"; }, 300);
 // request through the proxy's address; neither is served, the site never
 // sees the secret for them, and the refusals are counted.
 func TestRender_ProxyServesOnlyItsBrowsers(t *testing.T) {
+	t.Parallel()
 	var log hitLog
 	site := http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		log.add(r)

@@ -33,6 +33,7 @@ const (
 // (wait_for) and a scripted page with a slow web font, a background image
 // found by layout and an image a timer adds after the load event.
 func TestRender_OutputUnchanged(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("pdftoppm"); err != nil {
 		t.Fatalf("pdftoppm (poppler-utils) is needed: %v", err)
 	}

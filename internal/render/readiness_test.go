@@ -19,7 +19,8 @@ import (
 // TestIsStatic: only a document that can run no script and has no frame or
 // plugin skips the network quiet period.
 func TestIsStatic(t *testing.T) {
-	r := newRenderer(t, Config{})
+	t.Parallel()
+	r := sharedRenderer(t)
 	tabCtx, cancel := chromedp.NewContext(r.current().ctx, chromedp.WithNewWindow(false))
 	defer cancel()
 	if err := chromedp.Do(tabCtx); err != nil {
@@ -65,6 +66,7 @@ func TestIsStatic(t *testing.T) {
 // load, a chain of a fetch and a timer that starts another, a timer just
 // inside the quiet period, and a fetch a web font's arrival starts.
 func TestRender_WaitsForRequestsAfterLoad(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, script string
 		want         []string
@@ -105,6 +107,7 @@ func TestRender_WaitsForRequestsAfterLoad(t *testing.T) {
 // Node.js's API pages) does not wait the network quiet period in real
 // time; its timers run on the page's virtual clock.
 func TestRender_QuietPageSkipsTheQuietPeriod(t *testing.T) {
+	// Serial (no t.Parallel): its bound on the idle wait is real time.
 	s := newSite(t, func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte(`<!doctype html><p>SCRIPTED</p><script>

@@ -25,14 +25,15 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/harness"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
-// newRenderer starts a Renderer on the test machine's Chromium, closed (and
-// checked for leftover processes) at the end of the test.
+// newRenderer starts a Renderer of the test's own on the test machine's
+// Chromium, closed (and checked for leftover processes) at the end of the
+// test. Tests that need only a default Renderer use sharedRenderer
+// (main_test.go says which test gets which).
 func newRenderer(t *testing.T, cfg Config, setup ...func(*Renderer)) *Renderer {
 	t.Helper()
 	if cfg.ChromiumPath == "" {
@@ -48,12 +49,16 @@ func newRenderer(t *testing.T, cfg Config, setup ...func(*Renderer)) *Renderer {
 	for _, f := range setup {
 		f(r)
 	}
+	register(r)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := r.Start(ctx); err != nil {
+		r.Close()
+		unregister(r)
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() {
+		defer unregister(r)
 		if err := r.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
@@ -73,9 +78,11 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // ourChromiums lists live chromium processes this test process started:
-// direct children, and members of the process group of any browser r started
-// (other sessions on the machine run chromedp browsers too, so a match on
-// the chromedp-runner data dir prefix would see theirs).
+// members of the process group of any browser r started (other sessions on
+// the machine run chromedp browsers too, so a match on the chromedp-runner
+// data dir prefix would see theirs), and, while no other test Renderer is
+// open (their browsers are children too), any direct child but the shared
+// Renderer's browser. TestMain repeats the latter for the whole package.
 func ourChromiums(r *Renderer) []string {
 	var groups []int
 	if r != nil {
@@ -89,14 +96,8 @@ func ourChromiums(r *Renderer) []string {
 			found = append(found, fmt.Sprintf("%d (group %d)", pid, g))
 		}
 	}
-	self := os.Getpid()
-	for _, p := range proctree.Live() {
-		if p.PPID != self {
-			continue
-		}
-		if cmd := strings.Join(proctree.Cmdline(p.PID), " "); strings.Contains(cmd, "chrom") {
-			found = append(found, fmt.Sprintf("%d %s", p.PID, cmd[:min(len(cmd), 120)]))
-		}
+	if !othersAlive(r) {
+		found = append(found, chromiumChildren()...)
 	}
 	return found
 }
@@ -167,7 +168,8 @@ func multiPageHTML(n int) string {
 }
 
 func TestRender_HTMLPageCountMatchesPdfinfo(t *testing.T) {
-	r := newRenderer(t, Config{})
+	t.Parallel()
+	r := sharedRenderer(t)
 	big := multiPageHTML(3) + "<!--" + strings.Repeat("x", 2<<20-len(multiPageHTML(3))-16) + "-->"
 	tests := []struct {
 		name  string
@@ -256,6 +258,7 @@ func (s *site) count(path string) int {
 var pngPixel = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82")
 
 func TestRender_URLSourceAndRequestGuard(t *testing.T) {
+	t.Parallel()
 	forbidden := newSite(t, func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, "<p>FORBIDDEN-CONTENT</p>")
@@ -364,7 +367,8 @@ func lateHTML(delay time.Duration) string {
 }
 
 func TestRender_WaitForIsRespected(t *testing.T) {
-	r := newRenderer(t, Config{})
+	t.Parallel()
+	r := sharedRenderer(t)
 	html := lateHTML(1500 * time.Millisecond)
 
 	without := mustRender(t, r, Source{HTML: html}, settings(spec.Options{}))
@@ -378,6 +382,8 @@ func TestRender_WaitForIsRespected(t *testing.T) {
 }
 
 func TestRender_TimeoutThenNextRenderSucceeds(t *testing.T) {
+	// Serial (no t.Parallel): its bounds on how soon a render times out are
+	// real time, which a parallel neighbour's CPU would stretch.
 	hang := make(chan struct{})
 	slow := newSite(t, func(w http.ResponseWriter, req *http.Request) {
 		select {
@@ -428,6 +434,7 @@ func TestRender_TimeoutThenNextRenderSucceeds(t *testing.T) {
 }
 
 func TestRender_ConcurrencyLimitHonoured(t *testing.T) {
+	t.Parallel()
 	r := newRenderer(t, Config{Concurrency: 2})
 	const renders = 4
 	// Count the page targets Chromium itself reports while renders run.
@@ -494,7 +501,8 @@ func TestRender_ConcurrencyLimitHonoured(t *testing.T) {
 var pageSizeRE = regexp.MustCompile(`([\d.]+) x ([\d.]+) pts`)
 
 func TestRender_PaperAndOrientation(t *testing.T) {
-	r := newRenderer(t, Config{})
+	t.Parallel()
+	r := sharedRenderer(t)
 	tests := []struct {
 		name      string
 		opts      spec.Options
@@ -525,7 +533,8 @@ func TestRender_PaperAndOrientation(t *testing.T) {
 }
 
 func TestRender_MediaEmulation(t *testing.T) {
-	r := newRenderer(t, Config{})
+	t.Parallel()
+	r := sharedRenderer(t)
 	html := `<style>@media print { .screen { display: none } } @media screen { .print { display: none } }</style>
 		<p class="screen">SCREEN-ONLY</p><p class="print">PRINT-ONLY</p>`
 	for media, want := range map[string]string{"print": "PRINT-ONLY", "screen": "SCREEN-ONLY"} {
@@ -538,12 +547,33 @@ func TestRender_MediaEmulation(t *testing.T) {
 }
 
 func TestRender_BrowserCrashFailsRenderAndNextRestarts(t *testing.T) {
-	r := newRenderer(t, Config{Timeout: 30 * time.Second})
+	t.Parallel()
+	// The kill must land in the wait_for polling, not while the tab is
+	// still opening: on a loaded machine (or beside parallel tests) opening
+	// it can take longer than any fixed sleep after the tab is counted.
+	polling := make(chan struct{}, 1)
+	r := newRenderer(t, Config{Timeout: 30 * time.Second}, func(r *Renderer) {
+		r.hooks.mark = func(step string) {
+			if step == "fonts" { // the last step before wait_for
+				select {
+				case polling <- struct{}{}:
+				default:
+				}
+			}
+		}
+	})
 	first := r.current()
 	done := make(chan rendered, 1)
 	go func() {
 		done <- render(t, r, context.Background(), Source{HTML: "<p>waits forever</p>"}, settings(spec.Options{WaitFor: "window.__never__"}))
 	}()
+	select {
+	case <-polling:
+	case out := <-done:
+		t.Fatalf("the render ended before its wait_for: %v", out.err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the render did not reach its wait_for within 20 s")
+	}
 	testsupport.Eventually(t, 10*time.Second, func() error { return oneTab(r) })
 	time.Sleep(500 * time.Millisecond) // well into the wait_for polling
 	if err := syscall.Kill(first.pid, syscall.SIGKILL); err != nil {
@@ -580,6 +610,7 @@ func TestRender_BrowserCrashFailsRenderAndNextRestarts(t *testing.T) {
 }
 
 func TestRender_RecyclesBrowserAfterMaxRenders(t *testing.T) {
+	t.Parallel()
 	obs := &countingObserver{results: map[string]int{}}
 	r := newRenderer(t, Config{MaxRendersPerBrowser: 2, Observer: obs})
 	first := r.current()
@@ -610,7 +641,8 @@ func TestRender_RecyclesBrowserAfterMaxRenders(t *testing.T) {
 }
 
 func TestRender_SinkErrors(t *testing.T) {
-	r := newRenderer(t, Config{})
+	t.Parallel()
+	r := sharedRenderer(t)
 	boom := errors.New("storage said no")
 	tests := []struct {
 		name string
@@ -638,6 +670,8 @@ func TestRender_SinkErrors(t *testing.T) {
 }
 
 func TestRenderer_CloseLeavesNothingBehind(t *testing.T) {
+	// Serial (no t.Parallel): it counts the goroutines of the whole test
+	// binary and its chromium children (main_test.go).
 	before := runtime.NumGoroutine()
 	cfg := Config{ChromiumPath: testsupport.ChromiumPath(t), Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
 	r, err := New(cfg)
@@ -795,6 +829,7 @@ func browserGone(b *browser) error {
 }
 
 func TestRender_WaitsForSlowWebFont(t *testing.T) {
+	t.Parallel()
 	font, err := os.ReadFile("/usr/share/fonts/truetype/dejavu/DejaVuMathTeXGyre.ttf")
 	if err != nil {
 		t.Skipf("test font not installed: %v", err) // a missing font is not a missing dependency of the service

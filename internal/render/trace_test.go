@@ -18,6 +18,8 @@ import (
 // child per stage in order, and the sink runs under the stream stage's span;
 // a render that fails marks its span and the failing stage.
 func TestRender_StageSpans(t *testing.T) {
+	// Serial (no t.Parallel): it installs the process-wide tracer provider,
+	// which would record the renders of parallel tests too.
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(tracing.Install(tp))

@@ -68,6 +68,7 @@ func (c *warningCounter) RenderWarning(kind string) {
 // exception prints, and its Stats list each (URLs redacted); metrics count
 // them by kind; the image that loaded and console.log are not warnings.
 func TestRender_ReportsWhatThePageLost(t *testing.T) {
+	t.Parallel()
 	site, deadPort := warningSite(t)
 	host := strings.TrimPrefix(site.URL, "http://")
 	obs := &warningCounter{kinds: map[string]int{}}
@@ -117,6 +118,7 @@ func TestRender_ReportsWhatThePageLost(t *testing.T) {
 // not retryable) naming the first offenders, and the sink is never called;
 // a clean page passes; past spec.MaxWarnings the rest are counted.
 func TestRender_FailOnWarnings(t *testing.T) {
+	t.Parallel()
 	site, deadPort := warningSite(t)
 	host := strings.TrimPrefix(site.URL, "http://")
 	r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(host + ",127.0.0.1:" + strconv.Itoa(deadPort))})

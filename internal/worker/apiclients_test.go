@@ -27,6 +27,7 @@ import (
 // long-poll and its PDF, and a 404 for its DELETE, which leaves it
 // completed.
 func TestAPI_ACompletedExportIsItsClientsOnly(t *testing.T) {
+	t.Parallel()
 	redis := testsupport.StartRedis(t)
 	storeDir := t.TempDir()
 	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+storeDir, "ADMIN_ADDR=", "CHROMIUM_PATH="+testsupport.ChromiumPath(t))

@@ -27,6 +27,7 @@ import (
 // stored. The worker announces the versions it serves while it runs and
 // withdraws the announcement when it stops.
 func TestWorker_NewerEnvelopeFailsForGoodAndSaysSo(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartRedis(t)
 	hooks := newHookReceiver(t, nil)
 	hookHost := strings.TrimPrefix(hooks.srv.URL, "http://")

@@ -124,6 +124,7 @@ func newClient(t *testing.T, cfg exportclient.Config) *exportclient.Client {
 // missing get a failed one; a receiver that refuses the first attempt gets
 // the same body under the same delivery id again.
 func TestWorker_CallbacksForEveryFinalOutcome(t *testing.T) {
+	t.Parallel()
 	redis := testsupport.StartRedis(t)
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/missing" {
@@ -219,6 +220,7 @@ func TestWorker_CallbacksForEveryFinalOutcome(t *testing.T) {
 // renders instead), stores nothing, is canceled (not retried) and says so
 // in its callback.
 func TestWorker_CancelStopsARunningRender(t *testing.T) {
+	t.Parallel()
 	redis := testsupport.StartRedis(t)
 	release := make(chan struct{})
 	var once sync.Once
@@ -311,6 +313,7 @@ func TestWorker_CancelStopsARunningRender(t *testing.T) {
 // with ETag, Range and 304 from file storage; from S3 a redirect to a
 // presigned URL that serves it, or a stream with ?redirect=false.
 func TestAPI_DeliversThePDF(t *testing.T) {
+	// Serial (no t.Parallel): its s3 case sets the AWS variables (t.Setenv).
 	for _, backend := range []string{"file", "s3"} {
 		t.Run(backend, func(t *testing.T) {
 			redis := testsupport.StartRedis(t)

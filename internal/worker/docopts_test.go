@@ -69,6 +69,7 @@ func squeeze(s string) string { return strings.Join(strings.Fields(s), "") }
 // final. An export without document options is streamed as before
 // (Chromium's own producer, no post-processing).
 func TestWorker_DocumentOptions(t *testing.T) {
+	// Serial (no t.Parallel): it looks for post-processing files in the process-wide TMPDIR.
 	for _, bin := range []string{"pdfinfo", "pdftotext", "qpdf"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			t.Fatalf("%s is missing (make setup installs poppler-utils and qpdf)", bin)

@@ -94,6 +94,7 @@ func idleWorker(t *testing.T, redisURL string, interval time.Duration) (*Worker,
 // and polls only every second still starts an export enqueued through
 // exportclient within milliseconds: the enqueue rings the doorbell.
 func TestWorker_PicksUpAtOnceAfterIdle(t *testing.T) {
+	// Serial (no t.Parallel): its pick-up latencies are real-time bounds.
 	redis := testsupport.StartRedis(t)
 	w, s := idleWorker(t, redis.URL(), time.Second)
 	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}})
@@ -211,6 +212,7 @@ func (p *ringDropper) replies(server, client net.Conn) {
 // dashboard), are picked up by the slow poll, within one interval (jittered
 // up to 1.5×), never stuck; with rings flowing again, pick-up is immediate.
 func TestWorker_ALostRingCostsOnePollInterval(t *testing.T) {
+	// Serial (no t.Parallel): its pick-up latencies are real-time bounds.
 	redis := testsupport.StartRedis(t)
 	proxy := startRingDropper(t, redis.Addr())
 	const interval = 400 * time.Millisecond
@@ -280,6 +282,7 @@ func TestWorker_ALostRingCostsOnePollInterval(t *testing.T) {
 // subscription follows the new master (and, until it does, the poll finds
 // the task).
 func TestWorker_DoorbellSurvivesASentinelFailover(t *testing.T) {
+	// Serial (no t.Parallel): its pick-up latencies are real-time bounds.
 	if testing.Short() {
 		t.Skip("Sentinel failover")
 	}
@@ -338,6 +341,7 @@ func TestWorker_DoorbellSurvivesASentinelFailover(t *testing.T) {
 // pending every 5 s) rings no doorbell; the idle poll finds it within one
 // interval of the forwarder's move.
 func TestWorker_ScheduledTasksAreFoundByThePoll(t *testing.T) {
+	// Serial (no t.Parallel): it bounds pick-up by the poll interval in real time.
 	redis := testsupport.StartRedis(t)
 	const interval = 500 * time.Millisecond
 	w, s := idleWorker(t, redis.URL(), interval)
@@ -369,6 +373,7 @@ func TestWorker_ScheduledTasksAreFoundByThePoll(t *testing.T) {
 // polled for nothing: about one idle poll per ring each. Coalesced, each
 // polls at most once per doorbell.DefaultCoalesce window of the burst.
 func TestWorker_ABurstOfEnqueuesCostsIdleWorkersAFewPolls(t *testing.T) {
+	// Serial (no t.Parallel): it counts polls against real time.
 	redis := testsupport.StartRedis(t)
 	var workers []*Worker
 	var all []*starts

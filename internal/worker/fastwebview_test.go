@@ -22,6 +22,7 @@ import (
 // the option the same document is stored as Chromium printed it, not
 // linearized, under another key.
 func TestWorker_FastWebView(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("qpdf"); err != nil {
 		t.Fatal("qpdf is missing (make setup installs it)")
 	}

@@ -40,6 +40,7 @@ func niceOf(pid int) (int, bool) {
 // BATCH_NICE. The same worker without a batch lane (BATCH_QUEUES empty)
 // makes it wait behind the batch: the test would prove nothing otherwise.
 func TestWorker_InteractiveExportsPassTheBatch(t *testing.T) {
+	// Serial (no t.Parallel): it reads the nice value of every chromium of this process.
 	for _, tc := range []struct {
 		name        string
 		batchQueues string
@@ -129,6 +130,7 @@ func TestWorker_InteractiveExportsPassTheBatch(t *testing.T) {
 // that never stop coming do not starve the batch lane: a batch export
 // completes while they run.
 func TestWorker_BatchProgressesUnderEndlessInteractiveLoad(t *testing.T) {
+	// Serial (no t.Parallel): the lanes it compares share the CPU with nothing else.
 	redis := testsupport.StartRedis(t)
 	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+t.TempDir(), "ADMIN_ADDR=",
 		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "QUEUES=default=3,batch=1")
@@ -179,6 +181,7 @@ func TestWorker_BatchProgressesUnderEndlessInteractiveLoad(t *testing.T) {
 // lane. Each post-processing holds the slot until another one joins it or
 // 1.5 s passed: with a slot per lane, the other lane's joins at once.
 func TestWorker_OnePostProcessingAcrossLanes(t *testing.T) {
+	// Serial (no t.Parallel): its post-processing holds are real-time windows.
 	redis := testsupport.StartRedis(t)
 	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+t.TempDir(), "ADMIN_ADDR=",
 		"QUEUES=default=1,batch=1", "BATCH_QUEUES=batch", "WORKER_CONCURRENCY=2", "BATCH_CONCURRENCY=2", "TASK_CHECK_INTERVAL=20ms")

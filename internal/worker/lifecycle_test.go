@@ -82,6 +82,7 @@ func awaitState(t *testing.T, insp *asynq.Inspector, queue, id string, state asy
 // release let a caller do) fails for good without the owner's token going
 // anywhere, and takes nothing from the owner, whose exports complete.
 func TestWorker_ForgedReferencesAreRefusedAndTheOwnerCompletes(t *testing.T) {
+	t.Parallel()
 	site := newTokenSite(t)
 	redis := testsupport.StartRedis(t)
 	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+t.TempDir(), "ADMIN_ADDR=",
@@ -194,6 +195,7 @@ func TestWorker_ForgedReferencesAreRefusedAndTheOwnerCompletes(t *testing.T) {
 // document still completes, and the document goes with it. A dashboard
 // "Run" of the canceled export afterwards does nothing (no second release).
 func TestWorker_CancelOnTheLastAttemptLeavesNothingBeside(t *testing.T) {
+	t.Parallel()
 	site := newTokenSite(t)
 	redis := testsupport.StartRedis(t)
 	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+t.TempDir(), "ADMIN_ADDR=",
@@ -281,6 +283,7 @@ func TestWorker_CancelOnTheLastAttemptLeavesNothingBeside(t *testing.T) {
 // final state is recorded (failed), what it stored goes, its callback is
 // enqueued.
 func TestWorker_FinishesWhatTheDashboardArchives(t *testing.T) {
+	t.Parallel()
 	site := newTokenSite(t)
 	redis := testsupport.StartRedis(t)
 	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+t.TempDir(), "ADMIN_ADDR=",

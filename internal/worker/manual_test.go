@@ -24,6 +24,7 @@ import (
 // as tasks of their own), each exactly once; status shows the progress
 // while it runs; the result counts every chapter as this export's render.
 func TestWorker_ManualChaptersSpreadOverTheFleet(t *testing.T) {
+	t.Parallel()
 	const chapters = 8
 	var hits [chapters]atomic.Int64
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -104,6 +105,7 @@ func TestWorker_ManualChaptersSpreadOverTheFleet(t *testing.T) {
 // a task that needs its slot; the chapter tasks it queued end at once
 // behind it.
 func TestWorker_OneSlotCompletesManyManuals(t *testing.T) {
+	t.Parallel()
 	redis := testsupport.StartRedis(t)
 	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+t.TempDir(), "ADMIN_ADDR=",
 		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "WORKER_CONCURRENCY=1", "RENDER_CONCURRENCY=1", "BATCH_QUEUES=")
@@ -148,6 +150,7 @@ func TestWorker_OneSlotCompletesManyManuals(t *testing.T) {
 // chapter tasks end within a few seconds instead of printing on, none of
 // the queued ones starts, and nothing more is fetched.
 func TestWorker_CancelingAManualStopsItsChapters(t *testing.T) {
+	// Serial (no t.Parallel): it bounds the stop after the cancel in real time.
 	const chapters = 8
 	var started atomic.Int64
 	var lastStart atomic.Int64 // unix nanos

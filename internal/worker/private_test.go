@@ -47,6 +47,7 @@ func portal(t *testing.T, token string, users map[string]string) *httptest.Serve
 // user again reuses that user's artifact; the secrets are in no task
 // payload, log line or result, and leave Redis once their exports are final.
 func TestWorker_RendersPrivateSources(t *testing.T) {
+	// Serial (no t.Parallel): it sets PORTAL_TOKEN (t.Setenv).
 	const token = "portal-token-7c1d"
 	users := map[string]string{"cookie-alice-31f0": "ALICE", "cookie-bob-88a2": "BOB"}
 	site := portal(t, token, users)

@@ -22,6 +22,7 @@ import (
 // artifact reports the same warning; with fail_on_resource_errors the
 // reuse fails for good, and a first render fails for good storing nothing.
 func TestWorker_ResultsCarryTheRenderWarnings(t *testing.T) {
+	t.Parallel()
 	redis := testsupport.StartRedis(t)
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/manual" {

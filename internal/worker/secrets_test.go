@@ -75,6 +75,7 @@ func startMonitor(t *testing.T, addr string) *monitor {
 // the worker's reads, the release) nor the stored values (GET, HGETALL,
 // DUMP) nor any Redis value ever shows a secret.
 func TestWorker_SecretsAreSealedInRedis(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("pdftotext"); err != nil {
 		t.Fatal("pdftotext is missing (make setup installs poppler-utils)")
 	}
@@ -171,6 +172,7 @@ func TestWorker_SecretsAreSealedInRedis(t *testing.T) {
 // field and why, never a secret. A worker without SECRETS_KEY warns once,
 // at start, that secrets in Redis are not sealed.
 func TestWorker_SealedSecrets(t *testing.T) {
+	t.Parallel()
 	const cookieSecret, userPW, ownerPW = "CookieSecret-71c0e9", "UserSecret-e2a54b", "OwnerSecret-3c9d1f"
 	oldKey, newKey := newSecretsKey(t), newSecretsKey(t)
 	for _, tt := range []struct {

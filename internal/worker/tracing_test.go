@@ -34,6 +34,7 @@ import (
 // worker's log lines of the export carry the trace id. An export that fails
 // for good has its spans marked as errors.
 func TestWorker_OneTraceFromEnqueueToCallback(t *testing.T) {
+	// Serial (no t.Parallel): it sets the OTEL variables (t.Setenv) and the global tracer provider.
 	for _, v := range append(tracing.Variables, "OTEL_BSP_SCHEDULE_DELAY") {
 		t.Setenv(v, "")
 	}

@@ -83,6 +83,7 @@ func testConfig(t *testing.T, redisURL string) config.Config {
 // with a stub renderer and instrumentation around the gate and the tasks,
 // completes an export; its admin server answers; Shutdown stops it.
 func TestWorker_ExportsWithOverrides(t *testing.T) {
+	t.Parallel()
 	redis := testsupport.StartRedis(t)
 	cfg := testConfig(t, redis.URL())
 	var gates, tasksSeen atomic.Int64
@@ -131,6 +132,7 @@ func TestWorker_ExportsWithOverrides(t *testing.T) {
 // cannot be opened fails to start with ErrUnavailable (cmd/worker's exit 3),
 // and Shutdown after the failed start is safe.
 func TestWorker_StartWithoutStorageIsUnavailable(t *testing.T) {
+	t.Parallel()
 	redis := testsupport.StartRedis(t)
 	cfg := testConfig(t, redis.URL())
 	cfg.StorageURL = "file:///proc/pdfexport-cannot-create-this"
@@ -148,6 +150,7 @@ func TestWorker_StartWithoutStorageIsUnavailable(t *testing.T) {
 // RENDER_MAX_PAGES=2, a 5-page export fails at once (no retry) with an error
 // naming the limit, and the artifact folder holds no PDF.
 func TestWorker_PDFOverALimitFailsForGoodAndStoresNothing(t *testing.T) {
+	t.Parallel()
 	redis := testsupport.StartRedis(t)
 	store := t.TempDir()
 	cfg, err := config.Load([]string{"REDIS_URL=" + redis.URL(), "STORAGE_URL=file://" + store, "RENDER_MAX_PAGES=2",
@@ -184,6 +187,7 @@ func TestWorker_PDFOverALimitFailsForGoodAndStoresNothing(t *testing.T) {
 // TestWorker_SweepsStaleTempFilesInTheBackground: a temp file a crash left
 // in the file store's temp directory is removed after Start returns.
 func TestWorker_SweepsStaleTempFilesInTheBackground(t *testing.T) {
+	t.Parallel()
 	redis := testsupport.StartRedis(t)
 	cfg := testConfig(t, redis.URL())
 	dir := strings.TrimPrefix(cfg.StorageURL, "file://")
@@ -210,6 +214,7 @@ func TestWorker_SweepsStaleTempFilesInTheBackground(t *testing.T) {
 // closes its Redis clients, so a worker waiting for the same artifact takes
 // over at once instead of after LOCK_TTL.
 func TestWorker_ShutdownReleasesLeasesBeforeClosingRedis(t *testing.T) {
+	t.Parallel()
 	var first atomic.Bool
 	hang := make(chan struct{})
 	rendering := make(chan struct{}, 1)
@@ -284,6 +289,7 @@ func TestWorker_ShutdownReleasesLeasesBeforeClosingRedis(t *testing.T) {
 // carrying an access token, with a Redis password in the lock URL, writes
 // neither secret to any log line of the worker nor to the task's error.
 func TestWorker_SecretsStayOutOfLogsAndErrors(t *testing.T) {
+	t.Parallel()
 	const token, password = "TOKEN-9f2c61", "PASSWORD-5d0e77"
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "gone", http.StatusNotFound) // a final failure: the error is kept
@@ -356,6 +362,7 @@ func (r *recordingRenderer) Render(ctx context.Context, src render.Source, s spe
 // intact, and is gone once the export completed; the completed task keeps a
 // few KiB of Redis, not the document. The same document twice is one copy.
 func TestWorker_LargeHTMLTravelsBesideTheTask(t *testing.T) {
+	t.Parallel()
 	redis := testsupport.StartRedis(t)
 	cfg := testConfig(t, redis.URL())
 	rr := &recordingRenderer{stub: stubRenderer{pdf: onePagePDF(t)}, failures: 1}
@@ -394,6 +401,7 @@ func TestWorker_LargeHTMLTravelsBesideTheTask(t *testing.T) {
 // (expired, deleted) fails at once with an error that says so; the
 // renderer never runs.
 func TestWorker_MissingSourceFailsForGood(t *testing.T) {
+	t.Parallel()
 	redis := testsupport.StartRedis(t)
 	cfg := testConfig(t, redis.URL())
 	rr := &recordingRenderer{stub: stubRenderer{pdf: onePagePDF(t)}}
