@@ -35,7 +35,7 @@ func TestVersityGWPath_FailsWithSetupHintWhenMissing(t *testing.T) {
 	t.Setenv("PDFEXPORT_VERSITYGW", "")
 	ft := &fatalRecorder{TB: t}
 	dir := t.TempDir() // a module without bin/versitygw
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module github.com/pdfexport/pdfexport\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Chdir(dir)
