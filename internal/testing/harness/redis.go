@@ -50,15 +50,8 @@ type RedisOptions struct {
 // authentication in Extra (the readiness probe accepts any answer, an
 // authentication error included).
 func StartRedisWith(ctx context.Context, dir string, o RedisOptions) (*Redis, error) {
-	bin, err := exec.LookPath("redis-server")
+	bin, dir, err := redisServerIn(dir)
 	if err != nil {
-		return nil, fmt.Errorf("redis-server not found: run `make setup` (apt-get install redis-server)")
-	}
-	// Absolute: redis-server changes into --dir before it opens --logfile.
-	if dir, err = filepath.Abs(dir); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	port := o.Port
@@ -150,14 +143,8 @@ func waitAnswer(ctx context.Context, addr string, useTLS bool, p *Proc, timeout 
 // one) with conf (sentinel.conf lines; port, bind and dir are added) in dir,
 // and waits until it answers.
 func StartSentinel(ctx context.Context, dir string, port int, conf []string) (*Redis, error) {
-	bin, err := exec.LookPath("redis-server")
+	bin, dir, err := redisServerIn(dir)
 	if err != nil {
-		return nil, fmt.Errorf("redis-server not found: run `make setup` (apt-get install redis-server)")
-	}
-	if dir, err = filepath.Abs(dir); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	if port == 0 {
@@ -182,4 +169,17 @@ func StartSentinel(ctx context.Context, dir string, port int, conf []string) (*R
 		return nil, fmt.Errorf("redis sentinel on %s: %w\n%s", r.Addr(), err, log)
 	}
 	return r, nil
+}
+
+// redisServerIn finds redis-server and makes dir, its working directory,
+// absolute (redis-server changes into --dir before it opens --logfile) and
+// present.
+func redisServerIn(dir string) (bin, absDir string, err error) {
+	if bin, err = exec.LookPath("redis-server"); err != nil {
+		return "", "", fmt.Errorf("redis-server not found: run `make setup` (apt-get install redis-server)")
+	}
+	if absDir, err = filepath.Abs(dir); err != nil {
+		return "", "", err
+	}
+	return bin, absDir, os.MkdirAll(absDir, 0o755)
 }
