@@ -380,18 +380,7 @@ func startDistinctSystem(ctx context.Context, e *benchEnv, doc distinctDoc, name
 		tag := freshVersion("d")
 		s.one = func(ctx context.Context, i int) error {
 			req := exportclient.Request{ManualID: "distinct-" + doc.name, Version: tag + "-" + strconv.Itoa(i), HTML: doc.html, Options: doc.opts}
-			job, err := f.client.Enqueue(ctx, req)
-			if err != nil {
-				return err
-			}
-			st, err := f.client.Wait(ctx, job.TaskID, 0)
-			if err != nil {
-				return err
-			}
-			if st.State != exportclient.StateCompleted || st.Result == nil || !st.Result.Rendered {
-				return fmt.Errorf("%w: export %d: state %s, error %q, result %+v", errScenario, i, st.State, st.Error, st.Result)
-			}
-			return nil
+			return exportRendered(ctx, f.client, req, i)
 		}
 	default:
 		path, design := full, peer.SharedTab
@@ -541,4 +530,22 @@ func (d *distinctResult) markdown() string {
 	}
 	b.WriteString(d.gotenberg.markdown())
 	return b.String()
+}
+
+// exportRendered enqueues req (the i-th export of a burst), waits for it,
+// and fails unless it completed with a render of its own: a burst of
+// distinct documents that reused a stored PDF measures nothing.
+func exportRendered(ctx context.Context, c *exportclient.Client, req exportclient.Request, i int) error {
+	job, err := c.Enqueue(ctx, req)
+	if err != nil {
+		return err
+	}
+	st, err := c.Wait(ctx, job.TaskID, 0)
+	if err != nil {
+		return err
+	}
+	if st.State != exportclient.StateCompleted || st.Result == nil || !st.Result.Rendered {
+		return fmt.Errorf("%w: export %d: state %s, error %q, result %+v", errScenario, i, st.State, st.Error, st.Result)
+	}
+	return nil
 }

@@ -608,18 +608,7 @@ func (gd *gotenbergDistinct) runDoc(ctx context.Context, e *benchEnv, d gotenber
 	ps.one = func(ctx context.Context, i int) error {
 		r := req
 		r.ManualID, r.Version = "gotenberg-7-"+d.name, tag+"-"+strconv.Itoa(i)
-		job, err := f.client.Enqueue(ctx, r)
-		if err != nil {
-			return err
-		}
-		st, err := f.client.Wait(ctx, job.TaskID, 0)
-		if err != nil {
-			return err
-		}
-		if st.State != exportclient.StateCompleted || st.Result == nil || !st.Result.Rendered {
-			return fmt.Errorf("%w: export %d: state %s, error %q", errScenario, i, st.State, st.Error)
-		}
-		return nil
+		return exportRendered(ctx, f.client, r, i)
 	}
 	systems := []*distinctSystem{ps, gs}
 	if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
