@@ -3,7 +3,6 @@ package outcome
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"testing"
 	"time"
 
@@ -111,13 +110,7 @@ func TestFinish_OneCallbackPerExport(t *testing.T) {
 // all, Watch returns at once, not Ready; Close ends the attempt under way
 // promptly and leaves no goroutine behind.
 func TestListener_WatchDoesNotWaitAndCloseEndsTheSubscriber(t *testing.T) {
-	srv := testsupport.StartRedis(t)
-	proxy := testsupport.StartSlowProxy(t, srv.Addr())
-	proxy.SetSubscribeDelay(time.Hour)
-	for name, addr := range map[string]string{
-		"slow":    proxy.Addr(),
-		"refused": "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t)),
-	} {
+	for name, addr := range testsupport.UnconfirmingRedis(t) {
 		t.Run(name, func(t *testing.T) {
 			before := testsupport.Goroutines("subscription.(*Subscription)")
 			rdb := redis.NewClient(&redis.Options{Addr: addr})

@@ -135,13 +135,7 @@ func TestSubscription_ResubscribesAfterARedisRestart(t *testing.T) {
 // Ready, Close ends the attempt under way promptly and leaves no goroutine
 // behind, and Start after Close fails.
 func TestSubscription_CloseEndsAnAttempt(t *testing.T) {
-	srv := testsupport.StartRedis(t)
-	proxy := testsupport.StartSlowProxy(t, srv.Addr())
-	proxy.SetSubscribeDelay(time.Hour)
-	for name, addr := range map[string]string{
-		"slow":    proxy.Addr(),
-		"refused": "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t)),
-	} {
+	for name, addr := range testsupport.UnconfirmingRedis(t) {
 		t.Run(name, func(t *testing.T) {
 			before := testsupport.Goroutines("subscription.(*Subscription)")
 			rdb := redis.NewClient(&redis.Options{Addr: addr})

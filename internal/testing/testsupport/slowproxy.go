@@ -3,6 +3,7 @@ package testsupport
 import (
 	"bytes"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -149,5 +150,18 @@ func (p *SlowProxy) replies(server, client net.Conn, subscribed *atomic.Bool) {
 		if err != nil {
 			return
 		}
+	}
+}
+
+// UnconfirmingRedis is the pair of Redis addresses a subscriber must not
+// wait on: "slow", a proxy to a real redis-server that holds back every
+// SUBSCRIBE reply, and "refused", a free port nothing listens on.
+func UnconfirmingRedis(t testing.TB) map[string]string {
+	srv := StartRedis(t)
+	proxy := StartSlowProxy(t, srv.Addr())
+	proxy.SetSubscribeDelay(time.Hour)
+	return map[string]string{
+		"slow":    proxy.Addr(),
+		"refused": "127.0.0.1:" + strconv.Itoa(FreePort(t)),
 	}
 }
