@@ -22,6 +22,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
+	"github.com/pdfexport/pdfexport/internal/chromium"
 	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/proctree"
 )
@@ -79,7 +80,11 @@ type browser struct {
 	renders  atomic.Int64 // renders started on this browser
 	stopping atomic.Bool
 	retired  atomic.Bool // no longer the Renderer's current browser: no spare tab for it
-	stopOnce sync.Once
+	// frameControl: new tabs are created under BeginFrame control and
+	// renders drive their frames (frames.go).
+	frameControl atomic.Bool
+	frameMu      sync.Mutex // one BeginFrame in flight per browser
+	stopOnce     sync.Once
 
 	cmdMu sync.Mutex
 	cmd   *exec.Cmd
@@ -148,6 +153,11 @@ func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 	if os.Geteuid() == 0 {
 		opts = append(opts, chromedp.NoSandbox)
 	}
+	// Only the headless shell has BeginFrame control.
+	frameControl := chromium.IsHeadlessShell(r.cfg.ChromiumPath) && !r.hooks.chromiumFrames
+	if frameControl && !r.hooks.noFrameControlFlag {
+		opts = append(opts, chromedp.Flag(frameControlFlag, true))
+	}
 	if r.cfg.TempDir != "" {
 		dir, err := os.MkdirTemp(r.cfg.TempDir, "chromium-")
 		if err != nil {
@@ -200,6 +210,7 @@ func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 	}
 	b.cmdMu.Unlock()
 	b.version = ver.Product
+	b.frameControl.Store(frameControl)
 	r.pids = append(r.pids, b.pid)
 	if r.starts.Add(1) > 1 {
 		r.cfg.Observer.BrowserRestarted()

@@ -25,7 +25,8 @@ import (
 // as configured, with the next spare made only when a lane is idle
 // (spare-idle-lane), without the spare tab (no-spare) and with a tab in the
 // browser's shared context as the bare tab has (shared-context, not
-// isolated). CONCURRENT_SYSTEMS selects a comma-separated subset of the
+// isolated) and with Chromium's own frames instead of frames on demand
+// (chromium-frames, frames.go). CONCURRENT_SYSTEMS selects a comma-separated subset of the
 // Renderer's. Each b.Loop iteration runs one
 // burst of every system, the order rotating; figures are medians over the
 // bursts of renders per second and of the CPU-seconds per render of the
@@ -74,6 +75,7 @@ func BenchmarkConcurrentRenders(b *testing.B) {
 		{"ours-spare-idle-lane", func(r *Renderer) { r.hooks.spareIdleLaneOnly = true }},
 		{"ours-no-spare", func(r *Renderer) { r.hooks.noSpareTab = true }},
 		{"ours-shared-context", func(r *Renderer) { r.hooks.design = designSharedContext }},
+		{"ours-chromium-frames", func(r *Renderer) { r.hooks.chromiumFrames = true }},
 	} {
 		if want := os.Getenv("CONCURRENT_SYSTEMS"); want != "" && !slices.Contains(strings.Split(want, ","), v.name) {
 			continue

@@ -26,12 +26,15 @@ const (
 	pageDiffFraction = 0.002 // share of a page's pixels that may differ
 )
 
-// TestRender_OutputUnchanged: the readiness of today (the network quiet
-// period on the page's virtual clock) prints the same pages as the
-// readiness before it (the quiet period in real time), compared as images
-// (pdftoppm), for the Go specification (static), the sample manual
-// (wait_for) and a scripted page with a slow web font, a background image
-// found by layout and an image a timer adds after the load event.
+// TestRender_OutputUnchanged: the renders of today print the same pages as
+// the renders before issue 39 (the network quiet period in real time, and
+// Chromium's own frames), compared as images (pdftoppm): with the quiet
+// period on the page's virtual clock, and with that and frames on demand
+// (frames.go), the default. The documents: the Go specification (static),
+// the sample manual (wait_for), a scripted page with a slow web font, a
+// background image found by layout and an image a timer adds after the load
+// event, a page that writes its text in animation frames, and a page with
+// lazy images in and below its first screen.
 func TestRender_OutputUnchanged(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("pdftoppm"); err != nil {
@@ -51,6 +54,9 @@ func TestRender_OutputUnchanged(t *testing.T) {
 			time.Sleep(150 * time.Millisecond)
 			w.Header().Set("Content-Type", "image/png")
 			w.Write(testPNG(t, req.URL.Path == "/late.png"))
+		case "/lazy":
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte(lazyImagesPage))
 		default:
 			w.Header().Set("Content-Type", "text/html")
 			w.Write([]byte(lateAssetsPage))
@@ -64,28 +70,62 @@ func TestRender_OutputUnchanged(t *testing.T) {
 		{"go spec", Source{HTML: goSpecDocument(t)}, settings(spec.Options{})},
 		{"sample manual", Source{HTML: manualHTML(t)}, settings(spec.Options{WaitFor: "window.__PDF_READY__===true"})},
 		{"web font and late images", Source{URL: site.URL + "/"}, settings(spec.Options{PrintBackground: new(true)})},
+		{"animation frames", Source{HTML: animationFramesPage}, settings(spec.Options{})},
+		{"lazy images", Source{URL: site.URL + "/lazy"}, settings(spec.Options{})},
 	}
 	cfg := Config{AllowedHosts: allowlist.MustParse(site.hostPort())}
-	// One browser for both: renders run one at a time, so the hook can
-	// change between them.
-	r := newRenderer(t, cfg)
+	// Frames are the browser's (a flag it starts with); the quiet period
+	// is a render's, so each browser serves two variants, one render at a
+	// time.
+	ownFrames := newRenderer(t, cfg, func(r *Renderer) { r.hooks.chromiumFrames = true })
+	onDemand := newRenderer(t, cfg)
+	if !onDemand.current().frameControl.Load() {
+		t.Errorf("the headless shell's renders are not under BeginFrame control")
+	}
+	type variant struct {
+		name      string
+		r         *Renderer
+		realClock bool
+	}
+	before := variant{"before: real-clock quiet, Chromium's frames", ownFrames, true}
+	variants := []variant{
+		{"virtual-clock quiet, Chromium's frames", ownFrames, false},
+		{"virtual-clock quiet, frames on demand", onDemand, false},
+	}
+	render := func(t *testing.T, v variant, src Source, s spec.PrintSettings) [][]byte {
+		v.r.hooks.realClockQuiet = v.realClock
+		return rasterize(t, mustRender(t, v.r, src, s).pdf)
+	}
 	for _, d := range docs {
 		t.Run(d.name, func(t *testing.T) {
-			r.hooks.realClockQuiet = true
-			want := rasterize(t, mustRender(t, r, d.src, d.s).pdf)
-			r.hooks.realClockQuiet = false
-			got := rasterize(t, mustRender(t, r, d.src, d.s).pdf)
-			if len(got) != len(want) {
-				t.Fatalf("%d pages, before %d", len(got), len(want))
-			}
-			for i := range want {
-				if n, total := pixelDiff(t, want[i], got[i]); float64(n) > pageDiffFraction*float64(total) {
-					t.Errorf("page %d: %d of %d pixels differ (more than %.1f %%)", i+1, n, total, 100*pageDiffFraction)
+			want := render(t, before, d.src, d.s)
+			for _, v := range variants {
+				got := render(t, v, d.src, d.s)
+				if len(got) != len(want) {
+					t.Errorf("%s: %d pages, before %d", v.name, len(got), len(want))
+					continue
+				}
+				for i := range want {
+					if n, total := pixelDiff(t, want[i], got[i]); float64(n) > pageDiffFraction*float64(total) {
+						t.Errorf("%s: page %d: %d of %d pixels differ (more than %.1f %%)", v.name, i+1, n, total, 100*pageDiffFraction)
+					}
 				}
 			}
 		})
 	}
 }
+
+// lazyImagesPage has a lazy image in its first screen, and one far below
+// it, which Chromium loads for the print or never.
+const lazyImagesPage = `<!doctype html><html><head><style>
+img { width: 300px; height: 120px; display: block; }
+</style></head><body>
+<p>A lazy image in the first screen:</p>
+<img loading="lazy" src="/late.png" alt="first screen">
+<div style="height: 3000px"></div>
+<p>And one far below it:</p>
+<img loading="lazy" src="/background.png" alt="below">
+</body></html>`
 
 // lateAssetsPage loads a web font and a background image that only layout
 // requests, and adds an image 100 ms after its load event.

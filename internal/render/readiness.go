@@ -419,12 +419,13 @@ func (w *pageWatch) checkCrashed() error {
 
 // waitQuiet waits until no request is in flight and, when quiet is not 0,
 // the page went quiet long enough: in its virtual time (waitQuietVirtual),
-// or with realClock for quiet in real time, as before.
-func waitQuiet(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time.Duration, realClock bool) error {
+// or with realClock for quiet in real time, as before. frame, if not nil,
+// gives the page a frame (a tab under BeginFrame control, frames.go).
+func waitQuiet(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time.Duration, realClock bool, frame func() error) error {
 	if quiet <= 0 || realClock {
 		return w.waitNetworkIdle(ctx, quiet)
 	}
-	return waitQuietVirtual(ctx, t, w, quiet)
+	return waitQuietVirtual(ctx, t, w, quiet, frame)
 }
 
 // waitQuietVirtual is the network quiet period in the page's virtual time:
@@ -434,7 +435,15 @@ func waitQuiet(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time
 // of quiet, and a timer that starts one still does before the budget ends.
 // A budget in which requests started is followed by another, until one
 // passes with none, as the real quiet period restarts on every request.
-func waitQuietVirtual(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time.Duration) error {
+//
+// A page's animation frames do not follow its virtual clock: on screen, a
+// page that works in requestAnimationFrame gets about 18 frames in the
+// 300 ms of quiet, but a budget that passes in a millisecond of real time
+// leaves room for none. With frame (a tab whose frames the render gives),
+// the budget is granted one frame interval at a time, each followed by a
+// frame, so the page gets the frames of its quiet period as well
+// (TestRender_PagesGetAnimationFrames).
+func waitQuietVirtual(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time.Duration, frame func() error) error {
 	ictx, cancel := context.WithTimeout(ctx, networkIdleMax)
 	defer cancel()
 	defer func() {
@@ -458,20 +467,22 @@ func waitQuietVirtual(ctx context.Context, t *chromedp.Target, w *pageWatch, qui
 			return gaveUp(err)
 		}
 		before := w.requestCount()
-		expired := cdp.Events(ictx, t, emulation.VirtualTimeBudgetExpired) // subscribed before the budget starts
-		if _, err := cdp.Call(ictx, t, emulation.SetVirtualTimePolicy, emulation.SetVirtualTimePolicyParams{
-			Policy: emulation.VirtualTimePolicyPauseIfNetworkFetchesPending, Budget: new(float64(quiet.Milliseconds())),
-		}); err != nil {
-			if ictx.Err() != nil {
-				return gaveUp(ictx.Err())
-			}
-			return fmt.Errorf("%w: starting the page's virtual clock: %v", ErrNavigation, err)
+		step := quiet
+		if frame != nil {
+			step = frameInterval
 		}
-		for _, err := range expired {
-			if err != nil {
-				return gaveUp(err)
+		for granted := time.Duration(0); granted < quiet; granted += step {
+			if err := grantVirtualTime(ictx, t, min(step, quiet-granted)); err != nil {
+				if ictx.Err() != nil || ctx.Err() != nil {
+					return gaveUp(err)
+				}
+				return err
 			}
-			break
+			if frame != nil {
+				if err := frame(); err != nil {
+					return err
+				}
+			}
 		}
 		if err := w.checkCrashed(); err != nil {
 			return err
@@ -483,4 +494,22 @@ func waitQuietVirtual(ctx context.Context, t *chromedp.Target, w *pageWatch, qui
 			return nil
 		}
 	}
+}
+
+// grantVirtualTime lets the page's virtual clock run for budget
+// (pausing while requests are in flight) and waits until it has.
+func grantVirtualTime(ctx context.Context, t *chromedp.Target, budget time.Duration) error {
+	expired := cdp.Events(ctx, t, emulation.VirtualTimeBudgetExpired) // subscribed before the budget starts
+	if _, err := cdp.Call(ctx, t, emulation.SetVirtualTimePolicy, emulation.SetVirtualTimePolicyParams{
+		Policy: emulation.VirtualTimePolicyPauseIfNetworkFetchesPending, Budget: new(float64(budget) / float64(time.Millisecond)),
+	}); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: starting the page's virtual clock: %v", ErrNavigation, err)
+	}
+	for _, err := range expired {
+		return err
+	}
+	return ctx.Err()
 }

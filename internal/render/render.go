@@ -206,8 +206,10 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	// it, in one call; in the shared context the tab is closed alone. The
 	// deferred dispose below is then a no-op.
 	var dispose func()
+	var frames bool // the tab is under BeginFrame control (frames.go)
+	var contextID cdp.BrowserContextID
 	if sp != nil {
-		w, tabCtx, closeTab = sp.w, sp.ctx, sp.close
+		w, tabCtx, closeTab, frames = sp.w, sp.ctx, sp.close, sp.frames
 		w.resetQuiet()
 		dispose = sync.OnceFunc(func() { r.disposeBrowserContext(b, sp.id) })
 		defer dispose() // runs after closeTab
@@ -240,10 +242,17 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 		dispose = sync.OnceFunc(func() { r.disposeBrowserContext(b, id) })
 		defer dispose() // runs after closeTab
 		r.mark("context created")
-		opts = append(opts, chromedp.WithExistingBrowserContext(id))
+		contextID = id
 	}
 	if tabCtx == nil {
-		tabCtx, closeTab = chromedp.NewContext(b.ctx, opts...)
+		var err error
+		tabCtx, closeTab, frames, err = tabContext(b, contextID, opts...)
+		if err != nil {
+			if b.dead() {
+				return fmt.Errorf("%w: %v", ErrBrowserCrashed, err)
+			}
+			return fmt.Errorf("%w: %v", ErrNavigation, err)
+		}
 	}
 	r.tabOpened()
 	defer r.tabs.Add(-1) // runs after closeTab returned
@@ -286,7 +295,11 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 		if dispose != nil && !r.hooks.closeTabThenContext {
 			closePage = dispose
 		}
-		err = r.runPage(runCtx, b, w, src, settings, sink, st, &stage, stages, closePage)
+		var framesCtx context.Context // the tab's, when it needs pumpFrames
+		if frames {
+			framesCtx = tabCtx
+		}
+		err = r.runPage(runCtx, b, w, framesCtx, src, settings, sink, st, &stage, stages, closePage)
 		stopDialogs()
 	}
 	stages.end(err)
@@ -423,7 +436,7 @@ func (r *Renderer) tabOpened() {
 // runPage does the work of a render on the tab of ctx. It returns errors that
 // already wrap their sentinel; renderInTab overrides them when the browser
 // died or the context ended.
-func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string, stages *stages, closePage func()) error {
+func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx context.Context, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string, stages *stages, closePage func()) error {
 	// openTab attached the tab; it lives as long as the tab context.
 	t := chromedp.FromContext(ctx).Target
 	mainFrame := cdp.FrameID(t.TargetID)
@@ -452,6 +465,18 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	}
 	w.guard = g
 	r.mark("guard on")
+	var pump *framePump
+	var frame func() error // nil: Chromium makes the tab's frames
+	if tabCtx != nil {
+		// From before the load to the print; stopped below, and on every
+		// early return (a second stop is a no-op).
+		pump = pumpFrames(tabCtx, b, t)
+		defer pump.stop()
+		// The readiness steps give a frame of their own where the page
+		// must have had one: after the load (lazy images in the first
+		// screen start there) and after the fonts wait's layout.
+		frame = func() error { return framesFailed(r, b, w, beginFrame(tabCtx, b, t)) }
+	}
 
 	*stage = "emulating media"
 	if _, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: settings.Media}); err != nil {
@@ -473,6 +498,12 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	}
 
 	r.mark("loaded")
+	if frame != nil {
+		*stage = "making the first frame"
+		if err := frame(); err != nil {
+			return err
+		}
+	}
 	*stage = "waiting for network idle"
 	stages.next("render.network_idle")
 	quiet := networkQuiet
@@ -490,7 +521,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 		quiet = 0
 	}
 	r.mark("static check")
-	if err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet); err != nil {
+	if err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet, frame); err != nil {
 		return err
 	}
 	r.mark("network idle")
@@ -501,11 +532,16 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 		return err
 	}
 	r.mark("fonts")
+	if frame != nil {
+		if err := frame(); err != nil {
+			return err
+		}
+	}
 	if w.requestCount() != requested {
 		// The layout found more to load (background images, fonts).
 		*stage = "waiting for network idle after layout"
 		stages.next("render.network_idle")
-		if err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet); err != nil {
+		if err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet, frame); err != nil {
 			return err
 		}
 		r.mark("network idle after layout")
@@ -530,6 +566,10 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	if err := w.checkCrashed(); err != nil {
 		return err
 	}
+	if err := framesFailed(r, b, w, pump.stop()); err != nil {
+		return err
+	}
+	r.mark("frames stopped")
 	st.Warnings, st.WarningsOmitted = w.warnings.result()
 	if err := w.warnings.failure(settings.FailOn); err != nil {
 		return err // before printing: nothing reaches the sink
@@ -553,6 +593,24 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, src So
 	err := printPDF(ctx, t, settings, limits{r.cfg.MaxPages, r.cfg.MaxBytes}, streamed, st, stage)
 	r.mark("streamed")
 	return err
+}
+
+// framesFailed maps the failure of a BeginFrame (nil: none) to the
+// render's error. A page whose renderer crashed fails as such. Otherwise
+// Chromium refused the frame: the page may have missed frames (a
+// requestAnimationFrame that never ran), so it is not printed; the
+// browser's next tabs get Chromium's own frames, the retry one of them.
+func framesFailed(r *Renderer, b *browser, w *pageWatch, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := w.checkCrashed(); cerr != nil {
+		return cerr
+	}
+	if errors.Is(err, errNoFrameControl) && b.frameControl.Swap(false) {
+		r.log.Warn("Chromium refused a BeginFrame; the browser's next tabs get its own frames", "err", err)
+	}
+	return fmt.Errorf("%w: %v", ErrNavigation, err)
 }
 
 // closeTarget closes a tab through the browser session and waits (bounded)

@@ -151,6 +151,14 @@ type testHooks struct {
 	// renders did before waitQuietVirtual (TestRender_OutputUnchanged
 	// compares).
 	realClockQuiet bool
+	// chromiumFrames leaves a render's tab to Chromium's own frames, as
+	// before frames.go (TestRender_OutputUnchanged and the benchmarks
+	// compare).
+	chromiumFrames bool
+	// noFrameControlFlag starts the headless shell without the flag that
+	// BeginFrame control needs while its tabs are still created under it,
+	// so that Chromium refuses their BeginFrames (the fallback's test).
+	noFrameControlFlag bool
 	// mark, if set, is called as a render passes each step of its path
 	// (BenchmarkRenderBreakdown times and costs the steps).
 	mark func(step string)

@@ -22,6 +22,8 @@ type spareTab struct {
 	w     *pageWatch
 	ctx   context.Context // the tab's chromedp context
 	close context.CancelFunc
+	// frames: the tab is under BeginFrame control (frames.go).
+	frames bool
 }
 
 // takeSpare returns the spare tab of b, if one is ready, and starts making
@@ -90,8 +92,12 @@ func (r *Renderer) makeSpare(b *browser) (*spareTab, error) {
 		observe = wo.RenderWarning
 	}
 	w := newPageWatch(r.log, observe)
-	tabCtx, closeTab := chromedp.NewContext(b.ctx, chromedp.WithListener(w.onEvent), chromedp.WithNewWindow(false), chromedp.WithExistingBrowserContext(id))
-	sp := &spareTab{b: b, id: id, w: w, ctx: tabCtx, close: closeTab}
+	tabCtx, closeTab, frames, err := tabContext(b, id, chromedp.WithListener(w.onEvent), chromedp.WithNewWindow(false))
+	if err != nil {
+		r.disposeBrowserContext(b, id)
+		return nil, err
+	}
+	sp := &spareTab{b: b, id: id, w: w, ctx: tabCtx, close: closeTab, frames: frames}
 	// Bounded: a tab that does not open in time, or a Close meanwhile,
 	// cancels the attach.
 	stopTimer := time.AfterFunc(tabOpenTimeout, closeTab)
