@@ -36,17 +36,18 @@
 // frames that run what a page sees of them (requestAnimationFrame,
 // intersection observers and so lazy images, animations, layout) but
 // raster and draw nothing, since the print lays the page out again for
-// paper and paints it into the PDF. A pump gives one every 16.7 ms, as
-// Chromium would, from before the load to the print; the readiness steps
-// give one after the load and after the fonts wait, and the virtual quiet
-// period is granted a frame interval at a time, each followed by a frame,
-// so a page that works in animation frames gets them in virtual time too.
-// The browser makes one BeginFrame at a time (two at once crash its GPU
-// process), and a page whose main thread is busy is not waited for longer
-// than 300 ms per frame, so a page that never yields stalls no other
-// render's frames. About 6-9 % less browser CPU per render on the Go
-// specification (BenchmarkConcurrentRenders, ours-chromium-frames); the full
-// browser has no BeginFrame control and keeps Chromium's frames.
+// paper and paints it into the PDF. The readiness steps give the frames: one
+// after the load (a lazy image of the first screen starts loading there, and
+// is then waited for, where with Chromium's frames it raced the print), one
+// per 16.7 ms of the virtual quiet period (granted a frame interval at a
+// time, so a page that works in animation frames gets them in virtual time
+// too), one after the fonts wait, and a pump at Chromium's 60 a second
+// while wait_for is polled. None while the page loads or prints, when its
+// main thread is busy anyway. The browser makes one BeginFrame at a time
+// (two at once crash its GPU process), and a page whose main thread is busy
+// is not waited for longer than 300 ms per frame, so a page that never
+// yields stalls no other render's frames. The full browser has no
+// BeginFrame control and keeps Chromium's frames.
 //
 // # The render design, and why
 //

@@ -7,15 +7,12 @@ package render
 // headless shell a render's tab is instead created under BeginFrame control
 // (Target.createTarget enableBeginFrameControl, with the browser-wide
 // --run-all-compositor-stages-before-draw that it needs), so Chromium makes
-// no frame of its own, and the render drives frames itself while the page
-// loads and settles, at Chromium's own rate, with noDisplayUpdates: each
-// frame runs what a page can see of it (requestAnimationFrame callbacks,
-// intersection observers and so lazy images, animations, layout) but
-// commits and draws nothing. The print comes after the last frame.
-//
-// Measured on the Go specification at 2 renders at once
-// (BenchmarkConcurrentRenders, ours against ours-chromium-frames): 6-9 %
-// less browser CPU per render than with Chromium's own frames.
+// no frame of its own, and the render's readiness steps give frames where a
+// page needs them (the package documentation says which), with
+// noDisplayUpdates: each frame runs what a page can see of it
+// (requestAnimationFrame callbacks, intersection observers and so lazy
+// images, animations, layout) but commits and draws nothing. The print
+// comes after the last frame.
 
 import (
 	"context"

@@ -3,11 +3,13 @@ package render
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -96,4 +98,43 @@ func TestRender_RefusedFramesFallBackToChromiums(t *testing.T) {
 	if text := pdfText(t, out.pdf); !strings.Contains(text, "written in an animation frame") {
 		t.Errorf("the retry lacks the text of the animation frame: %q", text)
 	}
+}
+
+// TestRender_PrintsLazyImageOfFirstScreen: a lazy image in the first
+// screen starts loading in the first frame after the load, which the render
+// gives and then waits for, so the image is printed however late it
+// arrives (with Chromium's own frames it was a race with the print).
+func TestRender_PrintsLazyImageOfFirstScreen(t *testing.T) {
+	t.Parallel()
+	site := newSite(t, func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/late.png" {
+			time.Sleep(150 * time.Millisecond)
+			w.Header().Set("Content-Type", "image/png")
+			w.Write(testPNG(t, true))
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<!doctype html><p>A lazy image in the first screen:</p>
+<img loading="lazy" src="/late.png" style="width: 300px; height: 120px; display: block">`))
+	})
+	r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(site.hostPort())})
+	for i := range 3 {
+		pages := rasterize(t, mustRender(t, r, Source{URL: site.URL + "/"}, settings(spec.Options{})).pdf)
+		if n := redPixels(t, pages[0]); n < 1000 {
+			t.Errorf("render %d: %d red pixels on page 1; the lazy image (red bars) is missing", i, n)
+		}
+	}
+}
+
+// redPixels counts the clearly red pixels of a binary PPM image.
+func redPixels(t *testing.T, ppm []byte) int {
+	t.Helper()
+	_, _, pix := parsePPM(t, ppm)
+	n := 0
+	for i := 0; i+2 < len(pix); i += 3 {
+		if pix[i] > 150 && pix[i+1] < 80 && pix[i+2] < 80 {
+			n++
+		}
+	}
+	return n
 }

@@ -33,8 +33,7 @@ const (
 // (frames.go), the default. The documents: the Go specification (static),
 // the sample manual (wait_for), a scripted page with a slow web font, a
 // background image found by layout and an image a timer adds after the load
-// event, a page that writes its text in animation frames, and a page with
-// lazy images in and below its first screen.
+// event, and a page that writes its text in animation frames.
 func TestRender_OutputUnchanged(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("pdftoppm"); err != nil {
@@ -54,9 +53,6 @@ func TestRender_OutputUnchanged(t *testing.T) {
 			time.Sleep(150 * time.Millisecond)
 			w.Header().Set("Content-Type", "image/png")
 			w.Write(testPNG(t, req.URL.Path == "/late.png"))
-		case "/lazy":
-			w.Header().Set("Content-Type", "text/html")
-			w.Write([]byte(lazyImagesPage))
 		default:
 			w.Header().Set("Content-Type", "text/html")
 			w.Write([]byte(lateAssetsPage))
@@ -71,7 +67,6 @@ func TestRender_OutputUnchanged(t *testing.T) {
 		{"sample manual", Source{HTML: manualHTML(t)}, settings(spec.Options{WaitFor: "window.__PDF_READY__===true"})},
 		{"web font and late images", Source{URL: site.URL + "/"}, settings(spec.Options{PrintBackground: new(true)})},
 		{"animation frames", Source{HTML: animationFramesPage}, settings(spec.Options{})},
-		{"lazy images", Source{URL: site.URL + "/lazy"}, settings(spec.Options{})},
 	}
 	cfg := Config{AllowedHosts: allowlist.MustParse(site.hostPort())}
 	// Frames are the browser's (a flag it starts with); the quiet period
@@ -114,18 +109,6 @@ func TestRender_OutputUnchanged(t *testing.T) {
 		})
 	}
 }
-
-// lazyImagesPage has a lazy image in its first screen, and one far below
-// it, which Chromium loads for the print or never.
-const lazyImagesPage = `<!doctype html><html><head><style>
-img { width: 300px; height: 120px; display: block; }
-</style></head><body>
-<p>A lazy image in the first screen:</p>
-<img loading="lazy" src="/late.png" alt="first screen">
-<div style="height: 3000px"></div>
-<p>And one far below it:</p>
-<img loading="lazy" src="/background.png" alt="below">
-</body></html>`
 
 // lateAssetsPage loads a web font and a background image that only layout
 // requests, and adds an image 100 ms after its load event.

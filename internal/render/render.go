@@ -465,16 +465,12 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	}
 	w.guard = g
 	r.mark("guard on")
-	var pump *framePump
 	var frame func() error // nil: Chromium makes the tab's frames
 	if tabCtx != nil {
-		// From before the load to the print; stopped below, and on every
-		// early return (a second stop is a no-op).
-		pump = pumpFrames(tabCtx, b, t)
-		defer pump.stop()
-		// The readiness steps give a frame of their own where the page
-		// must have had one: after the load (lazy images in the first
-		// screen start there) and after the fonts wait's layout.
+		// The readiness steps give the page its frames (frames.go): one
+		// after the load (lazy images in the first screen start there),
+		// one per frame interval of the virtual quiet period, one after
+		// the fonts wait's layout, and a pump while wait_for is polled.
 		frame = func() error { return framesFailed(r, b, w, beginFrame(tabCtx, b, t)) }
 	}
 
@@ -549,6 +545,13 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	if settings.WaitFor != "" {
 		*stage = fmt.Sprintf("waiting for wait_for %q to become truthy", truncate(settings.WaitFor, 100))
 		stages.next("render.wait_for")
+		var pump *framePump
+		if tabCtx != nil {
+			// Stopped before the print, and on an early return (a
+			// second stop is a no-op).
+			pump = pumpFrames(tabCtx, b, t)
+			defer pump.stop()
+		}
 		if err := waitFor(ctx, t, settings.WaitFor, stage); err != nil {
 			return err
 		}
@@ -559,6 +562,9 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 			return err
 		}
 		r.mark("network idle after wait_for")
+		if err := framesFailed(r, b, w, pump.stop()); err != nil {
+			return err
+		}
 	}
 	if err := g.mainBlocked(); err != nil {
 		return err
@@ -566,10 +572,6 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	if err := w.checkCrashed(); err != nil {
 		return err
 	}
-	if err := framesFailed(r, b, w, pump.stop()); err != nil {
-		return err
-	}
-	r.mark("frames stopped")
 	st.Warnings, st.WarningsOmitted = w.warnings.result()
 	if err := w.warnings.failure(settings.FailOn); err != nil {
 		return err // before printing: nothing reaches the sink
