@@ -36,7 +36,9 @@
 // frames that run what a page sees of them (requestAnimationFrame,
 // intersection observers and so lazy images, animations, layout) but
 // raster and draw nothing, since the print lays the page out again for
-// paper and paints it into the PDF. The readiness steps give the frames: one
+// paper and paints it into the PDF. A static page (no script) without lazy
+// images or running animations gets no frame at all: nothing a frame does
+// can change its print. Otherwise the readiness steps give the frames: one
 // after the load (a lazy image of the first screen starts loading there, and
 // is then waited for, where with Chromium's frames it raced the print), one
 // per 16.7 ms of the virtual quiet period (granted a frame interval at a

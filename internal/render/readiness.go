@@ -104,6 +104,22 @@ func isStatic(ctx context.Context, t *chromedp.Target) (bool, error) {
 	return res.ExceptionDetails == nil && res.Result != nil && string(res.Result.Value) == "true", nil
 }
 
+// framelessExpr is true for a static document that a frame cannot change:
+// no lazy image (a frame's intersection check starts its load) and no
+// running animation or transition (a frame advances it).
+const framelessExpr = `!document.querySelector("[loading=lazy i]") && document.getAnimations().length === 0`
+
+// isFrameless reports whether a static document needs no frame before it
+// is printed (framelessExpr); a tab under BeginFrame control then gets
+// none at all.
+func isFrameless(ctx context.Context, t *chromedp.Target) (bool, error) {
+	res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: framelessExpr, ReturnByValue: new(true)})
+	if err != nil {
+		return false, fmt.Errorf("%w: inspecting the document: %v", ErrNavigation, err)
+	}
+	return res.ExceptionDetails == nil && res.Result != nil && string(res.Result.Value) == "true", nil
+}
+
 // waitFonts waits (at most fontsMax) for document.fonts.ready after forcing a
 // layout, so that fonts that only the layout discovers are requested too.
 func waitFonts(ctx context.Context, t *chromedp.Target) error {

@@ -60,6 +60,45 @@ func TestIsStatic(t *testing.T) {
 	}
 }
 
+// TestIsFrameless: a static document gets no frame unless a frame could
+// change it: a lazy image (its load starts in a frame) or an animation or
+// transition (a frame advances it).
+func TestIsFrameless(t *testing.T) {
+	t.Parallel()
+	r := sharedRenderer(t)
+	tabCtx, cancel := chromedp.NewContext(r.current().ctx, chromedp.WithNewWindow(false))
+	defer cancel()
+	if err := chromedp.Do(tabCtx); err != nil {
+		t.Fatal(err)
+	}
+	tab := chromedp.FromContext(tabCtx).Target
+	for _, tc := range []struct {
+		name, html string
+		frameless  bool
+	}{
+		{"text, style and an eager image", `<style>h1{color:red}</style><h1>title</h1><img src="data:,">`, true},
+		{"a lazy image", `<p>x</p><img loading="lazy" src="data:,">`, false},
+		{"a lazy image, attribute in capitals", `<img LOADING="LAZY" src="data:,">`, false},
+		{"a CSS animation", `<style>@keyframes f{from{opacity:0}to{opacity:1}} p{animation:f 2s}</style><p>x</p>`, false},
+		{"an animation that ended", `<style>@keyframes f{to{opacity:1}} p{animation:f 0s}</style><p>x</p>`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := cdp.Call(ctx, tab, page.SetDocumentContent, page.SetDocumentContentParams{FrameID: cdp.FrameID(tab.TargetID), HTML: tc.html}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := isFrameless(ctx, tab)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.frameless {
+				t.Errorf("isFrameless = %v, want %v", got, tc.frameless)
+			}
+		})
+	}
+}
+
 // TestRender_WaitsForRequestsAfterLoad: a page whose scripts fetch content
 // after its load event, from timers, is printed with that content, without
 // wait_for (the network quiet period covers it): one fetch 100 ms after

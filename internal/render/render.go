@@ -494,12 +494,6 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	}
 
 	r.mark("loaded")
-	if frame != nil {
-		*stage = "making the first frame"
-		if err := frame(); err != nil {
-			return err
-		}
-	}
 	*stage = "waiting for network idle"
 	stages.next("render.network_idle")
 	quiet := networkQuiet
@@ -515,8 +509,23 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 		// layout, which the fonts wait below forces; waiting for quiet
 		// would only add its length to the render.
 		quiet = 0
+		if frame != nil {
+			// Nor can a frame change a static page without lazy images
+			// or animations: it gets none.
+			if frameless, err := isFrameless(ctx, t); err != nil {
+				return err
+			} else if frameless {
+				frame = nil
+			}
+		}
 	}
 	r.mark("static check")
+	if frame != nil {
+		*stage = "making the first frame"
+		if err := frame(); err != nil {
+			return err
+		}
+	}
 	if err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet, frame); err != nil {
 		return err
 	}
