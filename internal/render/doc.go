@@ -43,8 +43,10 @@
 // is then waited for, where with Chromium's frames it raced the print), one
 // per 16.7 ms of the virtual quiet period (granted a frame interval at a
 // time, so a page that works in animation frames gets them in virtual time
-// too), one after the fonts wait, and a pump at Chromium's 60 a second
-// while wait_for is polled. None while the page loads or prints, when its
+// too) and one after the fonts wait; a page with wait_for gets none of
+// those, but a pump at Chromium's 60 a second while wait_for is polled, or,
+// when it is true when first asked, one frame if a frame could change the
+// print (lazy images, animations). None while the page loads or prints, when its
 // main thread is busy anyway. The browser makes one BeginFrame at a time
 // (two at once crash its GPU process), and a page whose main thread is busy
 // is not waited for longer than 300 ms per frame, so a page that never

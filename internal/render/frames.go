@@ -148,6 +148,16 @@ func pumpFrames(tabCtx context.Context, b *browser, t *chromedp.Target) *framePu
 	return p
 }
 
+// failed returns why the pump ended early, if it has; it does not wait.
+func (p *framePump) failed() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
 // stop ends the pump, waits for its last BeginFrame, and returns why the pump ended early, if it did. A nil pump is stopped.
 func (p *framePump) stop() error {
 	if p == nil {

@@ -101,9 +101,10 @@ func TestRender_RefusedFramesFallBackToChromiums(t *testing.T) {
 }
 
 // TestRender_PrintsLazyImageOfFirstScreen: a lazy image in the first
-// screen starts loading in the first frame after the load, which the render
-// gives and then waits for, so the image is printed however late it
-// arrives (with Chromium's own frames it was a race with the print).
+// screen starts loading in the first frame after the load (or after a
+// wait_for that is true at once), which the render gives and then waits
+// for, so the image is printed however late it arrives (with Chromium's own
+// frames it was a race with the print).
 func TestRender_PrintsLazyImageOfFirstScreen(t *testing.T) {
 	t.Parallel()
 	site := newSite(t, func(w http.ResponseWriter, req *http.Request) {
@@ -118,10 +119,12 @@ func TestRender_PrintsLazyImageOfFirstScreen(t *testing.T) {
 <img loading="lazy" src="/late.png" style="width: 300px; height: 120px; display: block">`))
 	})
 	r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(site.hostPort())})
-	for i := range 3 {
-		pages := rasterize(t, mustRender(t, r, Source{URL: site.URL + "/"}, settings(spec.Options{})).pdf)
+	for i := range 4 {
+		// Without wait_for, and with one that is true when first asked.
+		waitFor := []string{"", "true"}[i%2]
+		pages := rasterize(t, mustRender(t, r, Source{URL: site.URL + "/"}, settings(spec.Options{WaitFor: waitFor})).pdf)
 		if n := redPixels(t, pages[0]); n < 1000 {
-			t.Errorf("render %d: %d red pixels on page 1; the lazy image (red bars) is missing", i, n)
+			t.Errorf("render %d (wait_for %q): %d red pixels on page 1; the lazy image (red bars) is missing", i, waitFor, n)
 		}
 	}
 }

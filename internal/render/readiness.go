@@ -141,9 +141,11 @@ func waitFonts(ctx context.Context, t *chromedp.Target) error {
 
 // waitFor polls expr until it is truthy. An expression that throws counts as
 // falsy; its last exception is added to *stage for the timeout error.
-func waitFor(ctx context.Context, t *chromedp.Target, expr string, stage *string) error {
+// missed, if not nil, is called after each evaluation that is not truthy
+// (first: the first one); an error it returns ends the wait.
+func waitFor(ctx context.Context, t *chromedp.Target, expr string, stage *string, missed func(first bool) error) error {
 	base := *stage
-	for {
+	for first := true; ; first = false {
 		res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{
 			Expression: "!!(" + expr + "\n)", ReturnByValue: new(true), AwaitPromise: new(true),
 		})
@@ -154,6 +156,11 @@ func waitFor(ctx context.Context, t *chromedp.Target, expr string, stage *string
 			*stage = base + " (last exception: " + exceptionText(res.ExceptionDetails) + ")"
 		} else if res.Result != nil && string(res.Result.Value) == "true" {
 			return nil
+		}
+		if missed != nil {
+			if err := missed(first); err != nil {
+				return err
+			}
 		}
 		if err := sleep(ctx, pollInterval); err != nil {
 			return err

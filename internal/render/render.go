@@ -471,7 +471,18 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 		// after the load (lazy images in the first screen start there),
 		// one per frame interval of the virtual quiet period, one after
 		// the fonts wait's layout, and a pump while wait_for is polled.
-		frame = func() error { return framesFailed(r, b, w, beginFrame(tabCtx, b, t)) }
+		frame = func() error {
+			if err := beginFrame(tabCtx, b, t); err != nil {
+				return framesFailed(r, b, w, err)
+			}
+			// A round trip through the page's session after its frame:
+			// the requests the frame started (a lazy image) are then
+			// known, their events having come first on that session.
+			if _, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: "0"}); err != nil {
+				return fmt.Errorf("%w: after a frame: %v", ErrNavigation, err)
+			}
+			return nil
+		}
 	}
 
 	*stage = "emulating media"
@@ -497,11 +508,15 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	*stage = "waiting for network idle"
 	stages.next("render.network_idle")
 	quiet := networkQuiet
+	var waitForFrame func() error // frame, for the wait_for stage
 	if settings.WaitFor != "" {
 		// The page says when it is ready: its expression replaces the
 		// guess that a quiet network means nothing more will come.
 		// Requests in flight are still waited for, before and after it.
+		// Its frames wait for the wait_for stage: a page that is ready
+		// when asked may need none.
 		quiet = 0
+		waitForFrame, frame = frame, nil
 	} else if static, err := isStatic(ctx, t); err != nil {
 		return err
 	} else if static {
@@ -555,14 +570,34 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 		*stage = fmt.Sprintf("waiting for wait_for %q to become truthy", truncate(settings.WaitFor, 100))
 		stages.next("render.wait_for")
 		var pump *framePump
-		if tabCtx != nil {
-			// Stopped before the print, and on an early return (a
+		var missed func(bool) error
+		if waitForFrame != nil {
+			// A page not ready when first asked gets frames while it
+			// is polled (a refused frame ends the wait); the pump is
+			// stopped before the print, and on an early return (a
 			// second stop is a no-op).
-			pump = pumpFrames(tabCtx, b, t)
-			defer pump.stop()
+			missed = func(first bool) error {
+				if first {
+					pump = pumpFrames(tabCtx, b, t)
+				}
+				return framesFailed(r, b, w, pump.failed())
+			}
+			defer func() { _ = pump.stop() }()
 		}
-		if err := waitFor(ctx, t, settings.WaitFor, stage); err != nil {
+		if err := waitFor(ctx, t, settings.WaitFor, stage, missed); err != nil {
 			return err
+		}
+		if waitForFrame != nil && pump == nil {
+			// Ready at once: a frame only if one could change the print
+			// (a lazy image of the first screen starts loading in it;
+			// waited for below).
+			if frameless, err := isFrameless(ctx, t); err != nil {
+				return err
+			} else if !frameless {
+				if err := waitForFrame(); err != nil {
+					return err
+				}
+			}
 		}
 		r.mark("wait_for")
 		*stage = "waiting for requests in flight after wait_for"
