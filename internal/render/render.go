@@ -467,10 +467,8 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	r.mark("guard on")
 	var frame func() error // nil: Chromium makes the tab's frames
 	if tabCtx != nil {
-		// The readiness steps give the page its frames (frames.go): one
-		// after the load (lazy images in the first screen start there),
-		// one per frame interval of the virtual quiet period, one after
-		// the fonts wait's layout, and a pump while wait_for is polled.
+		// The readiness steps below give the page the frames it can
+		// need, and no more (the package documentation says which).
 		frame = func() error {
 			if err := beginFrame(tabCtx, b, t); err != nil {
 				return framesFailed(r, b, w, err)
