@@ -89,8 +89,8 @@ type framePump struct {
 	err      error // set before done is closed
 }
 
-// beginFrameTimeout bounds one BeginFrame: a page whose main thread is
-// busy answers when it is done.
+// beginFrameTimeout bounds the wait for one BeginFrame (beginFrame): a page
+// whose main thread is busy answers only when it is done.
 const beginFrameTimeout = 300 * time.Millisecond
 
 // beginFrame gives the tab t one frame and waits (at most
@@ -158,7 +158,8 @@ func (p *framePump) failed() error {
 	}
 }
 
-// stop ends the pump, waits for its last BeginFrame, and returns why the pump ended early, if it did. A nil pump is stopped.
+// stop ends the pump, waits for its last BeginFrame, and returns why the
+// pump ended early, if it did. A nil pump is stopped.
 func (p *framePump) stop() error {
 	if p == nil {
 		return nil
