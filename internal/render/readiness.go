@@ -97,7 +97,12 @@ const staticExpr = `!document.querySelector("script, iframe, frame, object, embe
 // page that is not may start a request at any time after its load event,
 // which is what the network quiet period waits for.
 func isStatic(ctx context.Context, t *chromedp.Target) (bool, error) {
-	res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: staticExpr, ReturnByValue: new(true)})
+	return inspect(ctx, t, staticExpr)
+}
+
+// inspect evaluates expr in the page: true only if it returned true.
+func inspect(ctx context.Context, t *chromedp.Target, expr string) (bool, error) {
+	res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: expr, ReturnByValue: new(true)})
 	if err != nil {
 		return false, fmt.Errorf("%w: inspecting the document: %v", ErrNavigation, err)
 	}
@@ -113,11 +118,7 @@ const framelessExpr = `!document.querySelector("[loading=lazy i]") && document.g
 // is printed (framelessExpr); a tab under BeginFrame control then gets
 // none at all.
 func isFrameless(ctx context.Context, t *chromedp.Target) (bool, error) {
-	res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: framelessExpr, ReturnByValue: new(true)})
-	if err != nil {
-		return false, fmt.Errorf("%w: inspecting the document: %v", ErrNavigation, err)
-	}
-	return res.ExceptionDetails == nil && res.Result != nil && string(res.Result.Value) == "true", nil
+	return inspect(ctx, t, framelessExpr)
 }
 
 // waitFonts waits (at most fontsMax) for document.fonts.ready after forcing a

@@ -16,10 +16,16 @@ import (
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
-// TestIsStatic: only a document that can run no script and has no frame or
-// plugin skips the network quiet period.
-func TestIsStatic(t *testing.T) {
-	t.Parallel()
+// inspectCase is a document and what an inspection of it must say.
+type inspectCase struct {
+	name, html string
+	want       bool
+}
+
+// checkInspection sets each case's document in a blank tab of the shared
+// Renderer's browser and checks what inspect (isStatic, isFrameless) says.
+func checkInspection(t *testing.T, what string, inspect func(context.Context, *chromedp.Target) (bool, error), cases []inspectCase) {
+	t.Helper()
 	r := sharedRenderer(t)
 	tabCtx, cancel := chromedp.NewContext(r.current().ctx, chromedp.WithNewWindow(false))
 	defer cancel()
@@ -27,10 +33,29 @@ func TestIsStatic(t *testing.T) {
 		t.Fatal(err)
 	}
 	tab := chromedp.FromContext(tabCtx).Target
-	for _, tc := range []struct {
-		name, html string
-		static     bool
-	}{
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := cdp.Call(ctx, tab, page.SetDocumentContent, page.SetDocumentContentParams{FrameID: cdp.FrameID(tab.TargetID), HTML: tc.html}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := inspect(ctx, tab)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("%s = %v, want %v", what, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestIsStatic: only a document that can run no script and has no frame or
+// plugin skips the network quiet period.
+func TestIsStatic(t *testing.T) {
+	t.Parallel()
+	checkInspection(t, "isStatic", isStatic, []inspectCase{
 		{"text and style", `<style>h1{color:red}</style><h1>title</h1><p>text`, true},
 		{"data image and inline svg", `<img src="data:image/png;base64,iVBORw0KGgo="><svg><rect width="5" height="5"/></svg>`, true},
 		{"an attribute that only starts like a handler", `<p data-onload="x" title="onclick">x</p>`, true},
@@ -42,22 +67,7 @@ func TestIsStatic(t *testing.T) {
 		{"iframe", `<iframe srcdoc="<script>fetch('/x')</script>"></iframe>`, false},
 		{"object", `<object data="data:text/html,x"></object>`, false},
 		{"embed", `<embed src="data:text/html,x">`, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if _, err := cdp.Call(ctx, tab, page.SetDocumentContent, page.SetDocumentContentParams{FrameID: cdp.FrameID(tab.TargetID), HTML: tc.html}); err != nil {
-				t.Fatal(err)
-			}
-			got, err := isStatic(ctx, tab)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.static {
-				t.Errorf("isStatic = %v, want %v", got, tc.static)
-			}
-		})
-	}
+	})
 }
 
 // TestIsFrameless: a static document gets no frame unless a frame could
@@ -65,38 +75,13 @@ func TestIsStatic(t *testing.T) {
 // transition (a frame advances it).
 func TestIsFrameless(t *testing.T) {
 	t.Parallel()
-	r := sharedRenderer(t)
-	tabCtx, cancel := chromedp.NewContext(r.current().ctx, chromedp.WithNewWindow(false))
-	defer cancel()
-	if err := chromedp.Do(tabCtx); err != nil {
-		t.Fatal(err)
-	}
-	tab := chromedp.FromContext(tabCtx).Target
-	for _, tc := range []struct {
-		name, html string
-		frameless  bool
-	}{
+	checkInspection(t, "isFrameless", isFrameless, []inspectCase{
 		{"text, style and an eager image", `<style>h1{color:red}</style><h1>title</h1><img src="data:,">`, true},
 		{"a lazy image", `<p>x</p><img loading="lazy" src="data:,">`, false},
 		{"a lazy image, attribute in capitals", `<img LOADING="LAZY" src="data:,">`, false},
 		{"a CSS animation", `<style>@keyframes f{from{opacity:0}to{opacity:1}} p{animation:f 2s}</style><p>x</p>`, false},
 		{"an animation that ended", `<style>@keyframes f{to{opacity:1}} p{animation:f 0s}</style><p>x</p>`, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if _, err := cdp.Call(ctx, tab, page.SetDocumentContent, page.SetDocumentContentParams{FrameID: cdp.FrameID(tab.TargetID), HTML: tc.html}); err != nil {
-				t.Fatal(err)
-			}
-			got, err := isFrameless(ctx, tab)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.frameless {
-				t.Errorf("isFrameless = %v, want %v", got, tc.frameless)
-			}
-		})
-	}
+	})
 }
 
 // TestRender_WaitsForRequestsAfterLoad: a page whose scripts fetch content

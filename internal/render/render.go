@@ -465,13 +465,19 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	}
 	w.guard = g
 	r.mark("guard on")
-	var frame func() error // nil: Chromium makes the tab's frames
+	// frame gives the page one frame and learns what it started;
+	// stepFrame only gives it (the virtual quiet period's steps, which
+	// watch the requests over the whole period). nil: Chromium makes the
+	// tab's frames, or the page needs none.
+	var frame, stepFrame func() error
 	if tabCtx != nil {
 		// The readiness steps below give the page the frames it can
 		// need, and no more (the package documentation says which).
+		give := func() error { return framesFailed(r, b, w, beginFrame(tabCtx, b, t)) }
+		stepFrame = give
 		frame = func() error {
-			if err := beginFrame(tabCtx, b, t); err != nil {
-				return framesFailed(r, b, w, err)
+			if err := give(); err != nil {
+				return err
 			}
 			// A round trip through the page's session after its frame:
 			// the requests the frame started (a lazy image) are then
@@ -514,7 +520,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 		// Its frames wait for the wait_for stage: a page that is ready
 		// when asked may need none.
 		quiet = 0
-		waitForFrame, frame = frame, nil
+		waitForFrame, frame, stepFrame = frame, nil, nil
 	} else if static, err := isStatic(ctx, t); err != nil {
 		return err
 	} else if static {
@@ -528,7 +534,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 			if frameless, err := isFrameless(ctx, t); err != nil {
 				return err
 			} else if frameless {
-				frame = nil
+				frame, stepFrame = nil, nil
 			}
 		}
 	}
@@ -539,7 +545,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 			return err
 		}
 	}
-	if err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet, frame); err != nil {
+	if err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet, stepFrame); err != nil {
 		return err
 	}
 	r.mark("network idle")
@@ -559,7 +565,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 		// The layout found more to load (background images, fonts).
 		*stage = "waiting for network idle after layout"
 		stages.next("render.network_idle")
-		if err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet, frame); err != nil {
+		if err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet, stepFrame); err != nil {
 			return err
 		}
 		r.mark("network idle after layout")
