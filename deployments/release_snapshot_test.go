@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -217,6 +218,9 @@ func TestReleaseSnapshot(t *testing.T) {
 		}
 		if !bytes.Equal(a, b) {
 			t.Errorf("two snapshots of one commit differ:\n%s\n---\n%s", a, b)
+			for _, name := range differingSums(a, b) {
+				t.Errorf("%s: %s", name, explainDifference(t, filepath.Join(dist, name), filepath.Join("../dist.repro", name)))
+			}
 		}
 		for bin := range binaries {
 			for _, dir := range []string{bin + "_linux_amd64_v1", bin + "_linux_arm64_v8.0"} {
@@ -226,7 +230,7 @@ func TestReleaseSnapshot(t *testing.T) {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(x, y) {
-					t.Errorf("%s/%s differs between two builds", dir, bin)
+					t.Errorf("%s/%s differs between two builds: %s", dir, bin, explainDifference(t, filepath.Join(dist, dir, bin), filepath.Join("../dist.repro", dir, bin)))
 				}
 			}
 		}
@@ -234,8 +238,105 @@ func TestReleaseSnapshot(t *testing.T) {
 }
 
 type tarFile struct {
-	data []byte
-	mode os.FileMode
+	data   []byte
+	mode   os.FileMode
+	header tar.Header
+}
+
+// differingSums lists the files whose checksum differs between two
+// SHA256SUMS, or that only one of them lists.
+func differingSums(a, b []byte) []string {
+	sums := func(raw []byte) map[string]string {
+		m := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			if sum, name, ok := strings.Cut(line, "  "); ok {
+				m[name] = sum
+			}
+		}
+		return m
+	}
+	x, y := sums(a), sums(b)
+	var names []string
+	for name, sum := range x {
+		if y[name] != sum {
+			names = append(names, name)
+		}
+	}
+	for name := range y {
+		if _, ok := x[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// explainDifference says what differs between two builds of one artifact, so
+// that a failure in CI, whose dist/ is gone afterwards, names its cause: the
+// archive entries whose header or content differ, the build settings of two
+// binaries, or the first differing line of two SBOMs.
+func explainDifference(t *testing.T, a, b string) string {
+	t.Helper()
+	switch {
+	case strings.HasSuffix(a, ".tar.gz"):
+		x, y := readTarGz(t, a), readTarGz(t, b)
+		var diffs []string
+		for name, fx := range x {
+			fy, ok := y[name]
+			switch {
+			case !ok:
+				diffs = append(diffs, name+" only in the first")
+			case !bytes.Equal(fx.data, fy.data):
+				diffs = append(diffs, fmt.Sprintf("%s: content (%d vs %d bytes)", name, len(fx.data), len(fy.data)))
+			default:
+				hx, hy := fx.header, fy.header
+				if hx.Mode != hy.Mode || hx.Uid != hy.Uid || hx.Gid != hy.Gid || hx.Uname != hy.Uname || hx.Gname != hy.Gname || !hx.ModTime.Equal(hy.ModTime) || hx.Typeflag != hy.Typeflag {
+					diffs = append(diffs, fmt.Sprintf("%s: header %+v vs %+v", name, hx, hy))
+				}
+			}
+		}
+		for name := range y {
+			if _, ok := x[name]; !ok {
+				diffs = append(diffs, name+" only in the second")
+			}
+		}
+		if len(diffs) == 0 {
+			return "the same entries, headers and contents: the tar or gzip framing differs"
+		}
+		sort.Strings(diffs)
+		return strings.Join(diffs, "; ")
+	case strings.HasSuffix(a, ".json"):
+		x, _ := os.ReadFile(a)
+		y, _ := os.ReadFile(b)
+		lx, ly := strings.Split(string(x), "\n"), strings.Split(string(y), "\n")
+		for i := 0; i < len(lx) && i < len(ly); i++ {
+			if lx[i] != ly[i] {
+				return fmt.Sprintf("line %d: %q vs %q", i+1, lx[i], ly[i])
+			}
+		}
+		return fmt.Sprintf("%d vs %d lines", len(lx), len(ly))
+	default:
+		info := func(path string) string {
+			out, err := exec.Command("go", "version", "-m", path).CombinedOutput()
+			if err != nil {
+				return fmt.Sprintf("go version -m: %v: %s", err, out)
+			}
+			// The first line names the file, which differs by design.
+			_, rest, _ := strings.Cut(string(out), "\n")
+			return rest
+		}
+		x, y := info(a), info(b)
+		if x == y {
+			bx, _ := os.ReadFile(a)
+			by, _ := os.ReadFile(b)
+			at := 0
+			for at < len(bx) && at < len(by) && bx[at] == by[at] {
+				at++
+			}
+			return fmt.Sprintf("the same build settings and modules (go version -m); %d vs %d bytes, first difference at byte %d", len(bx), len(by), at)
+		}
+		return fmt.Sprintf("build info differs:\n%s\n---\n%s", x, y)
+	}
 }
 
 func readTarGz(t *testing.T, path string) map[string]tarFile {
@@ -263,7 +364,7 @@ func readTarGz(t *testing.T, path string) map[string]tarFile {
 		if err != nil {
 			t.Fatalf("%s: %s: %v", path, h.Name, err)
 		}
-		files[h.Name] = tarFile{data: data, mode: h.FileInfo().Mode()}
+		files[h.Name] = tarFile{data: data, mode: h.FileInfo().Mode(), header: *h}
 	}
 }
 
