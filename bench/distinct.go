@@ -457,9 +457,9 @@ func (d *distinctResult) sameBuild() string {
 }
 
 // rows are the summary lines of section 7: per document and client count,
-// the pipeline against the bare tab on the same build, with the targets of
-// the throughput work (CPU per PDF ≤ 1.0×; throughput ≥ 0.95× at 2 and 4
-// clients).
+// the pipeline against the bare tab on the same build, with issue 39's
+// targets: every row at least the bare tab's throughput for no more of its
+// CPU, and the sample manual at 1 client 1.1× its throughput.
 func (d *distinctResult) rows() []row {
 	var rows []row
 	same := d.sameBuild()
@@ -471,12 +471,12 @@ func (d *distinctResult) rows() []row {
 				continue
 			}
 			tr, cr := p.rate()/b.rate(), p.cpuPer()/b.cpuPer()
-			ok := cr <= 1.0
-			target := "CPU ≤ 1.0×"
-			if c >= 2 {
-				ok = ok && tr >= 0.95
-				target = "throughput ≥ 0.95×, CPU ≤ 1.0×"
+			minTr := 1.0
+			if doc.name == "manual" && c == 1 {
+				minTr = 1.1
 			}
+			ok := cr <= 1.0 && tr >= minTr
+			target := fmt.Sprintf("throughput ≥ %.1f×, CPU ≤ 1.0×", minTr)
 			rows = append(rows, row{"7", fmt.Sprintf("distinct %s, %d client(s): %s", doc.name, c, sysPipeline1),
 				fmt.Sprintf("%s PDF/s · %s CPU-s/PDF", num(p.rate()), num(p.cpuPer())),
 				fmt.Sprintf("%s: %s PDF/s · %s CPU-s/PDF", same, num(b.rate()), num(b.cpuPer())),
@@ -496,7 +496,7 @@ func (d *distinctResult) rows() []row {
 				r := two.rate() / p.rate()
 				rows = append(rows, row{"7", "↳ " + sysPipeline2 + " on the same machine",
 					fmt.Sprintf("%s PDF/s · %s CPU-s/PDF", num(two.rate()), num(two.cpuPer())),
-					sysPipeline1, "throughput " + ratio(r), "not less than one worker — " + verdict(r >= 0.95)})
+					sysPipeline1, "throughput " + ratio(r), "no slower than one worker (≥ 1.0×) — " + verdict(r >= 1.0)})
 			}
 		}
 	}

@@ -110,8 +110,8 @@ func (r *report) rows() []row {
 		wallRatio := ratios(d.wall, d.single)
 		target := fmt.Sprintf("every task renders (%d)", d.k)
 		if !d.baseline {
-			ok := allEqual(d.renders, 1) && wallRatio.median() <= 1.2
-			target = "1 render; wall ≤ 1.2× one export — " + verdict(ok)
+			ok := allEqual(d.renders, 1) && wallRatio.median() <= 1.15
+			target = "1 render; wall ≤ 1.15× one export — " + verdict(ok)
 		}
 		result := fmt.Sprintf("renders %s; wall %s", countText(d.renders), d.wall.mmm(" ms"))
 		if !d.baseline && d.failOpen.max() > 0 {
