@@ -93,11 +93,16 @@ release-tools: # the pinned release tools in ./bin, and the SBOM step beside the
 # no remote (a worktree, a fresh git init) lends it the project's for the run.
 RELEASE_GIT_ENV = $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=$(SOURCE_URL))
 
+# One build at a time: GoReleaser adds the binaries to an archive in the
+# order their builds finish, so parallel builds made two snapshots of one
+# commit differ in their archives' entry order (seen in CI).
+RELEASE_FLAGS := --parallelism 1
+
 release-snapshot: release-tools ## release artifacts into dist/, unpublished: binaries, archives, SHA256SUMS, SBOMs (GoReleaser, pinned)
-	$(RELEASE_GIT_ENV) bin/goreleaser release --snapshot --clean
+	$(RELEASE_GIT_ENV) bin/goreleaser release --snapshot --clean $(RELEASE_FLAGS)
 
 release-check: release-snapshot ## the snapshot, verified: SHA256SUMS, archives, SBOMs, --version, a second build byte-identical
-	cd deployments && $(GO) test -tags release -count=1 -v -run '^TestReleaseSnapshot$$' .
+	cd deployments && RELEASE_FLAGS='$(RELEASE_FLAGS)' $(GO) test -tags release -count=1 -v -run '^TestReleaseSnapshot$$' .
 
 # The image of deployments/Dockerfile, labelled (OCI) with the version, the
 # commit, the source and the licence. Needs a running docker or podman; the

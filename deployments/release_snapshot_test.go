@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -118,6 +119,12 @@ func TestReleaseSnapshot(t *testing.T) {
 					t.Errorf("%s: %s missing or not the repository's", name, f)
 				}
 			}
+			// The binaries in the order .goreleaser.yaml builds them: built
+			// at once, they land in the order their builds end, and two
+			// snapshots of one commit differ.
+			if got, want := binaryOrder(tarOrder(t, filepath.Join(dist, name)), binaries), configBinaries(t); got != want {
+				t.Errorf("%s holds its binaries in the order %s, not the builds' %s: was release-snapshot run without RELEASE_FLAGS (--parallelism 1)?", name, got, want)
+			}
 			for bin := range binaries {
 				f, ok := files[bin]
 				if !ok {
@@ -203,7 +210,13 @@ func TestReleaseSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { os.RemoveAll("../dist.repro") })
-		cmd := exec.Command("bin/goreleaser", "release", "--snapshot", "--clean", "--config", tmpCfg)
+		// The flags make release-snapshot built dist/ with (one build at a
+		// time: the archives list binaries in the order their builds end).
+		flags, ok := os.LookupEnv("RELEASE_FLAGS")
+		if !ok {
+			t.Fatal("RELEASE_FLAGS is not set: run make release-check, which passes release-snapshot's")
+		}
+		cmd := exec.Command("bin/goreleaser", append([]string{"release", "--snapshot", "--clean", "--config", tmpCfg}, strings.Fields(flags)...)...)
 		cmd.Dir = ".."
 		if out, err := exec.Command("git", "-C", "..", "remote").Output(); err == nil && len(bytes.TrimSpace(out)) == 0 {
 			cmd.Env = append(os.Environ(), "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=remote.origin.url", "GIT_CONFIG_VALUE_0=https://github.com/pdfexport/pdfexport")
@@ -301,7 +314,10 @@ func explainDifference(t *testing.T, a, b string) string {
 			}
 		}
 		if len(diffs) == 0 {
-			return "the same entries, headers and contents: the tar or gzip framing differs"
+			if ox, oy := tarOrder(t, a), tarOrder(t, b); ox != oy {
+				return fmt.Sprintf("the same entries in another order: %s vs %s", ox, oy)
+			}
+			return "the same entries, headers, contents and order: the tar or gzip framing differs"
 		}
 		sort.Strings(diffs)
 		return strings.Join(diffs, "; ")
@@ -365,6 +381,57 @@ func readTarGz(t *testing.T, path string) map[string]tarFile {
 			t.Fatalf("%s: %s: %v", path, h.Name, err)
 		}
 		files[h.Name] = tarFile{data: data, mode: h.FileInfo().Mode(), header: *h}
+	}
+}
+
+// configBinaries lists the binaries of .goreleaser.yaml's builds, in order.
+func configBinaries(t *testing.T) string {
+	t.Helper()
+	cfg, err := os.ReadFile("../.goreleaser.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range regexp.MustCompile(`(?m)^\s+binary: (\S+)$`).FindAllSubmatch(cfg, -1) {
+		names = append(names, string(m[1]))
+	}
+	return strings.Join(names, ",")
+}
+
+// binaryOrder keeps, of an archive's entries in order, the binaries.
+func binaryOrder(entries string, binaries map[string]string) string {
+	var names []string
+	for _, e := range strings.Split(entries, ",") {
+		if _, ok := binaries[e]; ok {
+			names = append(names, e)
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// tarOrder lists an archive's entries in the order it holds them.
+func tarOrder(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var names []string
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return strings.Join(names, ",")
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		names = append(names, h.Name)
 	}
 }
 
