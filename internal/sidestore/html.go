@@ -48,13 +48,16 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `
 
 // putScript stores the compressed document unless it is there already and
-// makes ARGV[3] an owner.
+// makes ARGV[3] an owner. Without data (ARGV[1] empty: gzip output never
+// is) it only claims a document stored already, and answers -1, changing
+// nothing, when there is none: the caller compresses and sends it then.
 //
-//	KEYS[1] the document's hash   ARGV[1] gzip data   ARGV[2] ttl in ms   ARGV[3] owner
+//	KEYS[1] the document's hash   ARGV[1] gzip data, or ""   ARGV[2] ttl in ms   ARGV[3] owner
 //
-// Returns the number of owners after the call.
+// Returns the number of owners after the call, or -1.
 var putScript = redis.NewScript(formatCheck + now + `
 if redis.call("HEXISTS", KEYS[1], "data") == 0 then
+  if ARGV[1] == "" then return -1 end
   redis.call("HSET", KEYS[1], "data", ARGV[1])
 end
 if redis.call("HSETNX", KEYS[1], "o:" .. ARGV[3], now) == 1 then
@@ -84,13 +87,17 @@ func (s *Store) PutHTML(ctx context.Context, owner, html string, ttl time.Durati
 	}
 	ref := DocumentRef(html)
 	r := Ref{HTML: &ref}
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression) // a few times smaller for HTML at a modest CPU cost
-	_, _ = io.WriteString(zw, html)
-	if err := zw.Close(); err != nil {
-		return spec.HTMLRef{}, err
+	// A document stored already (a popular manual exported by many) is
+	// claimed without compressing or sending it again.
+	owners, err := putScript.Run(ctx, s.RDB, []string{r.key()}, "", ttl.Milliseconds(), owner).Int()
+	if err == nil && owners < 0 {
+		var data []byte
+		if data, err = s.compressed(ref, html); err != nil {
+			return spec.HTMLRef{}, err
+		}
+		err = putScript.Run(ctx, s.RDB, []string{r.key()}, data, ttl.Milliseconds(), owner).Err()
 	}
-	if err := putScript.Run(ctx, s.RDB, []string{r.key()}, buf.Bytes(), ttl.Milliseconds(), owner).Err(); err != nil {
+	if err != nil {
 		return spec.HTMLRef{}, fmt.Errorf("sidestore: storing the %s: %w", r, formatErr(err, r.String()))
 	}
 	// Indexed after (its own key, maybe another Cluster slot), so that a
@@ -101,6 +108,44 @@ func (s *Store) PutHTML(ctx context.Context, owner, html string, ttl time.Durati
 		return spec.HTMLRef{}, fmt.Errorf("sidestore: indexing the %s: %w", r, err)
 	}
 	return ref, nil
+}
+
+// compressed is html gzip-compressed. Callers compressing the same
+// document at the same time (a burst of exports of a new document, each
+// finding it not stored yet) share one compression.
+func (s *Store) compressed(ref spec.HTMLRef, html string) ([]byte, error) {
+	s.mu.Lock()
+	if s.compressing == nil {
+		s.compressing = map[spec.HTMLRef]*compression{}
+	}
+	if c, ok := s.compressing[ref]; ok {
+		s.mu.Unlock()
+		<-c.done
+		return c.data, c.err
+	}
+	c := &compression{done: make(chan struct{})}
+	s.compressing[ref] = c
+	s.mu.Unlock()
+
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression) // a few times smaller for HTML at a modest CPU cost
+	_, _ = io.WriteString(zw, html)
+	c.err = zw.Close()
+	c.data = buf.Bytes()
+
+	s.mu.Lock()
+	delete(s.compressing, ref)
+	s.mu.Unlock()
+	close(c.done)
+	return c.data, c.err
+}
+
+// compression is one document being compressed, for the callers that wait
+// for it.
+type compression struct {
+	done chan struct{}
+	data []byte
+	err  error
 }
 
 // decodeHTML inflates a stored document and checks it against ref.

@@ -1,16 +1,25 @@
 package sidestore
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/pdfexport/pdfexport/internal/keyspace"
+	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -212,5 +221,131 @@ func TestDocument_ANewerFormatIsLeftAlone(t *testing.T) {
 				t.Errorf("the hash changed: %v, was %v", after, before)
 			}
 		})
+	}
+}
+
+// argBytes records, per Redis command, the bytes of its largest argument.
+type argBytes struct {
+	mu      sync.Mutex
+	largest []int
+}
+
+func (*argBytes) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *argBytes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		n := 0
+		for _, a := range cmd.Args() {
+			switch v := a.(type) {
+			case string:
+				n = max(n, len(v))
+			case []byte:
+				n = max(n, len(v))
+			}
+		}
+		h.mu.Lock()
+		h.largest = append(h.largest, n)
+		h.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+func (*argBytes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// sent is the largest argument of the commands since the mark.
+func (h *argBytes) sentSince(mark int) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Max(append([]int{0}, h.largest[mark:]...))
+}
+
+func (h *argBytes) mark() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.largest)
+}
+
+// TestPut_StoredDocumentIsClaimedNotSent: a Put of a document Redis has
+// already makes the task an owner without compressing or sending the
+// document again; a Put of a new one sends it; both read back.
+func TestPut_StoredDocumentIsClaimedNotSent(t *testing.T) {
+	srv := testsupport.StartRedis(t)
+	rdb := srv.Client()
+	t.Cleanup(func() { _ = rdb.Close() })
+	hook := &argBytes{}
+	rdb.AddHook(hook)
+	ctx := context.Background()
+	// Text that compresses about 2:1, as a real manual's markup does.
+	var text strings.Builder
+	for i := range 3000 {
+		sum := sha256.Sum256([]byte(strconv.Itoa(i)))
+		text.WriteString("<p>" + hex.EncodeToString(sum[:]))
+	}
+	html := "<!doctype html>" + text.String()
+	s := store(rdb)
+
+	m := hook.mark()
+	ref, err := s.PutHTML(ctx, "first", html, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent := hook.sentSince(m); sent < len(html)/4 {
+		t.Fatalf("the first Put sent at most %d bytes in one argument: the document was not stored", sent)
+	}
+	for _, owner := range []string{"second", "third"} {
+		m := hook.mark()
+		if got, err := s.PutHTML(ctx, owner, html, time.Hour); err != nil || got != ref {
+			t.Fatalf("Put by %s = %+v, %v", owner, got, err)
+		}
+		if sent := hook.sentSince(m); sent > 1024 {
+			t.Errorf("Put by %s of a stored document sent an argument of %d bytes: the document again", owner, sent)
+		}
+	}
+	for _, owner := range []string{"first", "second", "third"} {
+		if got, err := getHTML(ctx, rdb, owner, ref); err != nil || got != html {
+			t.Errorf("Get by %s: %d bytes, %v", owner, len(got), err)
+		}
+	}
+	if n, _ := rdb.HGet(ctx, keyspace.HTML(ref.SHA256), "owners").Int(); n != 3 {
+		t.Errorf("owners = %d, want 3", n)
+	}
+}
+
+// TestCompressed_SharedByConcurrentCallers: a caller that finds the same
+// document being compressed waits for that compression and takes its
+// output instead of compressing it again.
+func TestCompressed_SharedByConcurrentCallers(t *testing.T) {
+	s := &Store{}
+	html := "<p>" + strings.Repeat("x", 100)
+	ref := DocumentRef(html)
+	inFlight := &compression{done: make(chan struct{})}
+	s.compressing = map[spec.HTMLRef]*compression{ref: inFlight}
+	got := make(chan []byte, 1)
+	go func() {
+		data, _ := s.compressed(ref, html)
+		got <- data
+	}()
+	select {
+	case data := <-got:
+		t.Fatalf("compressed returned %d bytes while the same document was being compressed", len(data))
+	case <-time.After(100 * time.Millisecond):
+	}
+	inFlight.data = []byte("the other caller's output")
+	close(inFlight.done)
+	if data := <-got; string(data) != "the other caller's output" {
+		t.Fatalf("compressed = %q, want the in-flight compression's output", data)
+	}
+	// Alone, it compresses, and forgets the document afterwards.
+	delete(s.compressing, ref)
+	data, err := s.compressed(ref, html)
+	if err != nil || len(data) == 0 || len(s.compressing) != 0 {
+		t.Fatalf("compressed alone = %d bytes, %v, %d in flight after", len(data), err, len(s.compressing))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain, err := io.ReadAll(zr); err != nil || string(plain) != html {
+		t.Fatalf("inflated %q, %v", plain, err)
 	}
 }
