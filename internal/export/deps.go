@@ -39,10 +39,11 @@ type Gate interface {
 
 // SideStore holds what envelopes name by reference beside their task
 // (sidestore.Store): source documents, source credentials, an encryption's
-// passwords. Get answers only for a task that owns the data
-// (sidestore.ErrNotOwner otherwise).
+// passwords. Get and Owns answer only for a task that owns the data
+// (sidestore.ErrNotOwner otherwise); Owns without reading it.
 type SideStore interface {
 	Get(ctx context.Context, owner string, ref sidestore.Ref) (sidestore.Value, error)
+	Owns(ctx context.Context, owner string, ref sidestore.Ref) error
 }
 
 // Finisher ends exports (outcome.Finisher): Finish records the final state

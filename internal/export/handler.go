@@ -47,6 +47,9 @@ type job struct {
 	// stored is what storage answered for the job's key moments ago (a
 	// manual's look-up of its chapters), so the export does not ask again.
 	stored *storage.Object
+	// document is the source document beside the task, owned (resolve
+	// checked) but not read yet: only a render reads it (loadDocument).
+	document *spec.HTMLRef
 }
 
 // ProcessTask implements asynq.Handler.
@@ -140,26 +143,31 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 }
 
 // resolve validates the envelope and reads what it names beside the task
-// (sidestore.Refs): a stored source document, per-export credentials, an
-// encryption's passwords. Only data this task stored is read: Redis, not
-// the envelope, says what the task owns, so a reference to another export's
-// data fails for good, naming the field.
+// (sidestore.Refs): per-export credentials and an encryption's passwords;
+// of a stored source document it checks that the task owns it, and
+// loadDocument reads it when the export renders (an export that finds its
+// PDF stored, or waits for another worker's render, never needs it). Only
+// data this task stored is read: Redis, not the envelope, says what the
+// task owns, so a reference to another export's data fails for good,
+// naming the field.
 func (h *Handler) resolve(ctx context.Context, taskID string, env spec.Envelope) (job, error) {
 	if err := env.Validate(h.cfg.Hosts); err != nil {
 		return job{}, err
 	}
 	j := job{Envelope: env}
 	for _, ref := range sidestore.Refs(&env) {
+		if ref.Kind() == sidestore.HTML {
+			if err := h.owns(ctx, taskID, ref); err != nil {
+				return job{}, err
+			}
+			j.document = ref.HTML
+			continue
+		}
 		v, err := h.beside(ctx, taskID, ref)
 		if err != nil {
 			return job{}, err
 		}
 		switch ref.Kind() {
-		case sidestore.HTML:
-			j.Source = spec.EnvelopeSource{HTML: v.HTML}
-			if err := j.Validate(h.cfg.Hosts); err != nil {
-				return job{}, err
-			}
 		case sidestore.Credentials:
 			j.auth = v.Credentials
 		case sidestore.Passwords:
@@ -268,6 +276,10 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 	var fence int64
 	if lease != nil {
 		fence = lease.Fence()
+	}
+	taskOwn, _ := asynq.GetTaskID(ctx) // what the task stored beside itself is its own, a chapter's too
+	if err := h.loadDocument(ctx, taskOwn, &p); err != nil {
+		return spec.Result{}, err
 	}
 	var s stream // what the sinks did, judged after the render
 	settings := p.Options.Settings()
@@ -449,21 +461,68 @@ var besideRules = map[sidestore.Kind]struct {
 // task's, or is sealed in a way this worker cannot open is bad input (never
 // retried), naming the field; a Redis error is not.
 func (h *Handler) beside(ctx context.Context, taskID string, ref sidestore.Ref) (sidestore.Value, error) {
-	k := ref.Kind()
-	rules := besideRules[k]
 	if h.cfg.SideStore == nil {
-		return sidestore.Value{}, &spec.FieldError{Field: k.Field(), Rule: rules.none}
+		return sidestore.Value{}, besideErr(ref, nil)
 	}
 	v, err := h.cfg.SideStore.Get(ctx, taskID, ref)
-	switch {
-	case errors.Is(err, sidestore.ErrMissing):
-		return sidestore.Value{}, &spec.FieldError{Field: k.Field(), Rule: rules.gone(ref)}
-	case errors.Is(err, sidestore.ErrNotOwner):
-		return sidestore.Value{}, &spec.FieldError{Field: k.Field(), Rule: rules.notOwner(ref)}
-	case errors.Is(err, sidestore.ErrCannotOpen):
-		return sidestore.Value{}, cannotOpen(k.Field(), k.String(), err)
+	if err != nil {
+		return sidestore.Value{}, besideErr(ref, err)
 	}
-	return v, err
+	return v, nil
+}
+
+// owns checks, as beside would, that the task owns the data, without
+// reading it.
+func (h *Handler) owns(ctx context.Context, taskID string, ref sidestore.Ref) error {
+	if h.cfg.SideStore == nil {
+		return besideErr(ref, nil)
+	}
+	if err := h.cfg.SideStore.Owns(ctx, taskID, ref); err != nil {
+		return besideErr(ref, err)
+	}
+	return nil
+}
+
+// besideErr is the error of reading ref's data that failed with err (nil:
+// this worker has no side store): a FieldError when the data cannot be
+// had (gone, another task's, sealed for other keys), err itself otherwise.
+func besideErr(ref sidestore.Ref, err error) error {
+	k := ref.Kind()
+	rules := besideRules[k]
+	switch {
+	case err == nil:
+		return &spec.FieldError{Field: k.Field(), Rule: rules.none}
+	case errors.Is(err, sidestore.ErrMissing):
+		return &spec.FieldError{Field: k.Field(), Rule: rules.gone(ref)}
+	case errors.Is(err, sidestore.ErrNotOwner):
+		return &spec.FieldError{Field: k.Field(), Rule: rules.notOwner(ref)}
+	case errors.Is(err, sidestore.ErrCannotOpen):
+		return cannotOpen(k.Field(), k.String(), err)
+	}
+	return err
+}
+
+// loadDocument reads the source document p names beside its task, which
+// resolve found the task owns, into p's source: the render's first step.
+// A document gone meanwhile (its TTL, a release) fails for good, naming
+// the field; a Redis error is retried.
+func (h *Handler) loadDocument(ctx context.Context, taskID string, p *job) error {
+	if p.document == nil {
+		return nil
+	}
+	v, err := h.beside(ctx, taskID, sidestore.Ref{HTML: p.document})
+	if err != nil {
+		if errors.Is(err, spec.ErrInvalid) {
+			return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+		}
+		return fmt.Errorf("reading the source document: %w", err)
+	}
+	p.Source = spec.EnvelopeSource{HTML: v.HTML}
+	p.document = nil
+	if err := p.Validate(h.cfg.Hosts); err != nil {
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	return nil
 }
 
 // cannotOpen is the final error of sealed secrets this worker cannot open:

@@ -21,6 +21,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
@@ -45,7 +46,20 @@ func startEnv(t *testing.T, workers int) *env { return startEnvWith(t, workers, 
 // injection), when not nil.
 func startEnvWith(t *testing.T, workers int, wrap func(storage.Backend) storage.Backend) *env {
 	t.Helper()
+	return startEnvSide(t, workers, wrap, nil)
+}
+
+// startEnvSide is startEnvWith whose workers read what tasks store beside
+// themselves through side, made on the queue Redis, when not nil.
+func startEnvSide(t *testing.T, workers int, wrap func(storage.Backend) storage.Backend, side func(redis.UniversalClient) export.SideStore) *env {
+	t.Helper()
 	e := &env{queue: testsupport.StartRedis(t), locks: testsupport.StartRedis(t), dir: t.TempDir()}
+	var sideStore export.SideStore
+	if side != nil {
+		rdb := e.queue.Client()
+		t.Cleanup(func() { _ = rdb.Close() })
+		sideStore = side(rdb)
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	files, err := storage.NewFile(e.dir, "")
 	if err != nil {
@@ -65,7 +79,7 @@ func startEnvWith(t *testing.T, workers int, wrap func(storage.Backend) storage.
 	for i := range workers {
 		gate := lock.NewGate(lock.NewMutex(lockRedis, lock.Config{TTL: 5 * time.Second, FailOpen: true, OpTimeout: time.Second, Logger: log}))
 		h, err := export.NewHandler(export.Config{Store: store, Renderer: renderer, Gate: gate, Logger: log, Namespace: e.dir,
-			Hostname: "worker-" + strconv.Itoa(i)})
+			Hostname: "worker-" + strconv.Itoa(i), SideStore: sideStore})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,6 +170,80 @@ func TestExport_ConcurrentDuplicatesRenderOnce(t *testing.T) {
 	again := e.export(t, forced)
 	if again.Result == nil || !again.Result.Rendered {
 		t.Fatalf("forced export = %+v, want rendered", again.Result)
+	}
+}
+
+// readCounter is the worker's side store, counting how often each kind is
+// read and checked.
+type readCounter struct {
+	*sidestore.Store
+	mu    sync.Mutex
+	reads map[sidestore.Kind]int
+	owns  map[sidestore.Kind]int
+}
+
+func (c *readCounter) Get(ctx context.Context, owner string, ref sidestore.Ref) (sidestore.Value, error) {
+	c.mu.Lock()
+	c.reads[ref.Kind()]++
+	c.mu.Unlock()
+	return c.Store.Get(ctx, owner, ref)
+}
+
+func (c *readCounter) Owns(ctx context.Context, owner string, ref sidestore.Ref) error {
+	c.mu.Lock()
+	c.owns[ref.Kind()]++
+	c.mu.Unlock()
+	return c.Store.Owns(ctx, owner, ref)
+}
+
+func (c *readCounter) counts() (reads, owns int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads[sidestore.HTML], c.owns[sidestore.HTML]
+}
+
+// TestExport_OnlyTheRenderReadsTheDocument: of duplicate exports of a
+// document sent beside their tasks, each checks that it owns the document,
+// and only the one that renders reads it: the others wait for that render
+// and reuse its PDF, as a later export of the stored PDF does.
+func TestExport_OnlyTheRenderReadsTheDocument(t *testing.T) {
+	side := &readCounter{reads: map[sidestore.Kind]int{}, owns: map[sidestore.Kind]int{}}
+	e := startEnvSide(t, 2, nil, func(rdb redis.UniversalClient) export.SideStore {
+		side.Store = &sidestore.Store{RDB: rdb}
+		return side
+	})
+	big := manualPayload()
+	big.Source.HTML = strings.Replace(manualHTML, "<body>", "<body><!--"+strings.Repeat("padding ", sidestore.HTMLThreshold/8)+"-->", 1)
+	const duplicates = 4
+	statuses := make([]exportclient.Status, duplicates)
+	var wg sync.WaitGroup
+	for i := range duplicates {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = e.export(t, big)
+		}()
+	}
+	wg.Wait()
+	rendered := 0
+	for _, st := range statuses {
+		if st.State != exportclient.StateCompleted || st.Result == nil || st.Result.Pages != 3 {
+			t.Fatalf("export %s ended %s (%+v): %s", st.TaskID, st.State, st.Result, st.Error)
+		}
+		if st.Result.Rendered {
+			rendered++
+		}
+	}
+	reads, owns := side.counts()
+	if rendered != 1 || reads != 1 || owns != duplicates {
+		t.Fatalf("%d renders, the document read %d times and its ownership checked %d times; want 1, 1 and %d", rendered, reads, owns, duplicates)
+	}
+	later := e.export(t, big)
+	if later.Result == nil || later.Result.Rendered {
+		t.Fatalf("later export = %+v, want the stored PDF", later.Result)
+	}
+	if r, o := side.counts(); r != 1 || o != duplicates+1 {
+		t.Errorf("after a cache hit: the document read %d times, checked %d; want 1 and %d", r, o, duplicates+1)
 	}
 }
 

@@ -37,7 +37,14 @@ func TestResolve_EveryKindBesideTheTask(t *testing.T) {
 				t.Fatal(err)
 			}
 			return spec.Envelope{V: 1, ManualID: "m", Version: "1", Source: spec.EnvelopeSource{HTMLRef: &ref}}
-		}, func(j job) bool { return j.Source.HTML == html && j.Source.HTMLRef == nil }},
+		}, func(j job) bool {
+			// Owned, not read: the render reads it (loadDocument).
+			if j.document == nil || j.Source.HTML != "" {
+				return false
+			}
+			err := h.loadDocument(ctx, "owner-source.html_ref", &j)
+			return err == nil && j.Source.HTML == html && j.Source.HTMLRef == nil && j.document == nil
+		}},
 		{"source.credentials_ref", func(t *testing.T, owner string) spec.Envelope {
 			ref, err := store.PutCredentials(ctx, owner, spec.Credentials{Headers: map[string]string{"Authorization": "Bearer s3cret"}}, time.Hour)
 			if err != nil {

@@ -183,11 +183,13 @@ func formatErr(err error, what string) error {
 // the task whose id the key carries.
 //
 //	KEYS[1] the hash   ARGV[1] the asking or releasing task
+//	ARGV[2] (get) "owns": answer {1} without the data
 var exclusive = layout{
 	get: redis.NewScript(`
 if redis.call("EXISTS", KEYS[1]) == 0 then return {0} end
 ` + formatCheck + `
 if redis.call("HGET", KEYS[1], "owner") ~= ARGV[1] then return {2} end
+if ARGV[2] == "owns" then return {1} end
 return {1, redis.call("HGET", KEYS[1], "data")}
 `),
 	release: redis.NewScript(`
@@ -204,11 +206,13 @@ return {1, 0}
 // became one, unix ms, for the sweep).
 //
 //	KEYS[1] the hash   ARGV[1] the asking or releasing task
+//	ARGV[2] (get) "owns": answer {1} without the data
 var shared = layout{
 	get: redis.NewScript(`
 if redis.call("EXISTS", KEYS[1]) == 0 then return {0} end
 ` + formatCheck + `
 if redis.call("HEXISTS", KEYS[1], "o:" .. ARGV[1]) == 0 then return {2} end
+if ARGV[2] == "owns" then return {1} end
 return {1, redis.call("HGET", KEYS[1], "data")}
 `),
 	release: redis.NewScript(`
@@ -238,6 +242,8 @@ type Store struct {
 
 	mu      sync.Mutex
 	hmacKey []byte // the identities' key, as this process last read it
+	// compressing: the documents being compressed now, by reference.
+	compressing map[spec.HTMLRef]*compression
 }
 
 // Get reads the data ref names for the task owner: ErrMissing when Redis
@@ -245,18 +251,15 @@ type Store struct {
 // opened if sealed (ErrCannotOpen) and checked against the identity its
 // reference claims; a document against its digest and size.
 func (s *Store) Get(ctx context.Context, owner string, ref Ref) (Value, error) {
-	k := ref.Kind()
-	res, err := kinds[k].layout.get.Run(ctx, s.RDB, []string{ref.key()}, owner).Slice()
+	res, err := s.get(ctx, owner, ref, "read")
 	if err != nil {
-		return Value{}, fmt.Errorf("sidestore: reading %s: %w", ref, formatErr(err, ref.String()))
+		return Value{}, err
 	}
-	switch code, _ := res[0].(int64); {
-	case code == 0:
-		return Value{}, fmt.Errorf("%w: %s (expired after its TTL, or released)", ErrMissing, ref)
-	case code == 2 || len(res) < 2:
+	if len(res) < 2 {
 		return Value{}, fmt.Errorf("%w: %s", ErrNotOwner, ref)
 	}
 	stored, _ := res[1].(string)
+	k := ref.Kind()
 	switch k {
 	case HTML:
 		html, err := decodeHTML(*ref.HTML, stored)
@@ -268,6 +271,32 @@ func (s *Store) Get(ctx context.Context, owner string, ref Ref) (Value, error) {
 		p, err := s.openPasswords(ctx, owner, *ref.Passwords, stored)
 		return Value{Passwords: p}, err
 	}
+}
+
+// Owns answers as Get would, without reading the data: nil when owner owns
+// it, ErrMissing or ErrNotOwner. A worker checks a document's ownership
+// when a task starts and reads the document only if it renders: a task
+// that finds its PDF stored, or waits for another worker's render, never
+// transfers or inflates it.
+func (s *Store) Owns(ctx context.Context, owner string, ref Ref) error {
+	_, err := s.get(ctx, owner, ref, "owns")
+	return err
+}
+
+// get runs ref's get script for owner ("read" or "owns") and maps its
+// refusals to ErrMissing and ErrNotOwner.
+func (s *Store) get(ctx context.Context, owner string, ref Ref, mode string) ([]any, error) {
+	res, err := kinds[ref.Kind()].layout.get.Run(ctx, s.RDB, []string{ref.key()}, owner, mode).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("sidestore: reading %s: %w", ref, formatErr(err, ref.String()))
+	}
+	switch code, _ := res[0].(int64); code {
+	case 0:
+		return nil, fmt.Errorf("%w: %s (expired after its TTL, or released)", ErrMissing, ref)
+	case 1:
+		return res, nil
+	}
+	return nil, fmt.Errorf("%w: %s", ErrNotOwner, ref)
 }
 
 // Release ends the task owner's ownership of what refs name, where it has
