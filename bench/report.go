@@ -435,6 +435,44 @@ they explain the design, they do not describe this run. The benchmarks above are
   19 reads its 99 KiB document from the side store while the holder renders. Those are the
   candidates left (pipelining the finish's steps; entering the gate before resolving the document);
   the gate's own wake path is one script and one sharded message.
+- **Frames on demand** (issue 39, third pass, 2026-12-02 00:45–01:40 UTC, no other work on the
+  machine but the host's speed drifting by up to 1.2× between runs). What the bare tab pays and a print
+  never uses: the compositor's frames, the raster and draw of the viewport after the load and on every
+  change. A bare-tab experiment (one Go-spec print at a time, the browser tree's CPU per print, medians of
+  8–30 interleaved renders): a browser context per render 480–630 ms; the same tab under BeginFrame
+  control and never given a frame 410–560 ms (10–18 % less in four runs); given frames at 60 a second
+  throughout, 7 % less at 30 renders and between 2 % more and 10 % less in shorter runs. Found on the
+  way: BeginFrame needs ` + "`" + `--run-all-compositor-stages-before-draw` + "`" + `; two BeginFrames in flight at once, of
+  any tabs, crash the browser's GPU process ("Got overlapping IssueExternalBeginFrame"; after three the
+  browser went, in TestRender_NoLeaksOverManyRenders), so a browser gives one at a time; a BeginFrame to
+  a page whose main thread is busy waits for it, so it is bounded (300 ms); and a pump through the load
+  held that one BeginFrame against the other tabs (section 7, 4 clients on two workers: 0.96 PDF/s), so
+  frames are given at the readiness steps only (internal/render doc.go). The Renderer
+  (BenchmarkConcurrentRenders, ` + "`" + `ours` + "`" + ` against ` + "`" + `ours-chromium-frames` + "`" + `, 8–16 bursts): at 2 clients with
+  the pump 0.499 against 0.546 and 0.469 against 0.500 CPU-s per render; with frames at the readiness
+  steps 0.474 against 0.474 (16 bursts) and 0.514 against 0.511 (8); at 1 client 0.498 against 0.528
+  (16). So the frames a page is given cost what Chromium's own did; the saving is in giving none.
+  With no frame at all for a static page without lazy images or animations (the Go specification):
+  2 clients 0.494 against 0.526 CPU-s and 3.31 against 2.97 renders/s, 1 client 0.498 against 0.542
+  and 2.09 against 1.84 (16 bursts each); and a page whose wait_for is true when first asked (the
+  sample manual) gets none either (section 7: the manual went from 1.06–1.11× to 1.16–1.23× the bare
+  tab's throughput). What it gives besides is readiness: a lazy image of the first screen is printed however late it arrives (with
+  Chromium's frames it raced the print, and lost, in TestRender_PrintsLazyImageOfFirstScreen), and a
+  page that works in requestAnimationFrame gets its frames during the virtual quiet period, a budget
+  that passes in 2 ms of real time and so left room for Chromium's frames only by chance. A CPU
+  profile of the worker's Go through 40 Go-spec exports (in-process, 2 clients): durable file
+  storage about 10 ms of CPU per export (its writes and fsyncs; the same writes alone, measured apart,
+  4.6 ms of the machine's CPU), the render's own CDP traffic about 3 ms; a stored, durable artifact
+  stays the price of the pipeline against a print to nowhere.
+- **Sections 1 and 4 after frames on demand** (2026-12-02 02:37 UTC, ` + "`" + `go run ./bench -only
+  single,binaries,dedup -gobench=false` + "`" + `, 70 s, on the host slower than at 17:48: one export 396 ms
+  against 264). Section 4, one export through the pipeline against the bare tab printing the sample
+  manual to nowhere: 0.79× (per run 0.85×, 0.76–0.93), where the 17:48 run had 1.04×: the manual's
+  wait_for is true when first asked, so its tab gets no frame. K=20 duplicates: 3 bin/worker 1.40×
+  one export (1.23–1.60), 3 in-process workers 1.19× (1.12–1.34), against 1.20× and 1.22× at 17:48;
+  the holder's render took 470 ms (451–517) against one export's 396, slowed by what the 19 waiters
+  do on the same 2 cores meanwhile (each reads and decompresses its 99 KiB document before it
+  reaches the gate). Not spliced into the summary: its host differs from the rest of the report's.
 - **Tab designs** (the former BenchmarkTabDesign: a 3-page page from a local server, medians). Tab
   lifecycle plus print: about 260 ms with a fresh browser context per render, 155 ms with a new tab in
   the shared context, 105 ms with one warm tab reset between renders, 700 ms with a new browser; a
