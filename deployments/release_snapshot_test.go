@@ -11,10 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -254,6 +256,7 @@ type tarFile struct {
 	data   []byte
 	mode   os.FileMode
 	header tar.Header
+	index  int // its place in the archive, from 0
 }
 
 // differingSums lists the files whose checksum differs between two
@@ -380,7 +383,7 @@ func readTarGz(t *testing.T, path string) map[string]tarFile {
 		if err != nil {
 			t.Fatalf("%s: %s: %v", path, h.Name, err)
 		}
-		files[h.Name] = tarFile{data: data, mode: h.FileInfo().Mode(), header: *h}
+		files[h.Name] = tarFile{data: data, mode: h.FileInfo().Mode(), header: *h, index: len(files)}
 	}
 }
 
@@ -412,27 +415,9 @@ func binaryOrder(entries string, binaries map[string]string) string {
 // tarOrder lists an archive's entries in the order it holds them.
 func tarOrder(t *testing.T, path string) string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	var names []string
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return strings.Join(names, ",")
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		names = append(names, h.Name)
-	}
+	files := readTarGz(t, path)
+	names := slices.SortedFunc(maps.Keys(files), func(a, b string) int { return files[a].index - files[b].index })
+	return strings.Join(names, ",")
 }
 
 // checkELF: a static Linux executable for arch (CGO off: no interpreter).

@@ -123,19 +123,25 @@ func manualPayload() spec.Request {
 		Options: spec.Options{WaitFor: "window.__PDF_READY__===true"}}
 }
 
-func TestExport_ConcurrentDuplicatesRenderOnce(t *testing.T) {
-	e := startEnv(t, 2)
-	const duplicates = 6
-	statuses := make([]exportclient.Status, duplicates)
+// exportAll exports n duplicates of p at once and returns their statuses.
+func (e *env) exportAll(t *testing.T, p spec.Request, n int) []exportclient.Status {
+	t.Helper()
+	statuses := make([]exportclient.Status, n)
 	var wg sync.WaitGroup
-	for i := range duplicates {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			statuses[i] = e.export(t, manualPayload())
+			statuses[i] = e.export(t, p)
 		}()
 	}
 	wg.Wait()
+	return statuses
+}
+
+func TestExport_ConcurrentDuplicatesRenderOnce(t *testing.T) {
+	e := startEnv(t, 2)
+	statuses := e.exportAll(t, manualPayload(), 6)
 
 	rendered := 0
 	key := manualPayload().ArtifactKey()
@@ -215,18 +221,8 @@ func TestExport_OnlyTheRenderReadsTheDocument(t *testing.T) {
 	big := manualPayload()
 	big.Source.HTML = strings.Replace(manualHTML, "<body>", "<body><!--"+strings.Repeat("padding ", sidestore.HTMLThreshold/8)+"-->", 1)
 	const duplicates = 4
-	statuses := make([]exportclient.Status, duplicates)
-	var wg sync.WaitGroup
-	for i := range duplicates {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			statuses[i] = e.export(t, big)
-		}()
-	}
-	wg.Wait()
 	rendered := 0
-	for _, st := range statuses {
+	for _, st := range e.exportAll(t, big, duplicates) {
 		if st.State != exportclient.StateCompleted || st.Result == nil || st.Result.Pages != 3 {
 			t.Fatalf("export %s ended %s (%+v): %s", st.TaskID, st.State, st.Result, st.Error)
 		}
