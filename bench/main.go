@@ -55,6 +55,51 @@ type options struct {
 	command      string        // how this run was invoked, for the report
 }
 
+// scenario is one section of the report: its -only key, its name in the
+// log, and what measures it.
+type scenario struct {
+	key, name string
+	f         func(context.Context, *benchEnv, *report) error
+}
+
+// scenarios are the report's sections in the order they run; -only names
+// them by key.
+var scenarios = []scenario{
+	{"single", "pipeline overhead, long document, cache-hit breakdown (1 in-process worker)", scenarioSingleWorker},
+	{"pickup", "enqueue → render start latency (default interval vs asynq's 1s)", scenarioPickup},
+	{"dedup", "K duplicates, in-process workers, gate vs no gate", scenarioDedupInProcess},
+	{"binaries", "K duplicates and cache hits on worker processes (bin/worker)", scenarioBinaries},
+	{"capacity", "Redis capacity of inline HTML, enqueue latency of 2 MiB", scenarioCapacity},
+	{"delivery", "the way back to the client: CLI cache hits, long-poll, Wait", scenarioDelivery},
+	{"distinct", "distinct documents: bin/worker vs the bare tab of a peer and the old design", scenarioDistinct},
+	{"fairness", "interactive exports during a catalogue re-render: batch lane vs one lane", scenarioFairness},
+	{"costs", "per-export Redis costs: commands, CPU and bytes of a hit, a render, a cancel", scenarioCosts},
+	{"docopts", "document options: metadata, watermark, encryption vs the plain export", scenarioDocOptions},
+	{"idle", "idle cost and pick-up after idle: doorbell vs polling every 1 s and 10 ms", scenarioIdle},
+	{"manual", "a whole manual from chapters (Node.js docs) vs all.html and a peer's per-page merge", scenarioManual},
+	{"links", "reader links: stored PDFs from one bin/api vs http.FileServer; POST answered from storage", scenarioLinks},
+}
+
+// scenarioKeys lists the scenarios' keys.
+func scenarioKeys() string {
+	keys := make([]string, len(scenarios))
+	for i, s := range scenarios {
+		keys[i] = s.key
+	}
+	return strings.Join(keys, ", ")
+}
+
+// unknownScenarios lists the names of only that no scenario has.
+func unknownScenarios(only string) []string {
+	var unknown []string
+	for _, name := range strings.Split(only, ",") {
+		if !slices.ContainsFunc(scenarios, func(s scenario) bool { return s.key == name }) {
+			unknown = append(unknown, name)
+		}
+	}
+	return unknown
+}
+
 func main() {
 	if os.Getenv(idleWorkerEnv) == "1" { // a worker process of section 12
 		os.Exit(idleWorkerMain())
@@ -94,6 +139,14 @@ func main() {
 		o.loadN = min(o.loadN, 60)
 		o.renderBench = "1x"
 		o.renderCount = 1
+	}
+	if o.only != "" {
+		// An unknown name would run nothing and still write the (empty)
+		// report over -out.
+		if unknown := unknownScenarios(o.only); len(unknown) > 0 {
+			fmt.Fprintf(os.Stderr, "bench: -only names no scenario %q (known: %s)\n", unknown, scenarioKeys())
+			os.Exit(2)
+		}
 	}
 	if o.runs < 1 || o.k < 2 || o.workers < 1 || o.pickN < 2 || o.pickSlowN < 2 || o.hitN < 2 || o.idleN < 2 || o.loadN < 2 || o.idleWindow < time.Second {
 		fmt.Fprintln(os.Stderr, "bench: -runs ≥ 1, -k ≥ 2, -workers ≥ 1 and ≥ 2 samples are required")
@@ -182,24 +235,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	rep.machine.redis = redisSrv.Version
 
 	env := &benchEnv{o: o, work: work, redis: redisSrv, manual: string(manual), keepWork: &keepWork}
-	for _, s := range []struct {
-		key, name string
-		f         func(context.Context, *benchEnv, *report) error
-	}{
-		{"single", "pipeline overhead, long document, cache-hit breakdown (1 in-process worker)", scenarioSingleWorker},
-		{"pickup", "enqueue → render start latency (default interval vs asynq's 1s)", scenarioPickup},
-		{"dedup", "K duplicates, in-process workers, gate vs no gate", scenarioDedupInProcess},
-		{"binaries", "K duplicates and cache hits on worker processes (bin/worker)", scenarioBinaries},
-		{"capacity", "Redis capacity of inline HTML, enqueue latency of 2 MiB", scenarioCapacity},
-		{"delivery", "the way back to the client: CLI cache hits, long-poll, Wait", scenarioDelivery},
-		{"distinct", "distinct documents: bin/worker vs the bare tab of a peer and the old design", scenarioDistinct},
-		{"fairness", "interactive exports during a catalogue re-render: batch lane vs one lane", scenarioFairness},
-		{"costs", "per-export Redis costs: commands, CPU and bytes of a hit, a render, a cancel", scenarioCosts},
-		{"docopts", "document options: metadata, watermark, encryption vs the plain export", scenarioDocOptions},
-		{"idle", "idle cost and pick-up after idle: doorbell vs polling every 1 s and 10 ms", scenarioIdle},
-		{"manual", "a whole manual from chapters (Node.js docs) vs all.html and a peer's per-page merge", scenarioManual},
-		{"links", "reader links: stored PDFs from one bin/api vs http.FileServer; POST answered from storage", scenarioLinks},
-	} {
+	for _, s := range scenarios {
 		if o.only != "" && !slices.Contains(strings.Split(o.only, ","), s.key) {
 			continue
 		}
