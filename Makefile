@@ -63,7 +63,7 @@ test-short: ## the tests that need no server, browser or built binary (30 CPU-s 
 	$(GO) test -short -count=1 ./...
 	@for m in $(NESTED_MODULES); do (cd $$m && $(GO) test -short -count=1 ./...) || exit 1; done
 
-lint: ## gofmt, go vet, staticcheck, the vendored asynq against upstream, apidiff of exportclient, govulncheck (all pinned; offline database)
+lint: ## gofmt, go vet, staticcheck, the vendored asynq against upstream, apidiff of exportclient, govulncheck (all pinned; offline database), no tracker numbers or figures in comments
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	@for m in $(NESTED_MODULES); do echo "vet: $$m"; (cd $$m && $(GO) vet ./... && $(GO) vet -tags release ./...) || exit 1; done
@@ -77,6 +77,7 @@ lint: ## gofmt, go vet, staticcheck, the vendored asynq against upstream, apidif
 	GO=$(GO) VULNDB_VERSION=$(VULNDB_VERSION) scripts/vulncheck.sh . $(NESTED_MODULES)
 	@scripts/check-modules.sh . $(NESTED_MODULES)
 	@scripts/check-vendored.sh
+	@scripts/check-words.sh
 
 bench: setup build ## benchmarks vs same-run baselines: prints a table, writes BENCHMARKS.md (BENCH_FLAGS=-quick: harness check)
 	$(GO) run ./bench $(BENCH_FLAGS)

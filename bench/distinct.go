@@ -457,7 +457,7 @@ func (d *distinctResult) sameBuild() string {
 }
 
 // rows are the summary lines of section 7: per document and client count,
-// the pipeline against the bare tab on the same build, with issue 39's
+// the pipeline against the bare tab on the same build, with its
 // targets: every row at least the bare tab's throughput for no more of its
 // CPU, and the sample manual at 1 client 1.1× its throughput.
 func (d *distinctResult) rows() []row {

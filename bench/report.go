@@ -352,11 +352,11 @@ they explain the design, they do not describe this run. The benchmarks above are
   headless shell cost 0.67–0.72× one on the full browser (about 30 % less CPU), and the shell started
   in about 150 ms against about 400 ms. The machine's speed drifted by up to 1.5× between runs (0.64–0.98
   CPU-s for the Go specification in the bare tab on the shell).
-- **One render, step by step** (internal/render BenchmarkRenderBreakdown, issue 39, 2026-12-01 on
+- **One render, step by step** (internal/render BenchmarkRenderBreakdown, 2026-12-01 on
   the headless shell, one render at a time, the designs interleaved, medians of 8–10 renders; the
   machine was shared with other sessions' builds and benchmarks, load average 9–23 on 2 cores, so
   walls are upper bounds and the browser's CPU, the on-CPU time of every process of its tree, is the
-  figure). Wall ms · browser CPU ms per step, before the changes of issue 39:
+  figure). Wall ms · browser CPU ms per step, before readiness on the page's clock, the spare tab and frames on demand:
 
   | step | bare tab (peer) | pipeline's Renderer |
   |---|---|---|
@@ -388,7 +388,7 @@ they explain the design, they do not describe this run. The benchmarks above are
   ` + "`" + `RENDER_CONCURRENCY` + "`" + ` tabs, so two on 2 cores run 4 tabs and two browsers' overhead on cores one
   worker already saturates from 2 clients on; one worker per 2 cores (docs/CAPACITY.md) stays the
   topology.
-- **Section 7's remaining gaps, measured** (issue 39, second pass, 2026-12-01 22:00–22:50 UTC, on a
+- **Section 7's remaining gaps, measured** (the render's second pass, 2026-12-01 22:00–22:50 UTC, on a
   machine loaded by four other sessions' tests: load average 14–36 on 2 cores and the machine 100 %
   busy before every run, so walls are 2–5× section 7's and only ratios within one run and CPU figures
   mean anything). *The Go spec at 2 clients.* One render at a time (BenchmarkRenderBreakdown,
@@ -435,7 +435,7 @@ they explain the design, they do not describe this run. The benchmarks above are
   19 reads its 99 KiB document from the side store while the holder renders. Those are the
   candidates left (pipelining the finish's steps; entering the gate before resolving the document);
   the gate's own wake path is one script and one sharded message.
-- **Frames on demand** (issue 39, third pass, 2026-12-02 00:45–01:40 UTC, no other work on the
+- **Frames on demand** (the render's third pass, 2026-12-02 00:45–01:40 UTC, no other work on the
   machine but the host's speed drifting by up to 1.2× between runs). What the bare tab pays and a print
   never uses: the compositor's frames, the raster and draw of the viewport after the load and on every
   change. A bare-tab experiment (one Go-spec print at a time, the browser tree's CPU per print, medians of

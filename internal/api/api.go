@@ -98,10 +98,10 @@ type api struct {
 
 // DefaultMaxWaiters is API_MAX_WAITERS' default. A waiting long-poll holds
 // a goroutine, a connection and one Redis read a second (plus its share of
-// the one subscription per process): 1000 of them measured 1000 Redis
-// commands a second, about 1% of a Redis core, and 35 MiB of heap with
-// their HTTP clients in the same process, while a flood of ?wait= past
-// the cap answers 429 at once instead of growing both without bound.
+// the one subscription per process), so the cap bounds both the Redis load
+// and the heap the waiters cost (docs/HTTP-API.md has the measured cost of
+// the default), while a flood of ?wait= past it answers 429 at once
+// instead of growing both without bound.
 const DefaultMaxWaiters = 1000
 
 // waitRetryAfter is the Retry-After of a long-poll refused for the cap:

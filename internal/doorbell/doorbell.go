@@ -112,10 +112,11 @@ type Config struct {
 
 // DefaultCoalesce bounds an idle worker's polls under a stream of rings to
 // 200 a second, and delays only the pick-up of a task enqueued within 5 ms
-// of the previous wake-up. A window of 25 ms cost a steady 40 exports/s
-// (whose enqueues are about 25 ms apart) a p50 pick-up of 9.8 ms instead
-// of 0.7 ms (BENCHMARKS.md section 12, "under load"): the window must stay
-// short against the gaps of a steady load, long against those of a burst.
+// of the previous wake-up. A window as long as the gap between a steady
+// load's enqueues delays nearly every pick-up of that load by up to the
+// window (BENCHMARKS.md section 12, "under load", has the figures): the
+// window must stay short against the gaps of a steady load, long against
+// those of a burst.
 const DefaultCoalesce = 5 * time.Millisecond
 
 // New returns a Bell; it does no I/O until Start.

@@ -16,11 +16,10 @@ import (
 // MaxLinearizeBytes bounds the PDF options.fast_web_view linearizes when no
 // other document option asks pdfcpu to rewrite it. qpdf runs in a process
 // of its own, so the worker's heap does not pay for it, but qpdf holds the
-// whole document: 766 MiB resident and 9.5 CPU-seconds for the 55 MiB,
-// 1,359-page print of the Node.js manual's all.html (`/usr/bin/time -v qpdf
-// --linearize`), about 14 times the PDF. One linearization at a time per
-// worker (the Workspace's slot), so a worker needs at most about 3.5 GiB
-// more for it.
+// whole document, many times the PDF's size in memory (docs/CAPACITY.md,
+// "Fast web view"). One linearization at a time per worker (the
+// Workspace's slot), so this bound is what caps a worker's extra memory
+// for it.
 const MaxLinearizeBytes = 256 << 20
 
 // qpdfWaitDelay is how long a canceled qpdf gets to exit after SIGKILL

@@ -27,7 +27,7 @@ const (
 )
 
 // TestRender_OutputUnchanged: the renders of today print the same pages as
-// the renders before issue 39 (the network quiet period in real time, and
+// the renders before readiness on the page's clock (the network quiet period in real time, and
 // Chromium's own frames), compared as images (pdftoppm): with the quiet
 // period on the page's virtual clock, and with that and frames on demand
 // (frames.go), the default. The documents: the Go specification (static),
