@@ -59,11 +59,10 @@ test: setup ## run every test (race detector, real Redis/Chromium/S3 server)
 	@# Every exchange recorded above, against api/openapi.yaml; none is a failure.
 	cd api && $(GO) vet ./... && PDFEXPORT_API_EXCHANGES=$(API_EXCHANGES) $(GO) test -count=1 ./...
 
-test-short: ## the tests that need no server, browser or built binary (30 CPU-s warm)
-	$(GO) test -short -count=1 ./...
-	@for m in $(NESTED_MODULES); do (cd $$m && $(GO) test -short -count=1 ./...) || exit 1; done
+test-short: ## the tests that need no server, browser or built binary, checked to start none (30 CPU-s warm)
+	@GO=$(GO) scripts/check-short.sh $(NESTED_MODULES)
 
-lint: ## gofmt, go vet, staticcheck, the vendored asynq against upstream, apidiff of exportclient, govulncheck (all pinned; offline database), no tracker numbers or figures in comments
+lint: ## gofmt, go vet, staticcheck, the vendored asynq against upstream, apidiff of exportclient, govulncheck (all pinned; offline database), no tracker numbers or figures in comments, -short starts nothing
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	@for m in $(NESTED_MODULES); do echo "vet: $$m"; (cd $$m && $(GO) vet ./... && $(GO) vet -tags release ./...) || exit 1; done
@@ -78,6 +77,7 @@ lint: ## gofmt, go vet, staticcheck, the vendored asynq against upstream, apidif
 	@scripts/check-modules.sh . $(NESTED_MODULES)
 	@scripts/check-vendored.sh
 	@scripts/check-words.sh
+	@GO=$(GO) scripts/check-short.sh $(NESTED_MODULES)
 
 bench: setup build ## benchmarks vs same-run baselines: prints a table, writes BENCHMARKS.md (BENCH_FLAGS=-quick: harness check)
 	$(GO) run ./bench $(BENCH_FLAGS)

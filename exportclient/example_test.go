@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -235,7 +236,22 @@ func exampleRedis() string {
 	return exampleRedisSrv.Addr()
 }
 
+// redisExamples are the examples that run against a redis-server of their
+// own: an example cannot skip itself, so under -short (which starts no
+// server) TestMain leaves them out with -test.skip.
+const redisExamples = "^ExampleClient_Cancel$"
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		skip := redisExamples
+		if prev := flag.Lookup("test.skip").Value.String(); prev != "" {
+			skip = prev + "|" + skip
+		}
+		if err := flag.Set("test.skip", skip); err != nil {
+			log.Fatal(err)
+		}
+	}
 	code := m.Run()
 	if exampleRedisSrv != nil {
 		exampleRedisSrv.Stop()

@@ -61,11 +61,10 @@ func TestBinary_ServesTheAPIAndStopsOnSIGTERM(t *testing.T) {
 	cmd.Env = []string{"REDIS_URL=" + redis.URL(), "API_ADDR=" + addr, "API_TOKEN=t0k", "STORAGE_URL=file://" + t.TempDir(), "ALLOWED_HOSTS=docs.example.com", "LOG_FORMAT=text"}
 	var logs harness.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
+	done, err := harness.StartTied(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -134,10 +133,11 @@ func TestBinary_ClientsFile(t *testing.T) {
 		"STORAGE_URL=file://" + t.TempDir(), "LOG_FORMAT=text"}
 	var logs harness.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
+	exited, err := harness.StartTied(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := harness.WaitHTTP(ctx, "http://"+addr+"/healthz", nil); err != nil {

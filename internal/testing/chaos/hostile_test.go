@@ -231,10 +231,11 @@ func TestHostileInputs(t *testing.T) {
 	serve.Env = append(slices.Clone(c.env), "API_ADDR="+apiAddr)
 	var serveLog harness.SyncBuffer
 	serve.Stdout, serve.Stderr = &serveLog, &serveLog
-	if err := serve.Start(); err != nil {
+	served, err := harness.StartTied(serve)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = serve.Process.Signal(syscall.SIGTERM); _ = serve.Wait() })
+	t.Cleanup(func() { _ = serve.Process.Signal(syscall.SIGTERM); <-served })
 	hctx, hcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer hcancel()
 	if err := harness.WaitHTTP(hctx, "http://"+apiAddr+"/healthz", nil); err != nil {

@@ -61,6 +61,9 @@ func TestFreePortAndSyncBuffer(t *testing.T) {
 // SIGTERM is killed with its group after the grace period; a child it
 // started goes with it.
 func TestProc_StopAndKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the harness starts no process")
+	}
 	p, err := Start("sleeper", "", "/bin/sh", nil, "-c", "echo started; exec sleep 30")
 	if err != nil {
 		t.Fatal(err)
@@ -100,6 +103,9 @@ func TestProc_StopAndKill(t *testing.T) {
 
 // TestStartRedis answers PING on its port and stops.
 func TestStartRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	r, err := StartRedis(context.Background(), t.TempDir(), 0)
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,9 @@ import (
 )
 
 // Proc is a child process in its own process group, so that stopping it
-// also stops what it started (Chromium below a worker). Its output goes to a
+// also stops what it started (Chromium below a worker), and tied to the
+// test process (StartTied), so that it dies with a test binary that times
+// out or is killed. Its output goes to a
 // log file, or to memory when no log file is named.
 type Proc struct {
 	Name string
@@ -42,15 +44,15 @@ func Start(name, logPath, bin string, env []string, args ...string) (*Proc, erro
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = w, w
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
+	exited, err := StartTied(p.cmd)
+	if err != nil {
 		if logFile != nil {
 			logFile.Close()
 		}
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
 	}
 	go func() {
-		p.err = p.cmd.Wait()
+		p.err = <-exited
 		if logFile != nil {
 			logFile.Close()
 		}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/pdfexport/pdfexport/internal/testing/harness"
 )
 
 // VersityGWVersion is the versitygw release the tests run against;
@@ -176,12 +178,12 @@ func (s *S3Server) Start() {
 	// Keep the test's AWS_* and VGW_* environment out of the server.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + s.dir}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	exited, err := harness.StartTied(cmd)
+	if err != nil {
 		s.t.Fatalf("starting %s: %v", s.bin, err)
 	}
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	go func() { <-exited; close(done) }()
 	s.cmd, s.done = cmd, done
 
 	hc := &http.Client{Timeout: 500 * time.Millisecond}
