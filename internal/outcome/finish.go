@@ -69,7 +69,9 @@ const RedriveAfter = 30 * time.Second
 //	ARGV[4] the envelope (JSON, "" for none)   ARGV[5] archived ttl (ms), 0: none
 //
 // Returns 1 when this call recorded, 0 otherwise.
-var recordScript = redis.NewScript(`
+var recordScript = redis.NewScript(recordBody)
+
+const recordBody = `
 if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
   redis.call("HSET", KEYS[2], "queue", ARGV[3], "envelope", ARGV[4])
   redis.call("PEXPIRE", KEYS[2], ARGV[2])
@@ -80,7 +82,37 @@ if keep > 0 and redis.call("PTTL", KEYS[1]) < keep then
   redis.call("PEXPIRE", KEYS[1], keep)
 end
 return 0
+`
+
+// indexAndRecordScript is recordScript with the index entry added first,
+// in the same step: where every key lives on one server (no Cluster), a
+// Finish indexes and records in one round trip, and a process dying
+// between the two cannot happen.
+//
+//	KEYS[3] keyspace.FinishingIndex   ARGV[6] the entry's score (unix ms)   ARGV[7] the task id
+var indexAndRecordScript = redis.NewScript(`redis.call("ZADD", KEYS[3], ARGV[6], ARGV[7])` + recordBody)
+
+// announceAndClearScript announces a final state and clears the finishing
+// marker and the index entry, in that order and in one step: the last
+// steps of a Finish on one server with nothing else owed.
+//
+//	KEYS[1] the finishing marker   KEYS[2] keyspace.FinishingIndex
+//	ARGV[1] the channel   ARGV[2] the announcement   ARGV[3] the task id
+var announceAndClearScript = redis.NewScript(`
+redis.call("SPUBLISH", ARGV[1], ARGV[2])
+redis.call("DEL", KEYS[1])
+redis.call("ZREM", KEYS[2], ARGV[3])
+return 1
 `)
+
+// oneServer reports whether every key a Finish touches lives on one Redis
+// server, so that one script may name keys of different Cluster slots (the
+// index and the task's keys). On a Cluster the steps stay apart, in their
+// crash-safe order.
+func (r *Finisher) oneServer() bool {
+	_, cluster := r.RDB.(*redis.ClusterClient)
+	return !cluster
+}
 
 // Finish makes an export final with f (f.TaskID and f.State required). The
 // first call for a task records f and then, for that task: releases what it
@@ -128,11 +160,18 @@ func (r *Finisher) Finish(ctx context.Context, queue string, env *spec.Envelope,
 	// Indexed before the record, so that a process dying right after the
 	// record leaves an entry the sweep finds; a call that does not record
 	// leaves one the sweep drops (no marker).
-	if err := r.RDB.ZAdd(ctx, keyspace.FinishingIndex, redis.Z{Score: float64(time.Now().UnixMilli()), Member: f.TaskID}).Err(); err != nil {
-		return Finished{}, fmt.Errorf("outcome: indexing the finish of %s: %w", f.TaskID, err)
+	now := time.Now().UnixMilli()
+	var won int
+	if r.oneServer() {
+		won, err = indexAndRecordScript.Run(ctx, r.RDB, []string{keyspace.Final(f.TaskID), keyspace.Finishing(f.TaskID), keyspace.FinishingIndex},
+			body, ttl.Milliseconds(), queue, envJSON, keep.Milliseconds(), now, f.TaskID).Int()
+	} else {
+		if err := r.RDB.ZAdd(ctx, keyspace.FinishingIndex, redis.Z{Score: float64(now), Member: f.TaskID}).Err(); err != nil {
+			return Finished{}, fmt.Errorf("outcome: indexing the finish of %s: %w", f.TaskID, err)
+		}
+		won, err = recordScript.Run(ctx, r.RDB, []string{keyspace.Final(f.TaskID), keyspace.Finishing(f.TaskID)},
+			body, ttl.Milliseconds(), queue, envJSON, keep.Milliseconds()).Int()
 	}
-	won, err := recordScript.Run(ctx, r.RDB, []string{keyspace.Final(f.TaskID), keyspace.Finishing(f.TaskID)},
-		body, ttl.Milliseconds(), queue, envJSON, keep.Milliseconds()).Int()
 	if err != nil {
 		return Finished{}, fmt.Errorf("outcome: recording %s as %s: %w", f.TaskID, f.State, err)
 	}
@@ -163,6 +202,16 @@ func (r *Finisher) complete(ctx context.Context, taskID, queue string, env *spec
 		var err error
 		n, err = r.release(ctx, taskID, env)
 		errs = append(errs, err)
+	}
+	callback := env != nil && env.Callback != nil && env.Callback.URL != ""
+	if !announced && !callback && errors.Join(errs...) == nil && r.oneServer() {
+		// A reply lost after the script ran leaves nothing owed; a script
+		// that did not run leaves the marker for a re-drive.
+		if err := announceAndClearScript.Run(ctx, r.RDB, []string{keyspace.Finishing(taskID), keyspace.FinishingIndex},
+			keyspace.FinalChannel, body, taskID).Err(); err != nil {
+			return n, fmt.Errorf("outcome: announcing %s: %w", taskID, err)
+		}
+		return n, nil
 	}
 	if !announced {
 		if err := r.RDB.SPublish(ctx, keyspace.FinalChannel, body).Err(); err != nil {

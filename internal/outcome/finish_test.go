@@ -454,3 +454,84 @@ func TestSweep_DropsTheOwnersOfDeletedTasks(t *testing.T) {
 		t.Errorf("%d documents left in the index", n)
 	}
 }
+
+// roundTrips counts the commands and pipelines a client sends.
+type roundTrips struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.mu.Lock()
+		h.names = append(h.names, cmd.Name())
+		h.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.mu.Lock()
+		h.names = append(h.names, "pipeline")
+		h.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+func (h *roundTrips) take() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.names
+	h.names = nil
+	return n
+}
+
+// TestFinish_OneServerInTwoRoundTripsAndItsReleases: on one Redis server
+// (no Cluster), a Finish indexes and records in one script, releases each
+// item beside the task in one, and announces and clears in one: two round
+// trips and one per item (warm scripts), where the steps one by one took
+// five and one per item. What it leaves is
+// what the steps one by one left: the record, the announcement, no marker,
+// no index entry, the document released.
+func TestFinish_OneServerInTwoRoundTripsAndItsReleases(t *testing.T) {
+	_, rdb, fin := setup(t)
+	ctx := context.Background()
+	hook := &roundTrips{}
+	rdb.AddHook(hook)
+	seen := announcements(t, rdb)
+	for i, task := range []string{"warm", "counted"} {
+		env := ownedEnvelope(t, rdb, task, "<p>the manual")
+		hook.take()
+		done, err := fin.Finish(ctx, "default", env, spec.Final{TaskID: task, State: spec.StateCompleted})
+		if err != nil || !done.Recorded || done.Released == 0 {
+			t.Fatalf("Finish(%s) = %+v, %v; want recorded and released", task, done, err)
+		}
+		trips := hook.take()
+		if want := 2 + len(sidestore.Refs(env)); i == 1 && len(trips) != want {
+			t.Errorf("Finish took %d round trips %v, want %d", len(trips), trips, want)
+		}
+		for _, key := range []string{keyspace.Finishing(task)} {
+			if n, err := rdb.Exists(ctx, key).Result(); err != nil || n != 0 {
+				t.Errorf("%s left behind: %d, %v", key, n, err)
+			}
+		}
+		if _, err := rdb.ZScore(ctx, keyspace.FinishingIndex, task).Result(); !errors.Is(err, redis.Nil) {
+			t.Errorf("index entry of %s left behind: %v", task, err)
+		}
+		if rec, ok, err := fin.Recorded(ctx, task); err != nil || !ok || rec.State != spec.StateCompleted {
+			t.Errorf("record of %s = %+v, %v, %v", task, rec, ok, err)
+		}
+		if _, err := (&sidestore.Store{RDB: rdb}).Get(ctx, task, sidestore.Ref{HTML: env.Source.HTMLRef}); err == nil {
+			t.Errorf("the document of %s is still readable by it after its Finish", task)
+		}
+	}
+	got := seen()
+	for _, task := range []string{"warm", "counted"} {
+		if len(got[task]) != 1 {
+			t.Errorf("announcements of %s = %v, want one", task, got[task])
+		}
+	}
+}
