@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Words that do not belong in the tree (make lint):
-# - references to the project's tracker ("issue 12", "ticket #3"): a
-#   comment, a doc or a benchmark row names the change or the target
-#   itself, which stays true after the tracker moves on;
+# - references to the project's tracker (the word issue or ticket and a
+#   number): a comment, a doc or a benchmark row names the change or the
+#   target itself, which stays true after the tracker moves on;
 # - measured figures in production comments ("766 MiB resident", "p50 of
 #   9.8 ms", "2.3 CPU-seconds"): they go stale with the next change. They
 #   live in BENCHMARKS.md and docs/CAPACITY.md, and the code says why and
