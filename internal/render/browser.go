@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,11 +138,12 @@ func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 			// Own process group so Close can kill every leftover child;
 			// Pdeathsig as chromedp's default does, should we die first.
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-			if r.nicePath != "" {
-				// nice(1) execs Chromium in its own process: the same pid,
-				// and every child forked from then on inherits the value.
-				cmd.Args = append([]string{r.nicePath, "-n", strconv.Itoa(r.cfg.Nice), cmd.Path}, cmd.Args[1:]...)
-				cmd.Path = r.nicePath
+			if r.nice.nice != "" {
+				// setpriv(1) and nice(1) exec Chromium in their own
+				// process: the same pid, and every child forked from then
+				// on inherits the value (and lacks CAP_SYS_NICE).
+				cmd.Args = r.nice.wrap(r.cfg.Nice, append([]string{cmd.Path}, cmd.Args[1:]...))
+				cmd.Path = cmd.Args[0]
 			}
 			b.cmdMu.Lock()
 			b.cmd = cmd

@@ -61,10 +61,11 @@ type Config struct {
 	// Observer receives render outcomes and browser restarts for metrics.
 	// nil means none.
 	Observer Observer
-	// Nice starts Chromium, and so every process of it, at this nice value
-	// (0-19; the worker's batch lane: BATCH_NICE), through nice(1): under
-	// CPU contention the renders of a browser at nice 0 go first. 0: the
-	// worker's own priority.
+	// Nice starts Chromium, and so every process and thread of it, at this
+	// nice value (0-19; the worker's batch lane: BATCH_NICE), through
+	// nice(1), and without CAP_SYS_NICE (nice.go): under CPU contention the
+	// renders of a browser at nice 0 go first. 0: the worker's own
+	// priority.
 	Nice int
 	// TempDir holds each browser's user data directory and is Chromium's
 	// TMPDIR: the worker's private directory (export.Workspace), so that
@@ -189,8 +190,8 @@ type Renderer struct {
 	cfg Config
 	log *slog.Logger
 
-	sem      chan struct{} // one token per tab that may render
-	nicePath string        // nice(1), when Config.Nice > 0
+	sem  chan struct{} // one token per tab that may render
+	nice niceCommand   // how the browser starts, when Config.Nice > 0
 
 	// lock guards cur. It is a channel so that waiting for it (while
 	// another goroutine starts the browser) honours a context.
@@ -263,16 +264,15 @@ func New(cfg Config) (*Renderer, error) {
 	} else {
 		cfg.ChromiumPath = p
 	}
-	var nicePath string
+	var nice niceCommand
 	switch {
 	case cfg.Nice < 0 || cfg.Nice > 19:
 		errs = append(errs, fmt.Errorf("nice %d: must be between 0 and 19", cfg.Nice))
 	case cfg.Nice > 0:
-		p, err := exec.LookPath("nice")
-		if err != nil {
+		var err error
+		if nice, err = findNiceCommand(); err != nil {
 			errs = append(errs, fmt.Errorf("nice %d: %w", cfg.Nice, err))
 		}
-		nicePath = p
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("render config: %w", err)
@@ -296,11 +296,11 @@ func New(cfg Config) (*Renderer, error) {
 		cfg.Observer = nopObserver{}
 	}
 	r := &Renderer{
-		cfg:      cfg,
-		nicePath: nicePath,
-		log:      cfg.Logger.With("component", "render"),
-		sem:      make(chan struct{}, cfg.Concurrency),
-		lock:     make(chan struct{}, 1),
+		cfg:  cfg,
+		nice: nice,
+		log:  cfg.Logger.With("component", "render"),
+		sem:  make(chan struct{}, cfg.Concurrency),
+		lock: make(chan struct{}, 1),
 	}
 	r.closing, r.closeCancel = context.WithCancelCause(context.Background())
 	return r, nil
