@@ -33,26 +33,28 @@ import (
 
 // options are the command-line settings of one benchmark run.
 type options struct {
-	runs         int           // repetitions of each measured scenario
-	quick        bool          // fewer runs and samples: validates the harness in ~2-3 min
-	out          string        // report file
-	bin          string        // directory with worker and enqueue binaries (make build)
-	manual       string        // the standard document
-	k            int           // duplicate requests
-	workers      int           // worker processes for the dedup scenario
-	pickN        int           // pick-up latency samples at the default TASK_CHECK_INTERVAL
-	pickSlowN    int           // pick-up latency samples at asynq's default 1s
-	hitN         int           // cache-hit samples
-	goBench      bool          // run the lock and render Go benchmarks
-	renderBench  string        // -benchtime of the render benchmarks
-	renderCount  int           // -count of the render benchmarks
-	goBenchLimit time.Duration // bound on all go test invocations together
-	keep         bool          // keep the work directory (logs, PDFs)
-	only         string        // run only these scenarios (comma-separated keys), for iterating
-	idleN        int           // pick-up samples after idle, per design and fleet size (section 12)
-	idleWindow   time.Duration // how long idle cost is measured, per design and fleet size
-	loadN        int           // pick-up samples under load, per design
-	command      string        // how this run was invoked, for the report
+	runs           int           // repetitions of each measured scenario
+	quick          bool          // fewer runs and samples: validates the harness in ~2-3 min
+	out            string        // report file
+	bin            string        // directory with worker and enqueue binaries (make build)
+	manual         string        // the standard document
+	k              int           // duplicate requests
+	workers        int           // worker processes for the dedup scenario
+	pickN          int           // pick-up latency samples at the default TASK_CHECK_INTERVAL
+	pickSlowN      int           // pick-up latency samples at asynq's default 1s
+	hitN           int           // cache-hit samples
+	goBench        bool          // run the lock and render Go benchmarks
+	renderBench    string        // -benchtime of the render benchmarks
+	renderCount    int           // -count of the render benchmarks
+	goBenchLimit   time.Duration // bound on all go test invocations together
+	keep           bool          // keep the work directory (logs, PDFs)
+	only           string        // run only these scenarios (comma-separated keys), for iterating
+	idleN          int           // pick-up samples after idle, per design and fleet size (section 12)
+	fairnessRounds int           // section 11's rounds per cell
+	fairnessFleets string        // section 11's worker counts, comma-separated
+	idleWindow     time.Duration // how long idle cost is measured, per design and fleet size
+	loadN          int           // pick-up samples under load, per design
+	command        string        // how this run was invoked, for the report
 }
 
 // scenario is one section of the report: its -only key, its name in the
@@ -124,6 +126,8 @@ func main() {
 	flag.DurationVar(&o.goBenchLimit, "gobench-timeout", 6*time.Minute, "bound on the go test subprocesses together")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (worker logs, PDFs) after the run")
 	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, capacity, delivery, distinct, fairness, costs, docopts, idle, manual, links (pickup and capacity need single); the report is then partial and written to -out all the same")
+	flag.IntVar(&o.fairnessRounds, "fairness-rounds", 3, "section 11: rounds per design and fleet size (each: interactive idle, batch alone, batch with interactive); every round must meet the targets")
+	flag.StringVar(&o.fairnessFleets, "fairness-fleets", "1,2", "section 11: the worker process counts measured, comma-separated")
 	flag.IntVar(&o.idleN, "idle-samples", 20, "section 12: pick-up samples after 1-2 s of idle, per design and fleet size")
 	flag.DurationVar(&o.idleWindow, "idle-window", 20*time.Second, "section 12: how long the idle cost of 10 workers is measured, per design (twice that for 1 worker)")
 	flag.IntVar(&o.loadN, "load-samples", 200, "section 12: pick-up samples under load (Poisson arrivals at 40/s), per design, over its rounds")
@@ -135,6 +139,7 @@ func main() {
 		o.pickSlowN = min(o.pickSlowN, 12)
 		o.hitN = min(o.hitN, 40)
 		o.idleN = min(o.idleN, 8)
+		o.fairnessRounds = min(o.fairnessRounds, 1)
 		o.idleWindow = min(o.idleWindow, 5*time.Second)
 		o.loadN = min(o.loadN, 60)
 		o.renderBench = "1x"
@@ -148,8 +153,8 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if o.runs < 1 || o.k < 2 || o.workers < 1 || o.pickN < 2 || o.pickSlowN < 2 || o.hitN < 2 || o.idleN < 2 || o.loadN < 2 || o.idleWindow < time.Second {
-		fmt.Fprintln(os.Stderr, "bench: -runs ≥ 1, -k ≥ 2, -workers ≥ 1 and ≥ 2 samples are required")
+	if o.runs < 1 || o.k < 2 || o.workers < 1 || o.pickN < 2 || o.pickSlowN < 2 || o.hitN < 2 || o.idleN < 2 || o.loadN < 2 || o.fairnessRounds < 1 || o.idleWindow < time.Second {
+		fmt.Fprintln(os.Stderr, "bench: -runs ≥ 1, -k ≥ 2, -workers ≥ 1, -fairness-rounds ≥ 1 and ≥ 2 samples are required")
 		os.Exit(2)
 	}
 
