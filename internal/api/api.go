@@ -38,7 +38,9 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/apiauth"
+	"github.com/pdfexport/pdfexport/internal/buildinfo"
 	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/gotenberg"
 	"github.com/pdfexport/pdfexport/internal/manuals"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -141,7 +143,43 @@ func newAPI(cfg Config) *api {
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
+	if a.store != nil {
+		// Gotenberg's routes (internal/gotenberg), for the API servers that
+		// call Gotenberg through its client libraries.
+		g := gotenberg.New(gotenberg.Config{Queue: a.client, Store: a.store, Stored: a.storedResult, Caller: a.gotenbergCaller,
+			Version: buildinfo.String(), Logger: a.log})
+		a.mux.Handle("POST /forms/", g)
+		a.mux.Handle("GET /health", g)
+		a.mux.Handle("GET /version", g)
+	}
 	return a
+}
+
+// gotenbergCaller is the queue and owner of a Gotenberg route's exports:
+// the caller's, as for POST /v1/exports without ?queue=.
+func (a *api) gotenbergCaller(r *http.Request) (queue, owner string) {
+	c := caller(r)
+	queue = a.client.Queue()
+	if !c.MayEnqueue(queue) && len(c.Queues) > 0 {
+		queue = c.Queues[0]
+	}
+	return queue, c.Owner
+}
+
+// bearerOf is the token of r's Authorization: a bearer token, or, on
+// Gotenberg's routes, the password of Basic authentication (Gotenberg's
+// own scheme, which its clients send when given a username and password).
+func bearerOf(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if got, ok := strings.CutPrefix(h, "Bearer "); ok {
+		return got
+	}
+	if strings.HasPrefix(r.URL.Path, "/forms/") || r.URL.Path == "/version" {
+		if _, pw, ok := r.BasicAuth(); ok {
+			return pw
+		}
+	}
+	return "" // a token without the scheme, or another scheme, is no token
 }
 
 // ErrListen wraps a failure to listen on the address: a configuration error
@@ -184,12 +222,8 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) e
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Readers follow links without a token: the link's handler decides
 	// (a signature, a public manual, or a token after all).
-	if r.URL.Path != "/healthz" && !strings.HasPrefix(r.URL.Path, "/v1/manuals/") {
-		got, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !bearer {
-			got = "" // a token without the scheme, or another scheme, is no token
-		}
-		c, ok := a.auth.Authenticate(got)
+	if r.URL.Path != "/healthz" && r.URL.Path != "/health" && !strings.HasPrefix(r.URL.Path, "/v1/manuals/") {
+		c, ok := a.auth.Authenticate(bearerOf(r))
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="pdfexport"`)
 			writeJSON(w, http.StatusUnauthorized, apiError{Error: "missing or wrong bearer token"})
