@@ -523,3 +523,99 @@ func execOut(name string, args ...string) (string, error) {
 	out, err := exec.Command(name, args...).CombinedOutput()
 	return string(out), err
 }
+
+// nodeModules installs the pinned Node tools (scripts/install-node-tools.sh,
+// a no-op when var/node-tools matches the lockfile) and returns their
+// node_modules.
+func nodeModules(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(filepath.Join(root, "scripts", "install-node-tools.sh")).CombinedOutput(); err != nil {
+		t.Fatalf("scripts/install-node-tools.sh (run by make setup): %v\n%s", err, out)
+	}
+	return filepath.Join(root, "var", "node-tools", "node_modules")
+}
+
+// TestBinaries_GotenbergClients: chromiumly and gotenberg-js-client (npm,
+// pinned) convert a URL, an HTML file with assets and a footer, and merge
+// the PDFs through bin/api; ten identical conversions at once through
+// chromiumly are one render, and a repeat is answered from storage.
+func TestBinaries_GotenbergClients(t *testing.T) {
+	e := startGotenbergEnv(t)
+	modules := nodeModules(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "logo.png"), []byte(pngOf(t)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(extra ...string) {
+		t.Helper()
+		cmd := exec.Command("node", "testdata/gotenberg-clients.cjs")
+		cmd.Env = append(os.Environ(), append([]string{"NODE_PATH=" + modules, "PDFEXPORT_URL=" + e.base, "PDFEXPORT_TOKEN=" + e.token,
+			"PAGE_URL=" + e.pages + "/pages/2", "OUT_DIR=" + dir}, extra...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("node: %v\n%s\napi:\n%s\nworker:\n%s", err, out, e.api.Tail(30), e.worker.Tail(30))
+		}
+	}
+	renders := e.renders()
+	run()
+	read := func(name string) answer {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return answer{code: 200, header: http.Header{"Content-Type": {"application/pdf"}}, body: b}
+	}
+	for _, tc := range []struct {
+		file, size string
+		pages      int
+		want, not  []string
+	}{
+		{"chromiumly-url.pdf", "792 x 612", 2, []string{"Page 1", "Page 2"}, nil},
+		{"chromiumly-html.pdf", "612 x 792", 1, []string{"Chromiumly assets STYLED", "page 1"}, []string{"HIDDEN"}},
+		{"chromiumly-merged.pdf", "", 3, []string{"Page 2", "STYLED"}, nil},
+		{"gjs-html.pdf", "", 1, []string{"gotenberg-js-client", "WITH-CSS"}, nil},
+		{"gjs-url.pdf", "", 2, []string{"Page 2"}, []string{"unused"}},
+		{"gjs-merged.pdf", "", 3, []string{"WITH-CSS", "Page 2"}, nil},
+	} {
+		pages, text, size := e.pdf(t, read(tc.file))
+		if pages != tc.pages || !strings.HasPrefix(size, tc.size) {
+			t.Errorf("%s: %d pages of %s, want %d of %s", tc.file, pages, size, tc.pages, tc.size)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s lacks %q: %q", tc.file, w, text)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(text, n) {
+				t.Errorf("%s holds %q", tc.file, n)
+			}
+		}
+		if imgs := pdfImages(t, filepath.Join(dir, tc.file)); strings.Contains(tc.file, "html") && imgs < 1 {
+			t.Errorf("%s: no image", tc.file)
+		}
+	}
+	gate := read("gate-0.pdf").body
+	for i := range 10 {
+		if b := read("gate-" + strconv.Itoa(i) + ".pdf").body; !bytes.Equal(b, gate) {
+			t.Errorf("gate-%d.pdf differs from gate-0.pdf", i)
+		}
+	}
+	// chromiumly's URL conversion, its HTML one and the ten identical ones,
+	// gotenberg-js-client's HTML and URL ones: six renders, the ten one.
+	if n := e.renders() - renders; n != 5 {
+		t.Errorf("%d renders, want 5 (the ten identical conversions one)\n%s", n, e.worker.Tail(40))
+	}
+	stored := strings.Count(e.api.Output(), "gotenberg: answered from storage")
+	renders = e.renders()
+	run("GATE_ONLY=1")
+	if e.renders() != renders+1 { // the URL conversion renders afresh; the HTML ones are stored
+		t.Errorf("the repeat rendered %d times, want 1 (the URL)", e.renders()-renders)
+	}
+	if n := strings.Count(e.api.Output(), "gotenberg: answered from storage") - stored; n < 11 {
+		t.Errorf("%d conversions of the repeat answered from storage, want the HTML one and the ten", n)
+	}
+}
