@@ -96,8 +96,11 @@ func (h *handler) exportAndServe(w http.ResponseWriter, r *http.Request, p expor
 // went away, is canceled: nobody will read its PDF (an identical
 // conversion waiting at the gate renders it instead).
 func (h *handler) export(ctx context.Context, r *http.Request, p exportclient.Payload) (string, error) {
-	queue, owner := h.cfg.Caller(r)
-	job, err := h.cfg.Queue.EnqueuePayload(ctx, p, exportclient.Queue(queue), exportclient.ForClient(owner))
+	var opts []exportclient.EnqueueOption
+	if queue, owner := h.cfg.Caller(r); queue != "" {
+		opts = append(opts, exportclient.Queue(queue), exportclient.ForClient(owner))
+	}
+	job, err := h.cfg.Queue.EnqueuePayload(ctx, p, opts...)
 	switch {
 	case errors.Is(err, exportclient.ErrInvalid):
 		return "", validationErr(err)

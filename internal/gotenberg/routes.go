@@ -35,7 +35,8 @@ type Config struct {
 	// its result and whether storage can answer for it. Nil: never.
 	Stored func(ctx context.Context, p exportclient.Payload) (exportclient.Result, bool)
 	// Caller is the queue a request's exports go to and the client that
-	// owns them (the authenticated API client).
+	// owns them (the authenticated API client); nil, or an empty queue:
+	// the client's default queue, no owner.
 	Caller func(r *http.Request) (queue, owner string)
 	// Wait bounds how long a conversion waits for its PDF; past it the
 	// answer is 503, as Gotenberg's on its API timeout. 0: DefaultWait.
