@@ -56,7 +56,9 @@ func pageHTML(path string) (int, string) {
 	return 200, `<!doctype html><title>One</title><p>Page 1 of ` + path + `</p>`
 }
 
-func startGotenbergEnv(t *testing.T) *gotenbergEnv {
+// startGotenbergEnv starts the binaries; apiEnv is more of bin/api's
+// environment.
+func startGotenbergEnv(t *testing.T, apiEnv ...string) *gotenbergEnv {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
@@ -89,7 +91,7 @@ func startGotenbergEnv(t *testing.T) *gotenbergEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.worker.Kill)
-	e.api, err = harness.Start("api", "", filepath.Join(bin, "api"), append(common, "API_ADDR="+addr, "API_TOKEN="+e.token))
+	e.api, err = harness.Start("api", "", filepath.Join(bin, "api"), append(append(common, "API_ADDR="+addr, "API_TOKEN="+e.token), apiEnv...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +232,13 @@ func pngOf(t *testing.T) string {
 // on bin/api, scenario by scenario after Gotenberg's own feature files,
 // with a real worker and Chromium behind them.
 func TestBinaries_GotenbergRoutes(t *testing.T) {
-	e := startGotenbergEnv(t)
+	hooks := make(chan hookCall, 16)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		hooks <- hookCall{method: r.Method, path: r.URL.Path, header: r.Header, body: body}
+	}))
+	t.Cleanup(receiver.Close)
+	e := startGotenbergEnv(t, "CALLBACK_ALLOWED_HOSTS="+strings.TrimPrefix(receiver.URL, "http://"))
 	const url = "/forms/chromium/convert/url"
 	const html = "/forms/chromium/convert/html"
 
@@ -471,6 +479,61 @@ func TestBinaries_GotenbergRoutes(t *testing.T) {
 		refused(t, e.post(t, html, map[string]string{"Content-Type": "application/json"}), 400, "multipart/form-data")
 	})
 
+	t.Run("webhook", func(t *testing.T) {
+		wait := func() hookCall {
+			t.Helper()
+			select {
+			case c := <-hooks:
+				return c
+			case <-time.After(60 * time.Second):
+				t.Fatalf("no webhook call\napi:\n%s", e.api.Tail(20))
+				return hookCall{}
+			}
+		}
+		hook := map[string]string{"Gotenberg-Webhook-Url": receiver.URL + "/hook", "Gotenberg-Webhook-Error-Url": receiver.URL + "/error",
+			"Gotenberg-Webhook-Method": "PUT", "Gotenberg-Webhook-Extra-Http-Headers": `{"X-Foo":"bar","Content-Disposition":"inline"}`,
+			"Gotenberg-Trace": "hook-trace"}
+		a := e.post(t, html, hook, file("index.html", "<p>Delivered by webhook</p>"))
+		if a.code != http.StatusNoContent {
+			t.Fatalf("%d %s, want 204", a.code, a.body)
+		}
+		c := wait()
+		if c.method != "PUT" || c.path != "/hook" || c.header.Get("Content-Type") != "application/pdf" || c.header.Get("X-Foo") != "bar" ||
+			c.header.Get("Content-Disposition") != "inline" || c.header.Get("Gotenberg-Trace") != "hook-trace" {
+			t.Errorf("webhook call %s %s %v", c.method, c.path, c.header)
+		}
+		if _, text, _ := e.pdf(t, answer{code: 200, header: http.Header{"Content-Type": {"application/pdf"}}, body: c.body}); !strings.Contains(text, "Delivered by webhook") {
+			t.Errorf("webhook PDF text %q", text)
+		}
+		hook["Gotenberg-Webhook-Method"] = ""
+		a = e.post(t, html, hook, file("index.html", `<script>throw new Error("x")</script>`), field("failOnConsoleExceptions", "true"))
+		if a.code != http.StatusNoContent {
+			t.Fatalf("%d %s, want 204", a.code, a.body)
+		}
+		c = wait()
+		if c.method != "POST" || c.path != "/error" || !bytes.Contains(c.body, []byte(`"status":409`)) {
+			t.Errorf("error call %s %s %s", c.method, c.path, c.body)
+		}
+		pdf := e.post(t, html, nil, file("index.html", "<p>to merge</p>"))
+		e.pdf(t, pdf)
+		if a = e.post(t, "/forms/pdfengines/merge", hook, file("a.pdf", string(pdf.body)), file("b.pdf", string(pdf.body))); a.code != http.StatusNoContent {
+			t.Fatalf("merge: %d %s", a.code, a.body)
+		}
+		if c = wait(); c.path != "/hook" || !bytes.HasPrefix(c.body, []byte("%PDF-")) {
+			t.Errorf("merge webhook %s %.40q", c.path, c.body)
+		}
+		refused(t, e.post(t, html, map[string]string{"Gotenberg-Webhook-Url": "http://169.254.169.254/hook", "Gotenberg-Webhook-Error-Url": receiver.URL + "/error"},
+			file("index.html", "<p>x</p>")), 400, "Gotenberg-Webhook-Url", "CALLBACK_ALLOWED_HOSTS")
+		refused(t, e.post(t, html, map[string]string{"Gotenberg-Webhook-Url": receiver.URL + "/hook"}, file("index.html", "<p>x</p>")), 400, "Gotenberg-Webhook-Error-Url' is required")
+		refused(t, e.post(t, html, map[string]string{"Gotenberg-Webhook-Url": receiver.URL + "/hook", "Gotenberg-Webhook-Error-Url": receiver.URL + "/error",
+			"Gotenberg-Webhook-Method": "DELETE"}, file("index.html", "<p>x</p>")), 400, "Gotenberg-Webhook-Method")
+		select {
+		case c := <-hooks:
+			t.Errorf("an unexpected webhook call: %s %s", c.method, c.path)
+		case <-time.After(200 * time.Millisecond):
+		}
+	})
+
 	t.Run("pdfengines merge, metadata, encrypt", func(t *testing.T) {
 		one := e.post(t, html, nil, file("index.html", "<p>First document</p>"))
 		e.pdf(t, one)
@@ -507,6 +570,13 @@ func TestBinaries_GotenbergRoutes(t *testing.T) {
 			t.Errorf("two PDFs: %d %s", both.code, both.header.Get("Content-Type"))
 		}
 	})
+}
+
+// hookCall is a request the webhook receiver got.
+type hookCall struct {
+	method, path string
+	header       http.Header
+	body         []byte
 }
 
 func pdfImages(t *testing.T, path string) int {

@@ -39,6 +39,7 @@ import (
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/apiauth"
 	"github.com/pdfexport/pdfexport/internal/buildinfo"
+	"github.com/pdfexport/pdfexport/internal/callback"
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/gotenberg"
 	"github.com/pdfexport/pdfexport/internal/manuals"
@@ -74,6 +75,12 @@ type Config struct {
 	// PublicURL is API_PUBLIC_URL: the result of an export answered from
 	// storage carries download_url = <it>/v1/exports/{id}/pdf.
 	PublicURL string
+	// Webhooks delivers the Gotenberg routes' asynchronous conversions
+	// (CALLBACK_ALLOWED_HOSTS); nil refuses their webhook headers.
+	Webhooks gotenberg.Webhooks
+	// Background ends the asynchronous conversions still running (bin/api's
+	// shutdown); nil: they run to their own end.
+	Background context.Context
 	// Logger; nil: slog.Default().
 	Logger *slog.Logger
 }
@@ -119,6 +126,20 @@ func New(cfg Config) http.Handler {
 }
 
 func newAPI(cfg Config) *api {
+	a := newBareAPI(cfg)
+	if a.store != nil {
+		// Gotenberg's routes (internal/gotenberg), for the API servers that
+		// call Gotenberg through its client libraries.
+		g := gotenberg.New(gotenberg.Config{Queue: a.client, Store: a.store, Stored: a.storedResult, Caller: a.gotenbergCaller,
+			Version: buildinfo.String(), Webhooks: cfg.Webhooks, Background: cfg.Background, Logger: a.log})
+		a.mux.Handle("POST /forms/", g)
+		a.mux.Handle("GET /health", g)
+		a.mux.Handle("GET /version", g)
+	}
+	return a
+}
+
+func newBareAPI(cfg Config) *api {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -143,15 +164,6 @@ func newAPI(cfg Config) *api {
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	if a.store != nil {
-		// Gotenberg's routes (internal/gotenberg), for the API servers that
-		// call Gotenberg through its client libraries.
-		g := gotenberg.New(gotenberg.Config{Queue: a.client, Store: a.store, Stored: a.storedResult, Caller: a.gotenbergCaller,
-			Version: buildinfo.String(), Logger: a.log})
-		a.mux.Handle("POST /forms/", g)
-		a.mux.Handle("GET /health", g)
-		a.mux.Handle("GET /version", g)
-	}
 	return a
 }
 
@@ -532,6 +544,12 @@ func Run(ctx context.Context, cfg config.Config, addr string, client *exportclie
 	if cfg.LinkSecret != "" {
 		linkKeys, _ = spec.ParseLinkSecrets(cfg.LinkSecret) // CheckAPI parsed it
 	}
+	var hooks gotenberg.Webhooks
+	if !cfg.CallbackAllowed.Empty() {
+		d := callback.New(callback.Config{Allowed: cfg.CallbackAllowed, Logger: log})
+		defer d.Close()
+		hooks = d
+	}
 	return Serve(ctx, addr, New(Config{Client: client, Auth: auth, MaxWaiters: cfg.APIMaxWaiters, Store: store, Logger: log,
-		Manuals: registry, LinkKeys: linkKeys, LinkWait: cfg.LinkWait, PublicURL: cfg.APIPublicURL}), log)
+		Manuals: registry, LinkKeys: linkKeys, LinkWait: cfg.LinkWait, PublicURL: cfg.APIPublicURL, Webhooks: hooks, Background: ctx}), log)
 }

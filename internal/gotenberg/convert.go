@@ -60,11 +60,11 @@ func (h *handler) convert(w http.ResponseWriter, r *http.Request, build func(r *
 		writeError(w, validationErr(err))
 		return
 	}
-	if hook, ok, err := webhookOf(r); err != nil {
+	if hook, ok, err := h.webhookOf(r); err != nil {
 		writeError(w, err)
 		return
 	} else if ok {
-		h.deliverLater(w, r, *p, hook)
+		h.async(w, r, hook, h.exportResult(r, *p))
 		return
 	}
 	h.exportAndServe(w, r, *p)
@@ -74,14 +74,11 @@ func (h *handler) convert(w http.ResponseWriter, r *http.Request, build func(r *
 // be reused, else after an export through the queue.
 func (h *handler) exportAndServe(w http.ResponseWriter, r *http.Request, p exportclient.Payload) {
 	ctx := r.Context()
-	if !p.Force && h.cfg.Stored != nil {
-		if res, ok := h.cfg.Stored(ctx, p); ok {
-			h.log.InfoContext(ctx, "gotenberg: answered from storage", "key", res.ArtifactKey, "trace", p.RequestID)
-			h.serve(w, r, p.ArtifactKey())
-			return
-		}
+	if key, ok := h.storedOf(ctx, p); ok {
+		h.serve(w, r, key)
+		return
 	}
-	key, err := h.export(ctx, r, p)
+	key, err := h.export(ctx, r, p, h.cfg.Wait)
 	if err != nil {
 		if ctx.Err() == nil {
 			writeError(w, err)
@@ -91,11 +88,24 @@ func (h *handler) exportAndServe(w http.ResponseWriter, r *http.Request, p expor
 	h.serve(w, r, key)
 }
 
-// export enqueues p, waits for it at most Config.Wait and returns the key
+// storedOf is the key of p's artifact when storage answers for it (the
+// /v1 path's check) and p may reuse it.
+func (h *handler) storedOf(ctx context.Context, p exportclient.Payload) (string, bool) {
+	if p.Force || h.cfg.Stored == nil {
+		return "", false
+	}
+	res, ok := h.cfg.Stored(ctx, p)
+	if ok {
+		h.log.InfoContext(ctx, "gotenberg: answered from storage", "key", res.ArtifactKey, "trace", p.RequestID)
+	}
+	return p.ArtifactKey(), ok
+}
+
+// export enqueues p, waits for it at most wait and returns the key
 // of its artifact. A conversion that outlives the wait, or whose caller
 // went away, is canceled: nobody will read its PDF (an identical
 // conversion waiting at the gate renders it instead).
-func (h *handler) export(ctx context.Context, r *http.Request, p exportclient.Payload) (string, error) {
+func (h *handler) export(ctx context.Context, r *http.Request, p exportclient.Payload, wait time.Duration) (string, error) {
 	var opts []exportclient.EnqueueOption
 	if queue, owner := h.cfg.Caller(r); queue != "" {
 		opts = append(opts, exportclient.Queue(queue), exportclient.ForClient(owner))
@@ -108,14 +118,14 @@ func (h *handler) export(ctx context.Context, r *http.Request, p exportclient.Pa
 		h.log.ErrorContext(ctx, "gotenberg: enqueue failed", "err", err)
 		return "", &httpError{status: http.StatusServiceUnavailable, msg: http.StatusText(http.StatusServiceUnavailable)}
 	}
-	wctx, cancel := context.WithTimeout(ctx, h.cfg.Wait)
+	wctx, cancel := context.WithTimeout(ctx, wait)
 	st, err := h.cfg.Queue.Wait(wctx, job.TaskID, time.Second)
 	cancel()
 	if err != nil || !st.Final() {
 		cctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		_, cerr := h.cfg.Queue.Cancel(cctx, job.TaskID)
 		stop()
-		h.log.WarnContext(ctx, "gotenberg: conversion not done in time; canceled", "task_id", job.TaskID, "wait", h.cfg.Wait, "err", err, "cancel_err", cerr)
+		h.log.WarnContext(ctx, "gotenberg: conversion not done in time; canceled", "task_id", job.TaskID, "wait", wait, "err", err, "cancel_err", cerr)
 		// Gotenberg's answer to a conversion over its time limit.
 		return "", &httpError{status: http.StatusServiceUnavailable, msg: http.StatusText(http.StatusServiceUnavailable)}
 	}

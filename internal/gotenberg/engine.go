@@ -96,27 +96,47 @@ func (h *handler) engine(job engineJob) http.HandlerFunc {
 		}
 		// Gotenberg takes the files in the alphabetical order of their names.
 		slices.SortFunc(pdfs, func(a, b upload) int { return strings.Compare(a.name, b.name) })
-		select {
-		case h.engineSlot <- struct{}{}:
-		case <-r.Context().Done():
-			return
+		run := func(ctx context.Context) (result, error) {
+			select {
+			case h.engineSlot <- struct{}{}:
+			case <-ctx.Done():
+				return result{}, ctx.Err()
+			}
+			out, err := safely(func() ([]upload, error) { return job(ctx, f, pdfs) })
+			<-h.engineSlot
+			if err == nil {
+				err = f.err()
+			}
+			var j *jsonAnswer
+			if errors.As(err, &j) {
+				return result{body: io.NopCloser(bytes.NewReader(j.body)), size: int64(len(j.body)), contentType: "application/json", fileName: "metadata.json"}, nil
+			}
+			if err != nil {
+				return result{}, err
+			}
+			return pack(out, outputName(r))
 		}
-		out, err := safely(func() ([]upload, error) { return job(r.Context(), f, pdfs) })
-		<-h.engineSlot
-		if err == nil {
-			err = f.err()
-		}
-		var j *jsonAnswer
-		if errors.As(err, &j) {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(j.body)
-			return
-		}
-		if err != nil {
+		if hk, ok, err := h.webhookOf(r); err != nil {
 			writeError(w, err)
 			return
+		} else if ok {
+			h.async(w, r, hk, run)
+			return
 		}
-		h.writeFiles(w, r, out)
+		res, err := run(r.Context())
+		if err != nil {
+			if r.Context().Err() == nil {
+				writeError(w, err)
+			}
+			return
+		}
+		defer res.body.Close()
+		w.Header().Set("Content-Type", res.contentType)
+		if res.contentType != "application/json" {
+			w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": res.fileName}))
+		}
+		w.Header().Set("Content-Length", strconv.FormatInt(res.size, 10))
+		_, _ = io.Copy(w, res.body)
 	}
 }
 
@@ -131,14 +151,11 @@ func safely(job func() ([]upload, error)) (out []upload, err error) {
 	return job()
 }
 
-// writeFiles answers one PDF as itself and several as a zip.
-func (h *handler) writeFiles(w http.ResponseWriter, r *http.Request, files []upload) {
+// pack is one PDF as itself and several as a zip, as Gotenberg answers
+// them; name is the answer's file name.
+func pack(files []upload, name string) (result, error) {
 	if len(files) == 1 {
-		w.Header().Set("Content-Type", "application/pdf")
-		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": outputName(r)}))
-		w.Header().Set("Content-Length", strconv.Itoa(len(files[0].data)))
-		_, _ = w.Write(files[0].data)
-		return
+		return result{body: io.NopCloser(bytes.NewReader(files[0].data)), size: int64(len(files[0].data)), contentType: "application/pdf", fileName: name}, nil
 	}
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
@@ -148,19 +165,14 @@ func (h *handler) writeFiles(w http.ResponseWriter, r *http.Request, files []upl
 			_, err = fw.Write(f.data)
 		}
 		if err != nil {
-			writeError(w, err)
-			return
+			return result{}, err
 		}
 	}
 	if err := zw.Close(); err != nil {
-		writeError(w, err)
-		return
+		return result{}, err
 	}
-	name := strings.TrimSuffix(outputName(r), ".pdf") + ".zip"
-	w.Header().Set("Content-Type", "application/zip")
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-	_, _ = w.Write(buf.Bytes())
+	return result{body: io.NopCloser(&buf), size: int64(buf.Len()), contentType: "application/zip",
+		fileName: strings.TrimSuffix(name, ".pdf") + ".zip"}, nil
 }
 
 var disableConfigDir sync.Once

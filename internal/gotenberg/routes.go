@@ -46,6 +46,9 @@ type Config struct {
 	// Webhooks delivers the asynchronous conversions (webhook.go); nil
 	// refuses the webhook headers.
 	Webhooks Webhooks
+	// Background bounds the asynchronous conversions, which outlive their
+	// request: they end with it (bin/api's shutdown). Nil: never.
+	Background context.Context
 	// EngineJobs bounds the PDF-engine jobs (merge, metadata, encryption)
 	// running at once in this process; 0: DefaultEngineJobs.
 	EngineJobs int
@@ -62,6 +65,7 @@ type handler struct {
 	mux        *http.ServeMux
 	formLimits limits
 	engineSlot chan struct{}
+	hookSlot   chan struct{} // one token per asynchronous conversion running
 }
 
 // New returns the handler of Gotenberg's routes. It serves them at their
@@ -77,10 +81,14 @@ func New(cfg Config) http.Handler {
 	if cfg.EngineJobs <= 0 {
 		cfg.EngineJobs = DefaultEngineJobs
 	}
+	if cfg.Background == nil {
+		cfg.Background = context.Background()
+	}
 	if cfg.Caller == nil {
 		cfg.Caller = func(*http.Request) (string, string) { return "", "" }
 	}
 	h := &handler{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), engineSlot: make(chan struct{}, cfg.EngineJobs),
+		hookSlot: make(chan struct{}, MaxWebhooks),
 		// A document may be MaxHTMLBytes with its assets inlined, and the
 		// header and footer beside it: what POST /v1/exports takes.
 		formLimits: limits{bytes: spec.MaxPayloadBytes, parts: maxParts, valueBytes: spec.MaxTemplateBytes}}
