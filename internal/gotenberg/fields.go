@@ -18,6 +18,9 @@ type form struct {
 	values map[string]string
 	files  []upload
 	errs   []string
+	// read are the fields a route asked for, present or not: the fields
+	// it supports, which the contract (api/gotenberg.yaml) must list.
+	read map[string]bool
 }
 
 // upload is one uploaded file: its base name and bytes.
@@ -45,7 +48,17 @@ func (f *form) err() error {
 }
 
 // value is the field's value, "" when it was not sent.
-func (f *form) value(key string) string { return strings.TrimSpace(f.values[key]) }
+func (f *form) value(key string) string {
+	f.mark(key)
+	return strings.TrimSpace(f.values[key])
+}
+
+func (f *form) mark(key string) {
+	if f.read == nil {
+		f.read = map[string]bool{}
+	}
+	f.read[key] = true
+}
 
 func (f *form) has(key string) bool { return f.value(key) != "" }
 
@@ -161,6 +174,7 @@ func (f *form) oneOf(key string, allowed ...string) string {
 
 // text checks a free-text field: valid UTF-8 (the bounds are readForm's).
 func (f *form) text(key string) string {
+	f.mark(key)
 	v := f.values[key]
 	if !utf8.ValidString(v) {
 		f.invalid(key, "", errors.New("not valid UTF-8"))

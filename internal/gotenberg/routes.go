@@ -96,10 +96,6 @@ func New(cfg Config) http.Handler {
 	h.mux.HandleFunc("POST /forms/chromium/convert/html", h.convertHTML)
 	h.mux.HandleFunc("POST /forms/chromium/convert/markdown", h.convertMarkdown)
 	h.engineRoutes()
-	for _, p := range []string{"/forms/chromium/screenshot/url", "/forms/chromium/screenshot/html", "/forms/chromium/screenshot/markdown"} {
-		h.mux.HandleFunc("POST "+p, notImplemented(p, "pdfexport makes PDFs, not screenshots"))
-	}
-	h.mux.HandleFunc("POST /forms/libreoffice/convert", notImplemented("/forms/libreoffice/convert", "pdfexport runs Chromium only, no LibreOffice"))
 	h.mux.HandleFunc("GET /health", h.health)
 	h.mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) { writeText(w, http.StatusOK, h.cfg.Version) })
 	return h
