@@ -19,11 +19,6 @@ type limits struct {
 	valueBytes int   // one field's value
 }
 
-// Errors of readForm a handler answers with their own status.
-var (
-	errTooLarge = errors.New("form too large")
-)
-
 // readForm reads the multipart body of r within lim, in memory: file names
 // are reduced to safe base names, a duplicate file name is refused.
 func readForm(w http.ResponseWriter, r *http.Request, lim limits) (*form, error) {
