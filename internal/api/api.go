@@ -126,7 +126,7 @@ func New(cfg Config) http.Handler {
 }
 
 func newAPI(cfg Config) *api {
-	a := newBareAPI(cfg)
+	a := v1API(cfg)
 	if a.store != nil {
 		// Gotenberg's routes (internal/gotenberg), for the API servers that
 		// call Gotenberg through its client libraries.
@@ -139,7 +139,8 @@ func newAPI(cfg Config) *api {
 	return a
 }
 
-func newBareAPI(cfg Config) *api {
+// v1API is the API of /v1 and /healthz.
+func v1API(cfg Config) *api {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

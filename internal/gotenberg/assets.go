@@ -36,12 +36,21 @@ func tooLargeMsg(n int) string {
 	return fmt.Sprintf("The document with its assets inlined is %d bytes, more than the %d bytes (2 MiB) a document may be", n, spec.MaxHTMLBytes)
 }
 
-// assets are the uploaded files by name; over is set once one file alone
-// would not fit in a document.
+// assets are the uploaded files by name; spent counts the bytes inlined
+// so far, nested stylesheets at each level, and over is set once the
+// document cannot fit any more.
 type assets struct {
 	files map[string][]byte
+	spent int
 	over  bool
 }
+
+// maxInlineWork bounds spent: a document of MaxHTMLBytes holds at most
+// that much inlined data, counted again for each level of stylesheets it
+// is nested in (base64 grows it a third a level), so past this bound it
+// cannot fit, and stylesheets importing each other many times over stop
+// here instead of growing without bound.
+const maxInlineWork = 4 * spec.MaxHTMLBytes
 
 // inlineAssets returns doc with the references to uploaded files replaced
 // by data: URIs. It stops with 413 once the result would pass
@@ -128,10 +137,11 @@ func (a *assets) uri(ref string, depth int) string {
 	if !ok || a.over {
 		return ref
 	}
-	if base64.StdEncoding.EncodedLen(len(data)) > spec.MaxHTMLBytes {
+	if n := base64.StdEncoding.EncodedLen(len(data)); n > spec.MaxHTMLBytes || a.spent+n > maxInlineWork {
 		a.over = true
 		return ref
 	}
+	a.spent += base64.StdEncoding.EncodedLen(len(data))
 	typ := mime.TypeByExtension(path.Ext(name))
 	if typ == "" {
 		typ = http.DetectContentType(data)

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -87,5 +88,23 @@ func TestExpandMarkdown(t *testing.T) {
 		if _, err := expandMarkdown([]byte(doc), f); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", doc, err, want)
 		}
+	}
+}
+
+// TestInlineAssetsImportFanOut: stylesheets importing each other many
+// times over (a few bytes each, millions of copies once inlined) stop
+// with 413 after bounded work, not after filling the memory.
+func TestInlineAssetsImportFanOut(t *testing.T) {
+	imports := func(name string) []byte {
+		return []byte(strings.Repeat(`@import "`+name+`";`, 200))
+	}
+	files := []upload{{"a.css", imports("b.css")}, {"b.css", imports("c.css")}, {"c.css", imports("d.css")}, {"d.css", []byte("p{color:red}")}}
+	start := time.Now()
+	_, err := inlineAssets([]byte(`<link rel="stylesheet" href="a.css">`), files)
+	if he, ok := err.(*httpError); !ok || he.status != 413 {
+		t.Errorf("%v, want 413", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %s", took)
 	}
 }
