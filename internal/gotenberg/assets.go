@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"golang.org/x/net/html"
@@ -43,6 +44,9 @@ type assets struct {
 	files map[string][]byte
 	spent int
 	over  bool
+	// done are the data URIs made, by depth and name: a file named many
+	// times is encoded (and its stylesheet inlined) once.
+	done map[string]string
 }
 
 // maxInlineWork bounds spent: a document of MaxHTMLBytes holds at most
@@ -56,7 +60,7 @@ const maxInlineWork = 4 * spec.MaxHTMLBytes
 // by data: URIs. It stops with 413 once the result would pass
 // spec.MaxHTMLBytes.
 func inlineAssets(doc []byte, files []upload) (string, error) {
-	a := &assets{files: make(map[string][]byte, len(files))}
+	a := &assets{files: make(map[string][]byte, len(files)), done: map[string]string{}}
 	for _, f := range files {
 		a.files[f.name] = f.data
 	}
@@ -137,22 +141,31 @@ func (a *assets) uri(ref string, depth int) string {
 	if !ok || a.over {
 		return ref
 	}
-	if n := base64.StdEncoding.EncodedLen(len(data)); n > spec.MaxHTMLBytes || a.spent+n > maxInlineWork {
+	memo := strconv.Itoa(depth) + "/" + name
+	enc, seen := a.done[memo]
+	if !seen {
+		typ := mime.TypeByExtension(path.Ext(name))
+		if typ == "" {
+			typ = http.DetectContentType(data)
+		}
+		if strings.HasPrefix(typ, "text/css") && depth < maxCSSDepth {
+			data = []byte(a.css(string(data), depth+1))
+		}
+		if i := strings.IndexByte(typ, ';'); i >= 0 {
+			typ = typ[:i]
+		}
+		if base64.StdEncoding.EncodedLen(len(data)) > spec.MaxHTMLBytes {
+			a.over = true
+			return ref
+		}
+		enc = "data:" + typ + ";base64," + base64.StdEncoding.EncodeToString(data)
+		a.done[memo] = enc
+	}
+	if a.spent += len(enc); a.spent > maxInlineWork {
 		a.over = true
 		return ref
 	}
-	a.spent += base64.StdEncoding.EncodedLen(len(data))
-	typ := mime.TypeByExtension(path.Ext(name))
-	if typ == "" {
-		typ = http.DetectContentType(data)
-	}
-	if strings.HasPrefix(typ, "text/css") && depth < maxCSSDepth {
-		data = []byte(a.css(string(data), depth+1))
-	}
-	if i := strings.IndexByte(typ, ';'); i >= 0 {
-		typ = typ[:i]
-	}
-	return "data:" + typ + ";base64," + base64.StdEncoding.EncodeToString(data)
+	return enc
 }
 
 // srcset inlines each candidate of a srcset ("a.png 1x, b.png 2x").
