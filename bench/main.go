@@ -80,6 +80,7 @@ var scenarios = []scenario{
 	{"idle", "idle cost and pick-up after idle: doorbell vs polling every 1 s and 10 ms", scenarioIdle},
 	{"manual", "a whole manual from chapters (Node.js docs) vs all.html and a peer's per-page merge", scenarioManual},
 	{"links", "reader links: stored PDFs from one bin/api vs http.FileServer; POST answered from storage", scenarioLinks},
+	{"compat", "Gotenberg's HTML route on bin/api vs the real Gotenberg (with -gotenberg)", scenarioCompat},
 }
 
 // scenarioKeys lists the scenarios' keys.
@@ -125,7 +126,7 @@ func main() {
 	flag.IntVar(&o.renderCount, "render-count", 1, "-count of the render benchmarks")
 	flag.DurationVar(&o.goBenchLimit, "gobench-timeout", 6*time.Minute, "bound on the go test subprocesses together")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (worker logs, PDFs) after the run")
-	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, capacity, delivery, distinct, fairness, costs, docopts, idle, manual, links (pickup and capacity need single); the report is then partial and written to -out all the same")
+	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, capacity, delivery, distinct, fairness, costs, docopts, idle, manual, links, compat (pickup and capacity need single); the report is then partial and written to -out all the same")
 	flag.IntVar(&o.fairnessRounds, "fairness-rounds", 3, "section 11: rounds per design and fleet size (each: interactive idle, batch alone, batch with interactive); every round must meet the targets")
 	flag.StringVar(&o.fairnessFleets, "fairness-fleets", "1,2", "section 11: the worker process counts measured, comma-separated")
 	flag.IntVar(&o.idleN, "idle-samples", 20, "section 12: pick-up samples after 1-2 s of idle, per design and fleet size")

@@ -62,6 +62,7 @@ type report struct {
 	manual   *manualResult
 	idle     *idleResult
 	links    *linksResult
+	compat   *compatResult
 }
 
 // row is one line of the summary table.
@@ -213,6 +214,9 @@ func (r *report) rows() []row {
 	if r.links != nil {
 		rows = append(rows, r.links.rows()...)
 	}
+	if r.compat != nil {
+		rows = append(rows, r.compat.rows()...)
+	}
 	return rows
 }
 
@@ -311,6 +315,9 @@ func (r *report) markdown() string {
 	}
 	if r.links != nil {
 		w("%s", r.links.markdown())
+	}
+	if r.compat != nil {
+		w("%s", r.compat.markdown())
 	}
 	if r.goBench != nil {
 		w("\n## 5. Lock, render and tracing Go benchmarks\n\n")

@@ -38,7 +38,10 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/apiauth"
+	"github.com/pdfexport/pdfexport/internal/buildinfo"
+	"github.com/pdfexport/pdfexport/internal/callback"
 	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/gotenberg"
 	"github.com/pdfexport/pdfexport/internal/manuals"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -72,6 +75,12 @@ type Config struct {
 	// PublicURL is API_PUBLIC_URL: the result of an export answered from
 	// storage carries download_url = <it>/v1/exports/{id}/pdf.
 	PublicURL string
+	// Webhooks delivers the Gotenberg routes' asynchronous conversions
+	// (CALLBACK_ALLOWED_HOSTS); nil refuses their webhook headers.
+	Webhooks gotenberg.Webhooks
+	// Background ends the asynchronous conversions still running (bin/api's
+	// shutdown); nil: they run to their own end.
+	Background context.Context
 	// Logger; nil: slog.Default().
 	Logger *slog.Logger
 }
@@ -117,6 +126,21 @@ func New(cfg Config) http.Handler {
 }
 
 func newAPI(cfg Config) *api {
+	a := v1API(cfg)
+	if a.store != nil {
+		// Gotenberg's routes (internal/gotenberg), for the API servers that
+		// call Gotenberg through its client libraries.
+		g := gotenberg.New(gotenberg.Config{Queue: a.client, Store: a.store, Stored: a.storedResult, Caller: a.gotenbergCaller,
+			Version: buildinfo.String(), Webhooks: cfg.Webhooks, Background: cfg.Background, Logger: a.log})
+		a.mux.Handle("POST /forms/", g)
+		a.mux.Handle("GET /health", g)
+		a.mux.Handle("GET /version", g)
+	}
+	return a
+}
+
+// v1API is the API of /v1 and /healthz.
+func v1API(cfg Config) *api {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -142,6 +166,33 @@ func newAPI(cfg Config) *api {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	return a
+}
+
+// gotenbergCaller is the queue and owner of a Gotenberg route's exports:
+// the caller's, as for POST /v1/exports without ?queue=.
+func (a *api) gotenbergCaller(r *http.Request) (queue, owner string) {
+	c := caller(r)
+	queue = a.client.Queue()
+	if !c.MayEnqueue(queue) && len(c.Queues) > 0 {
+		queue = c.Queues[0]
+	}
+	return queue, c.Owner
+}
+
+// bearerOf is the token of r's Authorization: a bearer token, or, on
+// Gotenberg's routes, the password of Basic authentication (Gotenberg's
+// own scheme, which its clients send when given a username and password).
+func bearerOf(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if got, ok := strings.CutPrefix(h, "Bearer "); ok {
+		return got
+	}
+	if strings.HasPrefix(r.URL.Path, "/forms/") || r.URL.Path == "/version" {
+		if _, pw, ok := r.BasicAuth(); ok {
+			return pw
+		}
+	}
+	return "" // a token without the scheme, or another scheme, is no token
 }
 
 // ErrListen wraps a failure to listen on the address: a configuration error
@@ -184,12 +235,8 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) e
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Readers follow links without a token: the link's handler decides
 	// (a signature, a public manual, or a token after all).
-	if r.URL.Path != "/healthz" && !strings.HasPrefix(r.URL.Path, "/v1/manuals/") {
-		got, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !bearer {
-			got = "" // a token without the scheme, or another scheme, is no token
-		}
-		c, ok := a.auth.Authenticate(got)
+	if r.URL.Path != "/healthz" && r.URL.Path != "/health" && !strings.HasPrefix(r.URL.Path, "/v1/manuals/") {
+		c, ok := a.auth.Authenticate(bearerOf(r))
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="pdfexport"`)
 			writeJSON(w, http.StatusUnauthorized, apiError{Error: "missing or wrong bearer token"})
@@ -498,6 +545,12 @@ func Run(ctx context.Context, cfg config.Config, addr string, client *exportclie
 	if cfg.LinkSecret != "" {
 		linkKeys, _ = spec.ParseLinkSecrets(cfg.LinkSecret) // CheckAPI parsed it
 	}
+	var hooks gotenberg.Webhooks
+	if !cfg.CallbackAllowed.Empty() {
+		d := callback.New(callback.Config{Allowed: cfg.CallbackAllowed, Logger: log})
+		defer d.Close()
+		hooks = d
+	}
 	return Serve(ctx, addr, New(Config{Client: client, Auth: auth, MaxWaiters: cfg.APIMaxWaiters, Store: store, Logger: log,
-		Manuals: registry, LinkKeys: linkKeys, LinkWait: cfg.LinkWait, PublicURL: cfg.APIPublicURL}), log)
+		Manuals: registry, LinkKeys: linkKeys, LinkWait: cfg.LinkWait, PublicURL: cfg.APIPublicURL, Webhooks: hooks, Background: ctx}), log)
 }

@@ -63,7 +63,7 @@ func TestOpenAPI_TypeScriptClientCompiles(t *testing.T) {
 	}
 	args := strings.Fields(string(m[1]))
 	root := t.TempDir()
-	for dst, src := range map[string]string{"redocly.yaml": "../../redocly.yaml", "api/openapi.yaml": "../../api/openapi.yaml",
+	for dst, src := range map[string]string{"redocly.yaml": "../../redocly.yaml", "api/openapi.yaml": "../../api/openapi.yaml", "api/gotenberg.yaml": "../../api/gotenberg.yaml",
 		"client.ts": "../../api/client-check/client.ts", "tsconfig.json": "../../api/client-check/tsconfig.json"} {
 		raw, err := os.ReadFile(src)
 		if err != nil {

@@ -160,3 +160,67 @@ func (d *Deliverer) observe(outcome string) {
 		d.cfg.Observer.CallbackDone(outcome)
 	}
 }
+
+// Upload is a document delivered to a receiver's own URL with the method
+// and headers the requester chose (Gotenberg's webhooks): not a signed
+// outcome, but sent under the same rules as one.
+type Upload struct {
+	URL    string
+	Method string // POST, PUT or PATCH
+	Header http.Header
+	Body   io.Reader
+	Size   int64 // Body's length, -1 if unknown
+}
+
+// CheckURL refuses a URL that Send would refuse for its host: off
+// CALLBACK_ALLOWED_HOSTS, or not http(s). The error wraps ErrRefused.
+func (d *Deliverer) CheckURL(rawURL string) error {
+	if fe := spec.ValidateCallbackURL(rawURL, d.cfg.Allowed); fe != nil {
+		return fmt.Errorf("%w: %w", ErrRefused, fe)
+	}
+	return nil
+}
+
+// Send delivers u once, as a callback is delivered: the URL checked
+// against CALLBACK_ALLOWED_HOSTS, the connection through the egress
+// dialer, no redirect followed, within Config.Timeout for the answer's
+// header. An answer other than 2xx is an error; a refused host or address
+// wraps ErrRefused. It needs no CALLBACK_SECRET: the receiver chose the
+// URL and the headers, and nothing is signed.
+func (d *Deliverer) Send(ctx context.Context, u Upload) error {
+	if err := d.CheckURL(u.URL); err != nil {
+		return err
+	}
+	switch u.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
+	default:
+		return fmt.Errorf("%w: method %q (POST, PUT or PATCH)", ErrRefused, u.Method)
+	}
+	req, err := http.NewRequestWithContext(ctx, u.Method, u.URL, u.Body)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	for k, vs := range u.Header {
+		req.Header[k] = vs
+	}
+	req.ContentLength = u.Size
+	req.Header.Set("User-Agent", "pdfexport/"+buildinfo.String())
+	// The body may be large: the client's Timeout would cut its upload
+	// short, so only the answer's header waits at most Config.Timeout
+	// (the transport's ResponseHeaderTimeout) and ctx bounds the rest.
+	client := *d.client
+	client.Timeout = 0
+	resp, err := client.Do(req)
+	if err != nil {
+		if errors.Is(err, egress.ErrRefused) {
+			return fmt.Errorf("%w: %s", ErrRefused, redact.Text(err.Error()))
+		}
+		return fmt.Errorf("delivery to %s: %s", redact.URL(u.URL), redact.Text(err.Error()))
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
+	_ = resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("delivery to %s answered %s", redact.URL(u.URL), resp.Status)
+	}
+	return nil
+}
