@@ -353,9 +353,12 @@ var ErrTaskExists = errors.New("exportclient: a task with this id exists")
 
 // Enqueued identifies an accepted export.
 type Enqueued struct {
-	TaskID      string
-	Queue       string
-	ArtifactKey string // relative to the storage prefix
+	TaskID string
+	Queue  string
+	// ArtifactKey is relative to the storage prefix. For a Site it is the
+	// request's own key, under which nothing is stored: the manual's key
+	// follows from the chapters the worker discovers, and its Result has it.
+	ArtifactKey string
 }
 
 // Enqueue validates r and enqueues it. Validation failures match ErrInvalid;
