@@ -9,9 +9,9 @@ import (
 	"golang.org/x/net/html/atom"
 )
 
-// Generator names a way to find a site's navigation. Each reads the
+// generator names a way to find a site's navigation. Each reads the
 // markup its generator writes; Detect tells it from the page itself.
-type Generator struct {
+type generator struct {
 	Name string
 	// detect reports whether the page was built by the generator.
 	detect func(doc *html.Node) bool
@@ -38,7 +38,7 @@ func mustSel(s string) cascadia.Matcher {
 
 // generators are tried in this order by NavAuto: the first whose detect
 // matches and which finds a link wins.
-var generators = []Generator{
+var generators = []generator{
 	{
 		// Sphinx writes every toctree, in the page and in the sidebar of
 		// each theme (alabaster, classic, Read the Docs, pydoctheme), as
@@ -92,7 +92,7 @@ var generators = []Generator{
 }
 
 // byName is the generator a nav value names, or nil.
-func byName(name string) *Generator {
+func byName(name string) *generator {
 	for i := range generators {
 		g := &generators[i]
 		if g.Name == name {
@@ -153,7 +153,7 @@ func navLinks(doc *html.Node, nav string) ([]link, string, error) {
 	return out, "selector", nil
 }
 
-func (g *Generator) find(doc *html.Node) []link {
+func (g *generator) find(doc *html.Node) []link {
 	skip := map[*html.Node]bool{}
 	if g.skip != nil {
 		for _, n := range cascadia.QueryAll(doc, g.skip) {
