@@ -3,6 +3,7 @@ module github.com/pdfexport/pdfexport
 go 1.26.0
 
 require (
+	github.com/andybalholm/cascadia v1.3.3
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.18
 	github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager v0.5.7

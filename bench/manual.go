@@ -34,6 +34,7 @@ const nodeDocs = "/usr/share/doc/nodejs/api"
 type manualResult struct {
 	chapters  int
 	measured  []manualRow
+	site      []manualRow      // the same docs by source.site: first, one page changed, unchanged
 	gotenberg *gotenbergManual // with -gotenberg: the real Gotenberg's rows
 }
 
@@ -45,6 +46,7 @@ type manualRow struct {
 	webLinks    int // links to a chapter's URL left pointing at the web server
 	heapMiB     float64
 	note        string
+	discoveryMS float64 // source.site: the discovery's share of the wall
 }
 
 // scenarioManual (M): the Node.js API documentation as one PDF, on one
@@ -63,7 +65,16 @@ func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: http.FileServer(http.Dir(nodeDocs)), ReadHeaderTimeout: 10 * time.Second}
+	// /site/ serves a copy of the docs, which the source.site rows change
+	// a page of.
+	siteDocs, err := copyNodeDocs(e.work)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", http.FileServer(http.Dir(nodeDocs)))
+	mux.Handle("/site/", http.StripPrefix("/site", http.FileServer(http.Dir(siteDocs))))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	base := "http://" + ln.Addr().String() + "/"
@@ -82,6 +93,7 @@ func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
 	res := &manualResult{chapters: len(pages)}
 	rep.manual = res
 
+	linkBase := base // what a link to a chapter starts with
 	measure := func(label string, r exportclient.Request) (exportclient.Status, manualRow, error) {
 		runtime.GC()
 		heap0 := heapBytes()
@@ -107,7 +119,17 @@ func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
 		row := manualRow{label: label, cpu: (cpu1 - cpu0).Seconds(), wallMS: msOf(wall), pages: st.Result.Pages,
 			heapMiB: float64(max(peak, heap0)-heap0) / (1 << 20)}
 		path := filepath.Join(f.dir, "artifacts", filepath.FromSlash(st.Result.ArtifactKey))
-		row.outline, row.webLinks, err = pdfNavigation(path, base, pages)
+		row.outline, row.webLinks, err = pdfNavigation(path, linkBase, pages)
+		if s := st.Result.Site; s != nil {
+			row.discoveryMS = float64(s.DiscoveryMS)
+			row.note = fmt.Sprintf("%s; discovery %d ms, %d requests", chapterNote(st), s.DiscoveryMS, s.Requests)
+		}
+		if row.cpu < 0 {
+			// A Chromium that restarted (RENDER_MAX_PER_BROWSER) left the
+			// process tree with the CPU it had used.
+			row.cpu = 0
+			row.note = strings.TrimPrefix(row.note+"; CPU not counted: a Chromium restarted during the row", "; ")
+		}
 		return st, row, err
 	}
 
@@ -153,6 +175,36 @@ func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
 	res.measured = append(res.measured, again)
 	logf("   %s: %.1f s, CPU %.1f s, %s", again.label, again.wallMS/1000, again.cpu, again.note)
 
+	// The same docs straight from the site: the chapters from index.html's
+	// navigation, revisions from their content; then the next release
+	// with one page changed, then that release again unchanged.
+	linkBase = base + "site/"
+	siteReq := func(version string) exportclient.Request {
+		return exportclient.Request{ManualID: "node-site", Version: version, Site: &exportclient.Site{URL: base + "site/index.html"},
+			Options: exportclient.Options{Outline: true, TOC: true}}
+	}
+	for _, step := range []struct {
+		label, version string
+		before         func() error
+	}{
+		{"pipeline, --site: the chapters from index.html's navigation", "20", nil},
+		{"↳ next release, one page changed", "20.1", func() error { return touchPage(filepath.Join(siteDocs, "fs.html")) }},
+		{"↳ the same release again, nothing changed", "20.2", nil},
+	} {
+		if step.before != nil {
+			if err := step.before(); err != nil {
+				return err
+			}
+		}
+		_, row, err := measure(step.label, siteReq(step.version))
+		if err != nil {
+			return err
+		}
+		res.site = append(res.site, row)
+		logf("   %s: %.1f s, CPU %.1f s, %d pages, %s", row.label, row.wallMS/1000, row.cpu, row.pages, row.note)
+	}
+	linkBase = base
+
 	peerRow, err := peerManual(ctx, e, base, pages)
 	if err != nil {
 		return err
@@ -190,6 +242,29 @@ func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
 	res.measured = append(res.measured, two)
 	logf("   %s: %.1f s, CPU %.1f s, %s", two.label, two.wallMS/1000, two.cpu, two.note)
 	return nil
+}
+
+// copyNodeDocs copies the Node.js docs' pages and assets into a new
+// directory under work.
+func copyNodeDocs(work string) (string, error) {
+	dir, err := os.MkdirTemp(work, "node-site-")
+	if err != nil {
+		return "", err
+	}
+	if out, err := exec.Command("sh", "-c", `cp -r "$1"/*.html "$1"/assets "$2"/`, "sh", nodeDocs, dir).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("copying %s: %v: %s", nodeDocs, err, out)
+	}
+	return dir, nil
+}
+
+// touchPage changes a page's content as a new release of the docs would.
+func touchPage(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	changed := strings.Replace(string(b), "</body>", "<p>Changed in the next release.</p></body>", 1)
+	return os.WriteFile(path, []byte(changed), 0o644)
 }
 
 func chapterNote(st exportclient.Status) string {
@@ -318,6 +393,21 @@ func (m *manualResult) rows() []row {
 			"1 worker", ratio(t.wallMS, whole.wallMS), "—"}}
 	}
 	two = append(m.gotenberg.summaryRows(whole), two...)
+	if len(m.site) == 3 {
+		first, changed, same := m.site[0], m.site[1], m.site[2]
+		two = append([]row{
+			{"M", fmt.Sprintf("whole manual by --site: Node.js docs, chapters from the navigation → %d pages (%s)", first.pages, first.note),
+				fmt.Sprintf("%.1f s · CPU %.1f s", first.wallMS/1000, first.cpu),
+				fmt.Sprintf("peer per page + merge %.1f s · CPU %.1f s", peerRow.wallMS/1000, peerRow.cpu),
+				ratio(first.wallMS, peerRow.wallMS), "≤ 0.5× wall " + verdict(first.wallMS <= 0.5*peerRow.wallMS)},
+			{"M", "↳ next release, one page changed (" + changed.note + ")", fmt.Sprintf("%.1f s · CPU %.1f s", changed.wallMS/1000, changed.cpu),
+				fmt.Sprintf("peer per page + merge %.1f s", peerRow.wallMS/1000), ratio(changed.wallMS, peerRow.wallMS), "≤ 0.1× wall " + verdict(changed.wallMS <= 0.1*peerRow.wallMS)},
+			{"M", "↳ discovery of the first --site export", fmt.Sprintf("%.0f ms", first.discoveryMS),
+				fmt.Sprintf("its export %.1f s", first.wallMS/1000), fmt.Sprintf("%.1f %%", 100*first.discoveryMS/first.wallMS), "≤ 5 % " + verdict(first.discoveryMS <= 0.05*first.wallMS)},
+			{"M", "↳ the same release again (" + same.note + ")", fmt.Sprintf("%.1f s · CPU %.1f s", same.wallMS/1000, same.cpu),
+				"the first --site export", ratio(same.wallMS, first.wallMS), "—"},
+		}, two...)
+	}
 	return append([]row{
 		{"M", fmt.Sprintf("whole manual: Node.js docs, %d chapters → %d pages, outline %d entries, %d links left to chapter URLs", m.chapters, whole.pages, whole.outline, whole.webLinks),
 			fmt.Sprintf("%.1f s · CPU %.1f s", whole.wallMS/1000, whole.cpu),
@@ -342,7 +432,7 @@ func (m *manualResult) markdown() string {
 	fmt.Fprintf(&b, "Gotenberg's per-page conversion and merge route do. \"Links to chapter URLs\" are link annotations that\n")
 	fmt.Fprintf(&b, "still open a chapter on the web server instead of its page in the PDF.\n\n")
 	fmt.Fprintf(&b, "| what | wall s | CPU-s | pages | outline entries | links to chapter URLs | peak heap MiB | |\n|---|---|---|---|---|---|---|---|\n")
-	for _, r := range m.measured {
+	for _, r := range append(append([]manualRow(nil), m.measured...), m.site...) {
 		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %d | %d | %d | %.0f | %s |\n", r.label, r.wallMS/1000, r.cpu, r.pages, r.outline, r.webLinks, r.heapMiB, r.note)
 	}
 	b.WriteString(m.gotenberg.tableRows())

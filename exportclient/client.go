@@ -54,7 +54,10 @@ type Request struct {
 	// MaxChapters): each chapter is printed on its own, by whichever
 	// worker takes it, and stored so that the next version of the manual,
 	// or another manual, reuses it while its Revision stays the same.
-	Chapters  []Chapter
+	Chapters []Chapter
+	// Site makes one PDF of the pages a docs site's navigation lists, read
+	// by the worker, each chapter reused while its content is unchanged.
+	Site      *Site
 	Options   Options
 	Force     bool   // re-render even if the artifact is stored
 	RequestID string // optional caller correlation id, logged by the worker
@@ -73,7 +76,7 @@ type Request struct {
 // Payload converts the request to the raw request.
 func (r Request) Payload() Payload {
 	p := Payload{V: PayloadVersion, ManualID: r.ManualID, Version: r.Version,
-		Source:  PayloadSource{URL: r.URL, HTML: r.HTML, Chapters: r.Chapters, Credentials: Credentials{Headers: r.Headers, Cookies: r.Cookies}},
+		Source:  PayloadSource{URL: r.URL, HTML: r.HTML, Chapters: r.Chapters, Site: r.Site, Credentials: Credentials{Headers: r.Headers, Cookies: r.Cookies}},
 		Options: r.Options, Force: r.Force, RequestID: r.RequestID}
 	if r.CallbackURL != "" {
 		p.Callback = &Callback{URL: r.CallbackURL}
@@ -350,9 +353,12 @@ var ErrTaskExists = errors.New("exportclient: a task with this id exists")
 
 // Enqueued identifies an accepted export.
 type Enqueued struct {
-	TaskID      string
-	Queue       string
-	ArtifactKey string // relative to the storage prefix
+	TaskID string
+	Queue  string
+	// ArtifactKey is relative to the storage prefix. For a Site it is the
+	// request's own key, under which nothing is stored: the manual's key
+	// follows from the chapters the worker discovers, and its Result has it.
+	ArtifactKey string
 }
 
 // Enqueue validates r and enqueues it. Validation failures match ErrInvalid;

@@ -17,14 +17,14 @@ import (
 func (p Payload) spec() spec.Request {
 	return spec.Request{V: p.V, ManualID: p.ManualID, Version: p.Version,
 		Source: spec.RequestSource{URL: p.Source.URL, HTML: p.Source.HTML, Chapters: chaptersSpec(p.Source.Chapters),
-			Credentials: p.Source.Credentials.spec()},
+			Site: (*spec.Site)(p.Source.Site), Credentials: p.Source.Credentials.spec()},
 		Options: p.Options.spec(), Force: p.Force, RequestID: p.RequestID, Callback: (*spec.Callback)(p.Callback)}
 }
 
 func publicPayload(r spec.Request) Payload {
 	return Payload{V: r.V, ManualID: r.ManualID, Version: r.Version,
 		Source: PayloadSource{URL: r.Source.URL, HTML: r.Source.HTML, Chapters: publicChapters(r.Source.Chapters),
-			Credentials: publicCredentials(r.Source.Credentials)},
+			Site: (*Site)(r.Source.Site), Credentials: publicCredentials(r.Source.Credentials)},
 		Options: publicOptions(r.Options), Force: r.Force, RequestID: r.RequestID, Callback: (*Callback)(r.Callback)}
 }
 
@@ -95,7 +95,7 @@ func publicOptions(o spec.Options) Options {
 func (r Result) spec() spec.Result {
 	out := spec.Result{ArtifactKey: r.ArtifactKey, URL: r.URL, ETag: r.ETag, Bytes: r.Bytes, Pages: r.Pages,
 		Rendered: r.Rendered, FailOpen: r.FailOpen, RenderMS: r.RenderMS, WaitedMS: r.WaitedMS,
-		DownloadURL: r.DownloadURL, WarningsOmitted: r.WarningsOmitted, Chapters: (*spec.ChapterCounts)(r.Chapters)}
+		DownloadURL: r.DownloadURL, WarningsOmitted: r.WarningsOmitted, Chapters: (*spec.ChapterCounts)(r.Chapters), Site: (*spec.SiteDiscovery)(r.Site)}
 	if r.Warnings != nil {
 		out.Warnings = make([]spec.Warning, len(r.Warnings))
 		for i, w := range r.Warnings {
@@ -108,7 +108,7 @@ func (r Result) spec() spec.Result {
 func publicResult(r spec.Result) Result {
 	out := Result{ArtifactKey: r.ArtifactKey, URL: r.URL, ETag: r.ETag, Bytes: r.Bytes, Pages: r.Pages,
 		Rendered: r.Rendered, FailOpen: r.FailOpen, RenderMS: r.RenderMS, WaitedMS: r.WaitedMS,
-		DownloadURL: r.DownloadURL, WarningsOmitted: r.WarningsOmitted, Chapters: (*ChapterCounts)(r.Chapters)}
+		DownloadURL: r.DownloadURL, WarningsOmitted: r.WarningsOmitted, Chapters: (*ChapterCounts)(r.Chapters), Site: (*SiteDiscovery)(r.Site)}
 	if r.Warnings != nil {
 		out.Warnings = make([]Warning, len(r.Warnings))
 		for i, w := range r.Warnings {

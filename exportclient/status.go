@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -89,13 +90,13 @@ func (c *Client) statusOf(ctx context.Context, info *asynq.TaskInfo) (Status, er
 	if ok {
 		return s.with(f), nil
 	}
-	if n := chaptersOf(info.Payload); n > 0 && !s.Final() {
+	if n, manual := chaptersOf(info.Payload); manual && !s.Final() {
 		done, total, started, err := outcome.ChaptersDone(ctx, c.rdb, info.ID)
 		if err != nil {
 			return s, fmt.Errorf("%w: reading the progress of %s: %w", ErrUnavailable, info.ID, err)
 		}
 		if !started {
-			total = n
+			total = n // 0 for a site before its chapters are discovered
 		}
 		s.Progress = &Progress{ChaptersDone: done, ChaptersTotal: total}
 	}
@@ -174,16 +175,17 @@ func statusOf(info *asynq.TaskInfo) (Status, error) {
 
 // clientOf reads the envelope's client, leniently: an envelope no worker
 // can read (it fails for good) still belongs to whoever enqueued it.
-// chaptersOf counts the chapters of a manual's envelope; 0 for another
-// export.
-func chaptersOf(payload []byte) int {
+// chaptersOf counts the chapters of a manual's envelope (0 for a site,
+// whose chapters the worker discovers) and says whether it is a manual.
+func chaptersOf(payload []byte) (int, bool) {
 	var e struct {
 		Source struct {
 			Chapters []json.RawMessage `json:"chapters"`
+			Site     json.RawMessage   `json:"site"`
 		} `json:"source"`
 	}
 	_ = json.Unmarshal(payload, &e)
-	return len(e.Source.Chapters)
+	return len(e.Source.Chapters), len(e.Source.Chapters) > 0 || len(e.Source.Site) > 0
 }
 
 func clientOf(payload []byte) string {
@@ -292,5 +294,17 @@ func (c *Client) Artifact(ctx context.Context, taskID string) (Status, string, e
 		return Status{}, "", fmt.Errorf("exportclient: task %s has a malformed payload: %w", taskID, err)
 	}
 	s, err := c.Status(ctx, taskID)
+	if p.Source.Site != nil {
+		// Its key is its discovered chapters', which only the result
+		// knows: the last three segments of the full key,
+		// "{manual_id}/{version}/{hash}.pdf".
+		key := ""
+		if s.Result != nil {
+			if parts := strings.Split(s.Result.ArtifactKey, "/"); len(parts) >= 3 {
+				key = strings.Join(parts[len(parts)-3:], "/")
+			}
+		}
+		return s, key, err
+	}
 	return s, p.ArtifactKey(), err
 }

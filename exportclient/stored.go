@@ -37,7 +37,8 @@ var ErrNotReusable = errors.New("exportclient: request is not answered from stor
 // Reusable reports whether a stored artifact under p's key answers p as a
 // worker would (see ErrNotReusable); p's key is then p.ArtifactKey().
 func Reusable(p Payload) bool {
-	return !p.Force && p.spec().Source.Credentials.Empty() && p.Options.Encryption == nil && p.Callback == nil
+	// A site's key is known only after a worker read its navigation.
+	return !p.Force && p.Source.Site == nil && p.spec().Source.Credentials.Empty() && p.Options.Encryption == nil && p.Callback == nil
 }
 
 // storedRecord is what CompleteStored keeps under keyspace.Stored.

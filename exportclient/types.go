@@ -46,6 +46,9 @@ type PayloadSource struct {
 	// Chapters make the export a manual of many pages (at most
 	// MaxChapters).
 	Chapters []Chapter `json:"chapters,omitempty"`
+	// Site makes the export a manual of the pages a docs site's
+	// navigation lists (docs/EXPORTS.md).
+	Site *Site `json:"site,omitempty"`
 	// Credentials (source.headers, source.cookies) render URL as one of
 	// the caller's users.
 	Credentials
@@ -66,6 +69,32 @@ type Cookie struct {
 	// Path limits the cookie to request paths under it (RFC 6265 path
 	// match). "" is "/".
 	Path string `json:"path,omitempty"`
+}
+
+// Site is a manual straight from a docs site (Request.Site): the worker
+// reads the chapters, in order, from the navigation of the start page URL,
+// with their titles, and derives each one's revision from its content
+// unless Revision gives one, so a new release of the site prints only the
+// chapters that changed. An export of a site needs workers of envelope
+// version 3 (docs/COMPATIBILITY.md).
+type Site struct {
+	// URL is the start page (a host on ALLOWED_HOSTS); only pages of its
+	// origin become chapters.
+	URL string `json:"url"`
+	// Nav is where the navigation is: "" (told from the page), "sphinx",
+	// "mkdocs", "docusaurus", "antora", "sitemap", or a CSS selector of
+	// its links.
+	Nav string `json:"nav,omitempty"`
+	// Include and Exclude filter the chapters by path with globs (*
+	// within a segment, ** across, ? one character).
+	Include []string `json:"include,omitempty"`
+	Exclude []string `json:"exclude,omitempty"`
+	// MaxChapters keeps the first MaxChapters chapters; 0: all (at most
+	// MaxChapters).
+	MaxChapters int `json:"max_chapters,omitempty"`
+	// Revision, when set, is every chapter's revision (the site build's
+	// commit), instead of one derived from each chapter's content.
+	Revision string `json:"revision,omitempty"`
 }
 
 // Chapter is one chapter of a manual (Request.Chapters): exactly one of
@@ -180,6 +209,17 @@ type Result struct {
 	WarningsOmitted int       `json:"warnings_omitted,omitempty"`
 	// Chapters counts a manual's chapters (chapters only).
 	Chapters *ChapterCounts `json:"chapters,omitempty"`
+	// Site is how a manual from a site found its chapters (Site only).
+	Site *SiteDiscovery `json:"site,omitempty"`
+}
+
+// SiteDiscovery is how the worker read a site's chapters: the navigation
+// it found (a generator's name, "sitemap", "selector" or "navigation"),
+// how long the discovery took and how many requests it made.
+type SiteDiscovery struct {
+	Nav         string `json:"nav"`
+	DiscoveryMS int64  `json:"discovery_ms"`
+	Requests    int    `json:"requests"`
 }
 
 // Warning is one thing that makes a PDF possibly incomplete: Kind is

@@ -4,7 +4,8 @@
 # browser the tests also cover), fonts, poppler-utils, qpdf (the document
 # options' tests check every output with it) and promtool (Debian's
 # prometheus package: the tests check deployments/prometheus with it) and
-# Node.js (nodejs, npm) from apt, the pinned versitygw S3 server (built with
+# Node.js (nodejs, npm) and the docs generators the source.site tests build
+# sites with (mkdocs, python3-sphinx) from apt, the pinned versitygw S3 server (built with
 # go install into ./bin) and the pinned Node tools of the HTTP contract
 # checks (npm ci into var/node-tools). Idempotent.
 set -euo pipefail
@@ -24,6 +25,9 @@ have_cmd node || missing+=(nodejs)
 # The Node.js API docs: real manual pages the manual tests and benchmark print.
 [ -f /usr/share/doc/nodejs/api/all.html ] || missing+=(nodejs)
 have_cmd npm || missing+=(npm)
+# Docs generators whose real output the source.site tests build and read.
+have_cmd mkdocs || missing+=(mkdocs)
+have_cmd sphinx-build || missing+=(python3-sphinx)
 for font in fonts-dejavu-core fonts-liberation; do
 	have_pkg "$font" || missing+=("$font")
 done

@@ -53,7 +53,7 @@ func runBatch(ctx context.Context, e env, args []string) int {
 		opts        exportclient.Options
 		progress    string
 	)
-	fs.StringVar(&file, "file", "", "CSV with columns manual_id,version,url (header optional); a url of chapters:PATH exports the whole manual PATH lists (as export --chapters); - reads stdin")
+	fs.StringVar(&file, "file", "", "CSV with columns manual_id,version,url (header optional); a url of chapters:PATH exports the whole manual PATH lists (as export --chapters), one of site:URL the manual that site's navigation lists (as export --site); - reads stdin")
 	fs.Float64Var(&ratePerSec, "rate", 0, "enqueue at most N tasks per second (0: no limit); also accepts N/s")
 	fs.BoolVar(&force, "force", false, "re-render artifacts that are already stored")
 	fs.Var(&wait, "wait", "wait until every task finished (--wait=DUR bounds the wait)")
@@ -125,7 +125,7 @@ func runBatch(ctx context.Context, e env, args []string) int {
 		if ctx.Err() != nil {
 			break
 		}
-		if store != nil {
+		if store != nil && row.req.Site == nil { // a site's key is known after its discovery
 			_, err := store.Stat(ctx, row.req.Payload().ArtifactKey())
 			if err == nil {
 				counts.stored.Add(1)
@@ -221,6 +221,8 @@ func readBatch(in io.Reader, opts exportclient.Options, force bool) (rows []batc
 				continue
 			}
 			req.URL, req.Chapters = "", chapters
+		} else if start, ok := strings.CutPrefix(req.URL, "site:"); ok {
+			req.URL, req.Site = "", &exportclient.Site{URL: start}
 		}
 		rows = append(rows, batchRow{line: line, req: req})
 	}

@@ -7,10 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
@@ -55,6 +58,9 @@ func runExport(ctx context.Context, e env, args []string) int {
 		req                    exportclient.Request
 		htmlFile, queue        string
 		chaptersFile           string
+		site                   exportclient.Site
+		siteInclude            stringList
+		siteExclude            stringList
 		headerFile, footerFile string
 		marginMM, scale        string
 		noBackground, jsonOut  bool
@@ -65,7 +71,13 @@ func runExport(ctx context.Context, e env, args []string) int {
 	fs.StringVar(&req.URL, "url", "", "http(s) URL of the printable page (host must be on ALLOWED_HOSTS)")
 	fs.StringVar(&htmlFile, "html-file", "", "print this HTML file instead of a URL (- for stdin, at most 2 MiB)")
 	fs.StringVar(&chaptersFile, "chapters", "", `export a whole manual: this file lists its chapters in order, one "URL [rev=REVISION] [title]" a line (- for stdin)`)
-	fs.BoolVar(&req.Options.TOC, "toc", false, "with --chapters: a table of contents with the final page numbers before the first chapter")
+	fs.StringVar(&site.URL, "site", "", "export a whole manual straight from a docs site: the chapters, in order, from this start page's navigation (Sphinx, MkDocs, Docusaurus, Antora, a navigation landmark), each reprinted only when its content changed; --manual defaults to the site's host, --version to latest")
+	fs.StringVar(&site.Nav, "site-nav", "", "with --site: where its navigation is: sphinx, mkdocs, docusaurus, antora, sitemap, or a CSS selector of its links (default: told from the page)")
+	fs.Var(&siteInclude, "site-include", "with --site: only chapters whose path matches this glob (* within a segment, ** across; repeatable)")
+	fs.Var(&siteExclude, "site-exclude", "with --site: no chapter whose path matches this glob (repeatable)")
+	fs.IntVar(&site.MaxChapters, "site-max-chapters", 0, "with --site: keep the first N chapters (default all, at most 1000)")
+	fs.StringVar(&site.Revision, "site-revision", "", "with --site: every chapter's revision (the site build's commit), instead of one derived from each page's content")
+	fs.BoolVar(&req.Options.TOC, "toc", false, "with --chapters or --site: a table of contents with the final page numbers before the first chapter")
 	fs.BoolVar(&req.Options.FastWebView, "fast-web-view", false, "linearize the PDF (qpdf --linearize) so a viewer shows page 1 before the whole file arrived")
 	fs.StringVar(&req.Options.Paper, "paper", "", "paper: A4 (default), Letter, Legal, A3, A5")
 	fs.BoolVar(&req.Options.Landscape, "landscape", false, "landscape orientation")
@@ -122,6 +134,20 @@ func runExport(ctx context.Context, e env, args []string) int {
 			return exitInvalid
 		}
 	}
+	if site.URL != "" {
+		if req.URL != "" || req.HTML != "" || chaptersFile != "" {
+			fmt.Fprintf(e.stderr, "enqueue export: invalid request: --site: give --url, --html-file, --chapters or --site, one of them\n")
+			return exitInvalid
+		}
+		site.Include, site.Exclude = siteInclude, siteExclude
+		req.Site = &site
+		if req.ManualID == "" {
+			req.ManualID = siteManualID(site.URL)
+		}
+		if req.Version == "" {
+			req.Version = "latest"
+		}
+	}
 	if err := fillCredentials(&req, srcHeaders, srcCookies); err != nil {
 		fmt.Fprintf(e.stderr, "enqueue export: %v\n", err)
 		return exitInvalid
@@ -155,8 +181,8 @@ func runExport(ctx context.Context, e env, args []string) int {
 	wctx, cancel := context.WithTimeout(ctx, wait.d)
 	defer cancel()
 	stopWatch := func() {}
-	if len(req.Chapters) > 0 && !jsonOut {
-		stopWatch = watchChapters(wctx, e, client, enqueued.TaskID, len(req.Chapters))
+	if (len(req.Chapters) > 0 || req.Site != nil) && !jsonOut {
+		stopWatch = watchChapters(wctx, e, client, enqueued.TaskID, len(req.Chapters)) // a site's total comes with its progress
 	}
 	st, err := client.Wait(wctx, enqueued.TaskID, time.Second) // wakes on the worker's announcement; polls every second besides
 	stopWatch()
@@ -193,6 +219,9 @@ func printFinal(e env, st exportclient.Status, jsonOut bool) int {
 		st.TaskID, how, r.ArtifactKey, r.Pages, r.Bytes, r.RenderMS, r.WaitedMS)
 	if c := r.Chapters; c != nil {
 		fmt.Fprintf(e.stdout, "chapters: %d (%d rendered, %d reused)\n", c.Total, c.Rendered, c.Reused)
+	}
+	if s := r.Site; s != nil {
+		fmt.Fprintf(e.stdout, "site: %s navigation, discovery %d ms, %d requests\n", s.Nav, s.DiscoveryMS, s.Requests)
 	}
 	fmt.Fprintln(e.stdout, r.URL)
 	printWarnings(e, r)
@@ -391,4 +420,21 @@ func (d *docFlags) fill(o *exportclient.Options) error {
 		o.Encryption = e
 	}
 	return nil
+}
+
+// siteManualID is --manual's default for --site: the site's host, which
+// is a valid manual id once anything but letters, digits, '.', '_' and '-'
+// is replaced.
+func siteManualID(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return ""
+	}
+	id := strings.Map(func(r rune) rune {
+		if r == '.' || r == '_' || r == '-' || r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return '-'
+	}, u.Hostname())
+	return strings.Trim(id, ".-_")
 }

@@ -198,6 +198,15 @@ func TestCompat_PreviousRelease(t *testing.T) {
 		failsForGood(st, "hyphenate: unknown field")
 		noArtifact("3")
 
+		// A site is envelope version 3: the previous worker refuses it for
+		// good before reading anything, by its version or its field.
+		st = raw(`{"v":3,"manual_id":"compat","version":"3s","source":{"site":{"url":"http://127.0.0.1:9/"}}}`)
+		failsForGood(st)
+		if !strings.Contains(st.Error, "got 3") && !strings.Contains(st.Error, "site") {
+			t.Errorf("a site envelope on the previous worker: %q, want a refusal naming its version or source.site", st.Error)
+		}
+		noArtifact("3s")
+
 		besideCompletes(cur, "3b")
 	})
 	old.stop(t)
@@ -210,7 +219,7 @@ func TestCompat_PreviousRelease(t *testing.T) {
 
 		v := strconv.Itoa(spec.EnvelopeVersion + 1)
 		st := raw(`{"v":` + v + `,"manual_id":"compat","version":"6","source":{"html":"<p>x</p>"},"options":{"hyphenate":true}}`)
-		failsForGood(st, "hyphenate: unknown field", "envelope version "+v+" needs a worker that serves it", "serves versions 1 to 2")
+		failsForGood(st, "hyphenate: unknown field", "envelope version "+v+" needs a worker that serves it", "serves versions 1 to "+strconv.Itoa(spec.EnvelopeVersion))
 		noArtifact("6")
 	})
 }

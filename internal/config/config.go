@@ -56,13 +56,15 @@ type Config struct {
 	S3CreateBucket   bool          `env:"S3_CREATE_BUCKET" bins:"worker,enqueue,api" envDefault:"false" help:"Create the bucket at start if missing (development only)."`
 	S3PresignTTL     time.Duration `env:"S3_PRESIGN_TTL" bins:"worker,enqueue,api" envDefault:"24h" help:"Lifetime of presigned download URLs in results."`
 
-	ChromiumPath        string        `env:"CHROMIUM_PATH" bins:"worker" help:"Chromium binary (empty: auto-detect, the headless shell first: chromium-headless-shell, chrome-headless-shell, then /usr/lib/chromium/chromium, chromium, google-chrome)."`
-	RenderConcurrency   int           `env:"RENDER_CONCURRENCY" bins:"worker" envDefault:"2" help:"Tabs rendering at once per worker process."`
-	RenderTimeout       time.Duration `env:"RENDER_TIMEOUT" bins:"worker" envDefault:"60s" help:"Deadline of one render (load, readiness, print, upload)."`
-	RenderMaxPerBrowser int           `env:"RENDER_MAX_PER_BROWSER" bins:"worker" envDefault:"100" help:"Restart Chromium after this many renders."`
-	RenderMaxPages      int           `env:"RENDER_MAX_PAGES" bins:"worker" envDefault:"5000" help:"Most pages of one PDF; a longer one fails for good, nothing stored."`
-	RenderMaxBytes      int64         `env:"RENDER_MAX_BYTES" bins:"worker" envDefault:"536870912" help:"Most bytes of one PDF (default 512 MiB); a larger one fails for good, nothing stored."`
-	AllowedHosts        string        `env:"ALLOWED_HOSTS" bins:"worker,enqueue,api" help:"Hosts pages may load from: comma list of host, host:port or *.suffix. Loopback, private and other special-purpose addresses only when listed exactly with a port (127.0.0.1:8080; without one the entry is refused). The worker's own endpoints (ADMIN_ADDR, API_ADDR, the Redis servers, S3_ENDPOINT, its egress proxy) are never reachable, whatever the list says."`
+	ChromiumPath         string        `env:"CHROMIUM_PATH" bins:"worker" help:"Chromium binary (empty: auto-detect, the headless shell first: chromium-headless-shell, chrome-headless-shell, then /usr/lib/chromium/chromium, chromium, google-chrome)."`
+	RenderConcurrency    int           `env:"RENDER_CONCURRENCY" bins:"worker" envDefault:"2" help:"Tabs rendering at once per worker process."`
+	RenderTimeout        time.Duration `env:"RENDER_TIMEOUT" bins:"worker" envDefault:"60s" help:"Deadline of one render (load, readiness, print, upload)."`
+	RenderMaxPerBrowser  int           `env:"RENDER_MAX_PER_BROWSER" bins:"worker" envDefault:"100" help:"Restart Chromium after this many renders."`
+	RenderMaxPages       int           `env:"RENDER_MAX_PAGES" bins:"worker" envDefault:"5000" help:"Most pages of one PDF; a longer one fails for good, nothing stored."`
+	RenderMaxBytes       int64         `env:"RENDER_MAX_BYTES" bins:"worker" envDefault:"536870912" help:"Most bytes of one PDF (default 512 MiB); a larger one fails for good, nothing stored."`
+	SiteDiscoveryTimeout time.Duration `env:"SITE_DISCOVERY_TIMEOUT" bins:"worker" envDefault:"2m" help:"Deadline of reading a source.site's navigation and its chapters' revisions (docs/EXPORTS.md); a slower site is retried."`
+	SiteMaxPageBytes     int64         `env:"SITE_MAX_PAGE_BYTES" bins:"worker" envDefault:"8388608" help:"Most bytes of one page or sitemap a source.site's discovery reads (default 8 MiB); a larger one fails the export for good, naming it."`
+	AllowedHosts         string        `env:"ALLOWED_HOSTS" bins:"worker,enqueue,api" help:"Hosts pages may load from: comma list of host, host:port or *.suffix. Loopback, private and other special-purpose addresses only when listed exactly with a port (127.0.0.1:8080; without one the entry is refused). The worker's own endpoints (ADMIN_ADDR, API_ADDR, the Redis servers, S3_ENDPOINT, its egress proxy) are never reachable, whatever the list says."`
 
 	WorkerConcurrency int           `env:"WORKER_CONCURRENCY" bins:"worker" envDefault:"8" help:"asynq handler slots per worker process (waiting tasks hold a slot but no tab)."`
 	Queues            string        `env:"QUEUES" bins:"worker,enqueue,api" help:"Queues and their priority weights, e.g. critical=6,default=3,batch=1."`
@@ -379,6 +381,12 @@ func (c *Config) validate() []VarError {
 		if p.v < 1 || p.v > p.max {
 			bad(p.name, "must be between 1 and %d, got %d", p.max, p.v)
 		}
+	}
+	if c.SiteDiscoveryTimeout < time.Second || c.SiteDiscoveryTimeout > time.Hour {
+		bad("SITE_DISCOVERY_TIMEOUT", "must be between 1s and 1h, got %s", c.SiteDiscoveryTimeout)
+	}
+	if c.SiteMaxPageBytes < 64<<10 || c.SiteMaxPageBytes > 1<<30 {
+		bad("SITE_MAX_PAGE_BYTES", "must be between 65536 (64 KiB) and 1073741824 (1 GiB), got %d", c.SiteMaxPageBytes)
 	}
 	if c.RenderMaxBytes < 1<<20 || c.RenderMaxBytes > 1<<40 {
 		bad("RENDER_MAX_BYTES", "must be between 1048576 (1 MiB) and 1099511627776 (1 TiB), got %d", c.RenderMaxBytes)

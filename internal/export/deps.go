@@ -128,6 +128,9 @@ type Config struct {
 	// Progress counts a manual's stored chapters for status readers
 	// (outcome.Progress); nil: none.
 	Progress ProgressCounter
+	// Sites reads the chapters of a source.site from its navigation; nil
+	// fails such exports for good.
+	Sites SiteDiscoverer
 	// Workspace holds the temporary files of document options and the one
 	// post-processing slot; every handler of a worker process shares one.
 	// nil: the handler opens its own, which Close removes.
@@ -137,6 +140,23 @@ type Config struct {
 // ChapterQueue queues chapter tasks (a manual's, on the manual's queue).
 type ChapterQueue interface {
 	EnqueueChapters(ctx context.Context, queue string, tasks []spec.ChapterTask) error
+}
+
+// SiteDiscoverer reads a site's chapters (internal/site through the
+// egress guard). An error the caller cannot fix by retrying (a field of
+// the site, a page that will not be there) matches spec.ErrInvalid or
+// asynq.SkipRetry.
+type SiteDiscoverer interface {
+	Discover(ctx context.Context, s spec.Site) (Discovery, error)
+}
+
+// Discovery is a site's chapters, each with a revision, and how they were
+// found.
+type Discovery struct {
+	Chapters []spec.Chapter
+	Nav      string
+	Requests int
+	Elapsed  time.Duration
 }
 
 // ProgressCounter counts the stored chapters of a manual.

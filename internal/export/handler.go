@@ -100,7 +100,16 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 		h.cfg.Observer.ExportDone("failed", time.Since(start))
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
-	key := env.ArtifactKey()
+	var discovered *spec.SiteDiscovery
+	if j.Source.Site != nil {
+		if j, discovered, err = h.discoverSite(ctx, log, j); err != nil {
+			err = redact.Error(err)
+			h.cfg.Observer.ExportDone("failed", time.Since(start))
+			log.ErrorContext(ctx, "export failed", "err", err, "retryable", !errors.Is(err, asynq.SkipRetry), "ms", time.Since(start).Milliseconds())
+			return err
+		}
+	}
+	key := j.ArtifactKey()
 	log = log.With("manual_id", env.ManualID, "version", env.Version, "key", key, "request_id", env.RequestID)
 
 	var r spec.Result
@@ -117,6 +126,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 		log.ErrorContext(ctx, "export failed", "err", err, "retryable", !errors.Is(err, asynq.SkipRetry), "ms", time.Since(start).Milliseconds())
 		return err
 	}
+	r.Site = discovered
 	outcome := "reused"
 	if r.Rendered {
 		outcome = "rendered"

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 	"github.com/pdfexport/pdfexport/internal/tracing"
@@ -18,6 +19,7 @@ import (
 // Spans of an export attempt (tracing off: none, see tracing.Start):
 //
 //	pdf:export (consumer; a child of the enqueue span the payload's traceparent names)
+//	├─ site.discover       a source.site's navigation and revisions (internal/site)
 //	├─ render gate         internal/lock: acquired | released | fail_open, the holder waited for
 //	├─ render              internal/render: render.load, render.network_idle, render.fonts,
 //	│  │                   render.wait_for, render.print, render.stream
@@ -130,4 +132,25 @@ func fail(span trace.Span, err error) {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 	}
+}
+
+// startDiscovery starts the span of a source.site's discovery: reading
+// its navigation and its chapters' revisions.
+func startDiscovery(ctx context.Context, siteURL string) (context.Context, trace.Span) {
+	ctx, span := tracing.Start(ctx, scope, "site.discover")
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("pdfexport.site.url", redact.URL(siteURL)))
+	}
+	return ctx, span
+}
+
+func endDiscovery(span trace.Span, d Discovery, err error) {
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("pdfexport.site.nav", d.Nav), attribute.Int("pdfexport.site.chapters", len(d.Chapters)),
+			attribute.Int("pdfexport.site.requests", d.Requests))
+		if err != nil {
+			fail(span, redact.Error(err))
+		}
+	}
+	span.End()
 }

@@ -23,9 +23,10 @@ const (
 	// EnvelopeVersion is the newest envelope version this build's workers
 	// serve. Version 2 adds options.fast_web_view; it is the first that
 	// workers announce (internal/fleet), so an enqueuer can keep an
-	// envelope off workers that cannot serve it. Bump it, and list the new fields in
+	// envelope off workers that cannot serve it. Version 3 adds
+	// source.site. Bump it, and list the new fields in
 	// addedIn, with every change of the envelope's fields or meaning.
-	EnvelopeVersion = 2
+	EnvelopeVersion = 3
 )
 
 // addedIn maps each envelope field added after version 1 (its JSON path,
@@ -38,6 +39,15 @@ var addedIn = map[string]int{
 	// after the enqueuer stored the export's secrets: the gate refuses it
 	// first.
 	"options.fast_web_view": 2,
+	// Only a worker that discovers chapters can serve a site; one of
+	// version 2 would refuse it as an unknown field.
+	"source.site":              3,
+	"source.site.url":          3,
+	"source.site.nav":          3,
+	"source.site.include":      3,
+	"source.site.exclude":      3,
+	"source.site.max_chapters": 3,
+	"source.site.revision":     3,
 }
 
 // ErrNewerEnvelope is matched by the error of an envelope (or chapter task)

@@ -85,6 +85,9 @@ type EnvelopeSource struct {
 	Credentials *CredentialsRef `json:"credentials_ref,omitempty"`
 	// Chapters make the export a manual of many pages (chapters.go).
 	Chapters []Chapter `json:"chapters,omitempty"`
+	// Site makes the export a manual of the chapters a docs site's
+	// navigation lists (site.go).
+	Site *Site `json:"site,omitempty"`
 }
 
 // HTMLRef names an HTML document stored beside the task by its SHA-256: the
@@ -118,6 +121,16 @@ type Result struct {
 	// Chapters counts a manual's chapters (source.chapters only): how
 	// many this export printed and how many it found stored.
 	Chapters *ChapterCounts `json:"chapters,omitempty"`
+	// Site is how a manual from source.site found its chapters.
+	Site *SiteDiscovery `json:"site,omitempty"`
+}
+
+// SiteDiscovery is a discovery in a result: the navigation it read, how
+// long it took and how many requests it made.
+type SiteDiscovery struct {
+	Nav         string `json:"nav"`
+	DiscoveryMS int64  `json:"discovery_ms"`
+	Requests    int    `json:"requests"`
 }
 
 // ChapterCounts are a manual's chapters in its result.

@@ -52,6 +52,10 @@ func (p Envelope) contentHash(credentials, passwords string) string {
 		Credentials string `json:"credentials,omitempty"`
 		// Chapters are a manual's chapters: their keys and titles.
 		Chapters []chapterIdentity `json:"chapters,omitempty"`
+		// Site is a site not discovered yet: its key names the request,
+		// never a stored manual, which is stored under the key of the
+		// chapters discovered (WithChapters).
+		Site *Site `json:"site,omitempty"`
 	}
 	canonical := struct {
 		V        int            `json:"v"`
@@ -66,6 +70,10 @@ func (p Envelope) contentHash(credentials, passwords string) string {
 		canonical.Source.HTMLSHA256 = p.Source.HTMLRef.SHA256
 	case p.Source.Chapters != nil:
 		canonical.Source.Chapters = p.chaptersIdentity()
+	case p.Source.Site != nil:
+		s := *p.Source.Site
+		s.URL = CanonicalURL(s.URL)
+		canonical.Source.Site = &s
 	default:
 		canonical.Source.URL = CanonicalURL(p.Source.URL)
 	}

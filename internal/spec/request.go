@@ -29,6 +29,9 @@ type RequestSource struct {
 	HTML string `json:"html,omitempty"`
 	// Chapters make the export a manual of many pages (chapters.go).
 	Chapters []Chapter `json:"chapters,omitempty"`
+	// Site makes the export a manual of the chapters a docs site's
+	// navigation lists (site.go).
+	Site *Site `json:"site,omitempty"`
 	// Credentials (source.headers, source.cookies) render URL as one of
 	// the caller's users.
 	Credentials
@@ -110,9 +113,9 @@ func (r Request) Validate(hosts Hosts) error {
 	if r.V != PayloadVersion {
 		errs = append(errs, fieldErr("v", "must be %d (payload schema version), got %d", PayloadVersion, r.V))
 	}
-	errs = append(errs, validateSource(r.Source.URL, r.Source.HTML, nil, r.Source.Chapters, hosts.Sources)...)
+	errs = append(errs, validateSource(r.Source.URL, r.Source.HTML, nil, r.Source.Chapters, r.Source.Site, hosts.Sources)...)
 	errs = append(errs, r.Source.Credentials.validate(r.Source.URL)...)
-	errs = append(errs, r.Options.validateManual(r.Source.Chapters != nil)...)
+	errs = append(errs, r.Options.validateManual(r.Source.Chapters != nil || r.Source.Site != nil)...)
 	errs = append(errs, r.Options.validateDocument(false)...)
 	return errors.Join(errs...)
 }
@@ -127,7 +130,7 @@ func (r Request) Envelope() Envelope {
 		opts.Encryption = &Encryption{Allow: e.Allow}
 	}
 	return Envelope{V: r.V, ManualID: r.ManualID, Version: r.Version,
-		Source:  EnvelopeSource{URL: r.Source.URL, HTML: r.Source.HTML, Chapters: r.Source.Chapters},
+		Source:  EnvelopeSource{URL: r.Source.URL, HTML: r.Source.HTML, Chapters: r.Source.Chapters, Site: r.Source.Site},
 		Options: opts, Force: r.Force, RequestID: r.RequestID, Callback: r.Callback}
 }
 

@@ -61,9 +61,9 @@ func (e Envelope) Validate(hosts Hosts) error {
 	if fe := validateEnvelopeVersion(e.V); fe != nil {
 		errs = append(errs, fe)
 	}
-	errs = append(errs, validateSource(e.Source.URL, e.Source.HTML, e.Source.HTMLRef, e.Source.Chapters, hosts.Sources)...)
+	errs = append(errs, validateSource(e.Source.URL, e.Source.HTML, e.Source.HTMLRef, e.Source.Chapters, e.Source.Site, hosts.Sources)...)
 	errs = append(errs, e.Source.Credentials.validate(e.Source.URL)...)
-	errs = append(errs, e.Options.validateManual(e.Source.Chapters != nil)...)
+	errs = append(errs, e.Options.validateManual(e.Source.Chapters != nil || e.Source.Site != nil)...)
 	errs = append(errs, e.validateTraceContext()...)
 	errs = append(errs, e.Options.validateDocument(true)...)
 	errs = append(errs, e.EncryptionRef.validate(e.Options.Encryption)...)
@@ -123,18 +123,20 @@ func validateIdentifier(field, v string) *FieldError {
 // validateSource checks a source: exactly one of a URL, an inline
 // document, a manual's chapters and (envelopes only) a stored document's
 // reference.
-func validateSource(srcURL, html string, ref *HTMLRef, chapters []Chapter, allowed HostList) []error {
+func validateSource(srcURL, html string, ref *HTMLRef, chapters []Chapter, site *Site, allowed HostList) []error {
 	n := 0
-	for _, set := range []bool{srcURL != "", html != "", ref != nil, chapters != nil} {
+	for _, set := range []bool{srcURL != "", html != "", ref != nil, chapters != nil, site != nil} {
 		if set {
 			n++
 		}
 	}
 	switch {
 	case n == 0:
-		return []error{fieldErr("source", "one of source.url, source.html or source.chapters is required")}
+		return []error{fieldErr("source", "one of source.url, source.html, source.chapters or source.site is required")}
 	case n > 1:
-		return []error{fieldErr("source", "exactly one of source.url, source.html and source.chapters, not both")}
+		return []error{fieldErr("source", "exactly one of source.url, source.html, source.chapters and source.site, not both")}
+	case site != nil:
+		return validateSite(site, allowed)
 	case chapters != nil:
 		if len(chapters) == 0 {
 			return []error{fieldErr("source.chapters", "must list at least one chapter")}

@@ -248,6 +248,7 @@ type wiring struct {
 	finals     *outcome.Listener
 	secretKeys *sidestore.Keys
 	callbacks  *callback.Deliverer
+	sites      *siteReader
 	idleWait   func(queues []string) func(context.Context, time.Duration)
 	batch      map[string]int // the batch lane's queues
 	mux        *asynq.ServeMux
@@ -267,6 +268,7 @@ func (w *Worker) startSteps(b *wiring) []startStep {
 		{"outcomes", func(context.Context) (func(), error) { return w.openOutcomes(b) }},
 		{"secrets", func(context.Context) (func(), error) { return nil, w.loadSecrets(b) }},
 		{"callbacks", func(context.Context) (func(), error) { return w.newCallbacks(b), nil }},
+		{"sites", func(context.Context) (func(), error) { return w.newSites(b), nil }},
 		{"doorbell", func(context.Context) (func(), error) { return w.startDoorbell(b), nil }},
 		{"queue servers", func(context.Context) (func(), error) { return w.newServers(b) }},
 		{"inspector", func(context.Context) (func(), error) { return w.openInspector(b), nil }},
@@ -496,6 +498,7 @@ func (w *Worker) newHandler(b *wiring, renderer export.Renderer) (*export.Handle
 		// failed one is retried by the manual's next attempt too.
 		ChapterTasks: chapterQueue{client: b.outcomes, rdb: queueRDB, retries: 2, timeout: cfg.TaskTimeout},
 		Progress:     outcome.Progress{RDB: queueRDB},
+		Sites:        b.sites,
 	})
 }
 

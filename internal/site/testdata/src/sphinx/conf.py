@@ -1,0 +1,3 @@
+project = 'Fixture Manual'
+extensions = []
+html_theme = 'alabaster'
