@@ -60,6 +60,16 @@ type Options struct {
 	// over that page: the running headers and footers, which count the
 	// manual's pages, printed as one sheet. "": none.
 	Overlay string
+	// Tagged keeps the parts' structure trees as one (structure.go) and
+	// marks the overlay as an artifact: an accessible manual from the
+	// tagged PDFs of its parts.
+	Tagged bool
+	// Lang is the document's language (BCP 47); "" takes the first
+	// part's. Tagged only.
+	Lang string
+	// Conformance says what the file claims in its XMP metadata, and what
+	// it needs for the claim (conformance.go).
+	Conformance Conformance
 }
 
 // Stats describe an assembled manual.
@@ -74,6 +84,9 @@ type Stats struct {
 	InternalLinks int
 	// Bytes is the size of the file written.
 	Bytes int64
+	// Findings are what an accessible manual lacks that its parts did
+	// not have (Conformance.UA only).
+	Findings []Finding
 }
 
 // Info is what Inspect reads of one PDF.
@@ -458,6 +471,7 @@ func Assemble(ctx context.Context, out io.Writer, parts []Part, opts Options) (S
 	if len(parts) == 0 {
 		return Stats{}, errors.New("assemble: no parts")
 	}
+	opts.Tagged = opts.Tagged || opts.Conformance.UA
 	m := &manual{byURL: map[string]int{}, byChapter: map[int]int{}}
 	for i, p := range parts {
 		if err := ctx.Err(); err != nil {
@@ -490,7 +504,7 @@ func Assemble(ctx context.Context, out io.Writer, parts []Part, opts Options) (S
 	}
 	m.w = w
 	if opts.Overlay != "" {
-		ov, err := openOverlay(opts.Overlay, w, total)
+		ov, err := openOverlay(opts.Overlay, w, total, opts.Tagged)
 		if err != nil {
 			return Stats{}, fmt.Errorf("overlay: %w", err)
 		}
@@ -498,6 +512,9 @@ func Assemble(ctx context.Context, out io.Writer, parts []Part, opts Options) (S
 		m.overlay = ov
 	}
 	m.pagesRoot = w.alloc()
+	if opts.Tagged {
+		m.tree = &structTree{root: w.alloc(), doc: w.alloc()}
+	}
 	st := Stats{}
 	for _, a := range m.parts {
 		first := len(m.pageNums)
@@ -513,8 +530,17 @@ func Assemble(ctx context.Context, out io.Writer, parts []Part, opts Options) (S
 		if err := ctx.Err(); err != nil {
 			return Stats{}, err
 		}
-		if err := m.copyPart(i); err != nil {
+		if err := m.copyPart(i, opts.Conformance.UA); err != nil {
 			return Stats{}, fmt.Errorf("part %d: %w", i, err)
+		}
+	}
+	lang := opts.Lang
+	if m.tree != nil {
+		if lang == "" {
+			lang = m.tree.lang
+		}
+		if err := m.writeStructure(lang); err != nil {
+			return Stats{}, err
 		}
 	}
 	kids := make(array, len(m.pageNums))
@@ -542,6 +568,32 @@ func Assemble(ctx context.Context, out io.Writer, parts []Part, opts Options) (S
 		}
 		st.OutlineEntries = n
 	}
+	if m.tree != nil {
+		catalog.set("StructTreeRoot", ref{m.tree.root, 0})
+		markInfo := &dict{}
+		markInfo.set("Marked", keyword("true"))
+		catalog.set("MarkInfo", markInfo)
+		if lang != "" {
+			catalog.set("Lang", textString(lang))
+		}
+		prefs := &dict{}
+		prefs.set("DisplayDocTitle", keyword("true"))
+		catalog.set("ViewerPreferences", prefs)
+	}
+	if opts.Tagged || opts.Conformance.claims() {
+		meta, err := writeMetadata(w, opts.Title, producer, opts.Conformance)
+		if err != nil {
+			return Stats{}, err
+		}
+		catalog.set("Metadata", ref{meta, 0})
+	}
+	if opts.Conformance.PDFA != "" {
+		intent, err := writeOutputIntent(w)
+		if err != nil {
+			return Stats{}, err
+		}
+		catalog.set("OutputIntents", array{ref{intent, 0}})
+	}
 	catalogNum := w.alloc()
 	if err := w.object(catalogNum, catalog); err != nil {
 		return Stats{}, err
@@ -550,7 +602,7 @@ func Assemble(ctx context.Context, out io.Writer, parts []Part, opts Options) (S
 	if opts.Title != "" {
 		info.set("Title", textString(opts.Title))
 	}
-	info.set("Producer", textString("pdfexport"))
+	info.set("Producer", textString(producer))
 	infoNum := w.alloc()
 	if err := w.object(infoNum, info); err != nil {
 		return Stats{}, err
@@ -561,6 +613,7 @@ func Assemble(ctx context.Context, out io.Writer, parts []Part, opts Options) (S
 	st.Pages = len(m.pageNums)
 	st.InternalLinks = m.internalLinks
 	st.Bytes = w.n
+	st.Findings = m.findings
 	return st, nil
 }
 
@@ -575,6 +628,8 @@ type manual struct {
 	pageNums      []int // the new object number of every page, in order
 	partFirst     []int // index in pageNums of each part's first page
 	internalLinks int
+	tree          *structTree // nil: untagged
+	findings      []Finding
 }
 
 func (m *manual) pageRef(part, page int) ref {
@@ -588,15 +643,24 @@ func (m *manual) destArray(part int, t target) array {
 	return array{m.pageRef(part, t.page), name("XYZ"), t.left, t.top, number("0")}
 }
 
-// copyPart writes part i's pages and everything they use.
-func (m *manual) copyPart(i int) error {
+// producer is the Info dictionary's and the XMP metadata's /Producer.
+const producer = "pdfexport"
+
+// copyPart writes part i's pages and everything they use; audit looks
+// for what an accessible document needs and the part lacks.
+func (m *manual) copyPart(i int, audit bool) error {
 	a := m.parts[i]
 	r, err := openPDF(a.Path)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	c := &copier{r: r, w: m.w, remap: map[int]int{}}
+	c := &copier{r: r, w: m.w, remap: map[int]int{}, drop: map[int]bool{}, retitle: map[int]string{}}
+	offset := 0
+	droppedKeys := map[int]bool{}
+	if m.tree != nil {
+		offset = m.tree.nextKey
+	}
 	pageIndex := make(map[int]int, len(a.pages))
 	for j, p := range a.pages {
 		c.remap[p.num] = m.pageNums[m.partFirst[i]+j]
@@ -631,12 +695,17 @@ func (m *manual) copyPart(i int) error {
 			}
 		}
 		out.set("Parent", ref{m.pagesRoot, 0})
+		if m.tree != nil {
+			if k, err := r.intValue(page.get("StructParents")); err == nil {
+				out.set("StructParents", number(strconv.Itoa(int(k)+offset)))
+			}
+		}
 		if m.overlay != nil {
 			if err := m.overlay.drawOn(c, page, p, out, m.partFirst[i]+j); err != nil {
 				return fmt.Errorf("overlay of page %d: %w", m.partFirst[i]+j+1, err)
 			}
 		}
-		annots, err := m.annotations(c, i, page, pageIndex)
+		annots, err := m.annotations(c, i, page, pageIndex, offset, droppedKeys)
 		if err != nil {
 			return err
 		}
@@ -650,12 +719,29 @@ func (m *manual) copyPart(i int) error {
 			return err
 		}
 	}
+	if m.tree == nil {
+		return nil
+	}
+	if err := m.copyStructure(c, i, offset, droppedKeys); err != nil {
+		return fmt.Errorf("structure tree: %w", err)
+	}
+	if audit {
+		fs, err := auditPart(r, i, a.pages)
+		if err != nil {
+			return fmt.Errorf("structure tree: %w", err)
+		}
+		m.findings = append(m.findings, fs...)
+	}
 	return nil
 }
 
 // annotations copies the annotations of a page: anchor marks dropped,
-// links to a part of the manual made internal, the rest as they are.
-func (m *manual) annotations(c *copier, part int, page *dict, pageIndex map[int]int) (array, error) {
+// links to a part of the manual made internal, the rest as they are. In a
+// tagged manual a kept annotation keeps its place in the structure tree,
+// its /StructParent shifted by offset; a dropped one's key goes into
+// droppedKeys, and c learns which object it was, so that the tree's
+// references to it are left out.
+func (m *manual) annotations(c *copier, part int, page *dict, pageIndex map[int]int, offset int, droppedKeys map[int]bool) (array, error) {
 	list, err := c.r.array(page.get("Annots"))
 	if err != nil {
 		return nil, err
@@ -669,7 +755,16 @@ func (m *manual) annotations(c *copier, part int, page *dict, pageIndex map[int]
 		if an == nil {
 			continue
 		}
+		drop := func() {
+			if rf, ok := av.(ref); ok {
+				c.drop[rf.num] = true
+			}
+			if k, err := c.r.intValue(an.get("StructParent")); err == nil {
+				droppedKeys[int(k)] = true
+			}
+		}
 		if _, isAnchor := anchorOf(c.r, an); isAnchor {
+			drop()
 			continue
 		}
 		nd := &dict{}
@@ -680,11 +775,17 @@ func (m *manual) annotations(c *copier, part int, page *dict, pageIndex map[int]
 			}
 			nd.set(key, an.vals[k])
 		}
+		if m.tree != nil {
+			if k, err := c.r.intValue(an.get("StructParent")); err == nil {
+				nd.set("StructParent", number(strconv.Itoa(int(k)+offset)))
+			}
+		}
 		var dest array // in the new numbering: set after the rewrite
 		if st, _ := an.get("Subtype").(name); st == "Link" {
 			var internal, keep bool
 			switch dest, internal, keep = m.linkDest(c.r, part, an, pageIndex); {
 			case !keep:
+				drop()
 				continue // a link inside the part to a place no longer known
 			case dest != nil:
 				nd.del("A")
@@ -702,6 +803,11 @@ func (m *manual) annotations(c *copier, part int, page *dict, pageIndex map[int]
 			v.(*dict).set("Dest", dest)
 		}
 		num := m.w.alloc()
+		if rf, ok := av.(ref); ok {
+			if _, copied := c.remap[rf.num]; !copied {
+				c.remap[rf.num] = num // the structure tree's references to it
+			}
+		}
 		if err := m.w.object(num, v); err != nil {
 			return nil, err
 		}
@@ -841,6 +947,11 @@ type copier struct {
 	w     *writer
 	remap map[int]int // old number → new
 	queue []int       // old numbers to copy
+	// drop are the annotations not copied: an object reference (OBJR) to
+	// one is left out of what refers to it.
+	drop map[int]bool
+	// retitle are the part's root structure elements and their titles.
+	retitle map[int]string
 }
 
 // rewrite returns v with every reference renumbered, queuing what it
@@ -856,23 +967,33 @@ func (c *copier) rewrite(v value) (value, error) {
 		}
 		return ref{n, 0}, nil
 	case array:
-		out := make(array, len(v))
-		for i, item := range v {
+		out := make(array, 0, len(v))
+		for _, item := range v {
 			rv, err := c.rewrite(item)
 			if err != nil {
 				return nil, err
 			}
-			out[i] = rv
+			if _, gone := rv.(dropped); !gone {
+				out = append(out, rv)
+			}
 		}
 		return out, nil
 	case *dict:
-		out := &dict{keys: append([]name(nil), v.keys...), vals: make([]value, len(v.vals))}
+		if t, _ := v.get("Type").(name); t == "OBJR" {
+			if o, ok := v.get("Obj").(ref); ok && c.drop[o.num] {
+				return dropped{}, nil
+			}
+		}
+		out := &dict{}
 		for i, item := range v.vals {
 			rv, err := c.rewrite(item)
 			if err != nil {
 				return nil, err
 			}
-			out.vals[i] = rv
+			if _, gone := rv.(dropped); !gone {
+				out.keys = append(out.keys, v.keys[i])
+				out.vals = append(out.vals, rv)
+			}
 		}
 		return out, nil
 	}
@@ -893,6 +1014,12 @@ func (c *copier) drain() error {
 			v, err := c.rewrite(o.val)
 			if err != nil {
 				return err
+			}
+			switch d := v.(type) {
+			case *dict:
+				c.structElem(old, d)
+			case dropped:
+				v = keyword("null") // an OBJR object of its own, to a dropped annotation
 			}
 			if err := c.w.object(num, v); err != nil {
 				return err
@@ -938,7 +1065,7 @@ type overlay struct {
 // overlayName is the form's name in a page's resources.
 const overlayName = name("PdxOverlay")
 
-func openOverlay(path string, w *writer, pages int) (*overlay, error) {
+func openOverlay(path string, w *writer, pages int, artifact bool) (*overlay, error) {
 	a, err := analyze(Part{Path: path, Chapter: -1})
 	if err != nil {
 		return nil, err
@@ -957,6 +1084,11 @@ func openOverlay(path string, w *writer, pages int) (*overlay, error) {
 		return nil, err
 	}
 	draw := "\nQ\nq /" + string(overlayName) + " Do Q\n"
+	if artifact {
+		// Running headers and footers are pagination artifacts, not
+		// content (ISO 32000-1, 14.8.2.2): a screen reader skips them.
+		draw = "\nQ\n/Artifact <</Type /Pagination>> BDC q /" + string(overlayName) + " Do Q EMC\n"
+	}
 	if err := w.stream(o.after.num, &dict{}, strings.NewReader(draw), int64(len(draw))); err != nil {
 		return nil, err
 	}
