@@ -144,6 +144,15 @@ type Options struct {
 	// FastWebView linearizes the finished PDF, so a viewer shows the first
 	// page before the whole file arrived.
 	FastWebView bool `json:"fast_web_view,omitempty"`
+	// Lang is the language (BCP 47) a tagged manual declares; "" takes
+	// its first chapter's (chapters with Tagged or PDFUA only).
+	Lang string `json:"lang,omitempty"`
+	// PDFUA asks for a manual that claims PDF/UA-1, with warnings for what
+	// its chapters lack (chapters only; implies Tagged).
+	PDFUA bool `json:"pdf_ua,omitempty"`
+	// PDFA is the PDF/A level a manual claims: "2b" or "" (chapters only;
+	// not with Encryption).
+	PDFA string `json:"pdf_a,omitempty"`
 }
 
 // Margins are page margins in millimetres; a nil field is 10 mm.

@@ -93,6 +93,7 @@ type Stats struct {
 type Info struct {
 	Pages int
 	Title string // the Info dictionary's /Title, "" if none
+	Lang  string // the catalog's /Lang, "" if none
 	// Outline is the PDF's own outline, its top level.
 	Outline []Heading
 }
@@ -110,7 +111,7 @@ func Inspect(path string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	info := Info{Pages: len(p.pages), Title: p.title}
+	info := Info{Pages: len(p.pages), Title: p.title, Lang: p.lang}
 	var conv func(items []*outlineItem) []Heading
 	conv = func(items []*outlineItem) []Heading {
 		var hs []Heading
@@ -145,6 +146,7 @@ type outlineItem struct {
 type analyzed struct {
 	Part
 	title   string
+	lang    string
 	pages   []pageRef
 	anchors map[string]target // element id → where it was printed
 	dests   map[string]target // the PDF's own named destinations
@@ -189,6 +191,9 @@ func analyze(part Part) (*analyzed, error) {
 	root, err := r.dict(r.trailer.get("Root"))
 	if err != nil || root == nil {
 		return nil, fmt.Errorf("%w: %s: no catalog", ErrMalformed, part.Path)
+	}
+	if l, ok := root.get("Lang").(str); ok {
+		a.lang = l.text()
 	}
 	if err := a.walkPages(r, root.get("Pages"), &dict{}, 0, map[int]bool{}); err != nil {
 		return nil, fmt.Errorf("%s: %w", part.Path, err)
@@ -538,6 +543,9 @@ func Assemble(ctx context.Context, out io.Writer, parts []Part, opts Options) (S
 	if m.tree != nil {
 		if lang == "" {
 			lang = m.tree.lang
+		}
+		if lang == "" {
+			lang = UndeterminedLang // said, rather than not: PDF/UA asks for one
 		}
 		if err := m.writeStructure(lang); err != nil {
 			return Stats{}, err

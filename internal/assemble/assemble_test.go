@@ -149,6 +149,9 @@ func TestAnchorPrefixIsTheRenderers(t *testing.T) {
 	if assemble.AnchorPrefix != render.AnchorPrefix {
 		t.Fatalf("assemble reads %q, render writes %q", assemble.AnchorPrefix, render.AnchorPrefix)
 	}
+	if assemble.UndeterminedLang != render.UndeterminedLang {
+		t.Fatalf("assemble reads %q, render writes %q", assemble.UndeterminedLang, render.UndeterminedLang)
+	}
 }
 
 // FuzzInspect: whatever a file holds, reading it returns an error or an

@@ -56,8 +56,7 @@ func auditPart(r *reader, i int, pages []pageRef) ([]Finding, error) {
 		pageIndex[p.num] = j
 	}
 	a := &auditor{r: r, part: i, pageIndex: pageIndex, seen: map[int]bool{}}
-	_, hasLang := root.get("Lang").(str)
-	a.hasLang = hasLang
+	a.hasLang = knownLang(root.get("Lang"))
 	if err := a.walk(sr.get("K"), 0, 0); err != nil {
 		return nil, err
 	}
@@ -65,6 +64,16 @@ func auditPart(r *reader, i int, pages []pageRef) ([]Finding, error) {
 		a.add(Finding{Part: i, What: "no language: the page's html element has no lang attribute"})
 	}
 	return a.found, nil
+}
+
+// UndeterminedLang is the language the renderer gives a chapter without
+// one (render.UndeterminedLang): Chromium would write its own locale.
+const UndeterminedLang = "und"
+
+// knownLang reports whether v is a language that is not undetermined.
+func knownLang(v value) bool {
+	l, ok := v.(str)
+	return ok && l.text() != "" && l.text() != UndeterminedLang
 }
 
 type auditor struct {
@@ -117,7 +126,7 @@ func (a *auditor) walk(v value, page, depth int) error {
 				page = j + 1
 			}
 		}
-		if _, ok := v.get("Lang").(str); ok && s == "Document" {
+		if s == "Document" && knownLang(v.get("Lang")) {
 			a.hasLang = true
 		}
 		a.element(string(s), v, page)

@@ -66,10 +66,8 @@ func (m *manual) copyStructure(c *copier, i int, offset int, droppedKeys map[int
 		return fmt.Errorf("%w: structure tree root", ErrMalformed)
 	}
 	t.taggedPart++
-	if t.lang == "" {
-		if l, ok := root.get("Lang").(str); ok {
-			t.lang = l.text()
-		}
+	if t.lang == "" && knownLang(root.get("Lang")) {
+		t.lang = root.get("Lang").(str).text()
 	}
 	// The part's elements name its root as their parent: the manual's
 	// Document element takes its place.

@@ -294,10 +294,10 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 	var s stream // what the sinks did, judged after the render
 	settings := p.Options.Settings()
 	if p.manual != nil {
-		// An assembled manual is not tagged (its chapters' structure trees
-		// are not merged, and options.tagged is refused): the document
-		// options' check must not look for tags it never had.
-		settings.Tagged = false
+		// An assembled manual is tagged only when asked (its chapters
+		// are tagged for the outline too): the document options' check
+		// must not look for tags it never had.
+		settings.Tagged = settings.Structure
 	}
 	src := render.Source{URL: p.Source.URL, HTML: p.Source.HTML, Auth: p.auth, MarkAnchors: p.markAnchors}
 	taskID := ownerTask(ctx) // the sink's context is the renderer's, not the task's

@@ -439,21 +439,28 @@ func (h *Handler) assembleManual(ctx context.Context, p job, settings spec.Print
 		if h.cfg.MaxBytes > 0 {
 			out = &limitWriter{w: pw, left: h.cfg.MaxBytes}
 		}
-		st, asmErr = assemble.Assemble(ctx, out, parts, assemble.Options{Title: title, Outline: settings.Outline, Overlay: overlay})
+		st, asmErr = assemble.Assemble(ctx, out, parts, assemble.Options{Title: title, Outline: settings.Outline, Overlay: overlay,
+			Tagged: settings.Structure, Lang: settings.Lang, Conformance: assemble.Conformance{UA: settings.PDFUA, PDFA: settings.PDFA}})
 		pw.CloseWithError(asmErr) // nil: EOF
 	}()
 	sinkErr := sink(ctx, pr)
 	pr.CloseWithError(errors.New("the sink stopped reading")) // ends Assemble if the sink stopped early
 	<-done
 	stats := render.Stats{Pages: st.Pages, Bytes: st.Bytes}
+	warn := func(w spec.Warning) {
+		if len(stats.Warnings) < spec.MaxWarnings {
+			stats.Warnings = append(stats.Warnings, w)
+		} else {
+			stats.WarningsOmitted++
+		}
+	}
 	for _, c := range plan.chapters {
 		for _, w := range c.warnings {
-			if len(stats.Warnings) < spec.MaxWarnings {
-				stats.Warnings = append(stats.Warnings, w)
-			} else {
-				stats.WarningsOmitted++
-			}
+			warn(w)
 		}
+	}
+	for _, f := range st.Findings {
+		warn(accessibilityWarning(p, parts[f.Part], f))
 	}
 	switch {
 	case errors.Is(asmErr, errManualLimit):
@@ -466,6 +473,20 @@ func (h *Handler) assembleManual(ctx context.Context, p job, settings spec.Print
 		return stats, fmt.Errorf("%w: %w", render.ErrSink, sinkErr)
 	}
 	return stats, nil
+}
+
+// accessibilityWarning names what part lacks for PDF/UA, and the chapter
+// (or the table of contents) it is in.
+func accessibilityWarning(p job, part assemble.Part, f assemble.Finding) spec.Warning {
+	w := spec.Warning{Kind: spec.WarningAccessibility, Message: "the table of contents: " + f.String()}
+	if part.Chapter >= 0 {
+		c := p.Source.Chapters[part.Chapter]
+		w.Message = "source.chapters[" + strconv.Itoa(part.Chapter) + "]: " + f.String()
+		if c.URL != "" {
+			w.URL = redact.URL(c.URL)
+		}
+	}
+	return w
 }
 
 // limitWriter fails once more than left bytes were written.
@@ -508,8 +529,8 @@ func toNewFile(path string) func(context.Context, io.Reader) error {
 // partInfo is what the table of contents and the running headers need of
 // a part: its title and its length.
 type partInfo struct {
-	title, url string
-	pages      int
+	title, url, lang string
+	pages            int
 }
 
 func inspectParts(parts []assemble.Part) ([]partInfo, error) {
@@ -519,7 +540,7 @@ func inspectParts(parts []assemble.Part) ([]partInfo, error) {
 		if err != nil {
 			return nil, fmt.Errorf("chapter %d: %w: %w", i, err, asynq.SkipRetry)
 		}
-		infos[i] = partInfo{title: part.Title, url: part.URL, pages: info.Pages}
+		infos[i] = partInfo{title: part.Title, url: part.URL, lang: info.Lang, pages: info.Pages}
 		if infos[i].title == "" {
 			infos[i].title = info.Title
 		}
@@ -609,6 +630,22 @@ window.__PDX_SHEET__ = true;
 	return path, nil
 }
 
+// langAttr is the table of contents' lang attribute: the manual's
+// language, else its first chapter's, so that a tagged manual's contents
+// are in a language too.
+func langAttr(lang string, entries []partInfo) string {
+	for _, e := range entries {
+		if lang != "" {
+			break
+		}
+		lang = e.lang
+	}
+	if lang == "" {
+		return ""
+	}
+	return ` lang="` + html.EscapeString(lang) + `"`
+}
+
 // maxTOCPasses bounds how often the table of contents is printed again
 // because its own length moved the page numbers it lists.
 const maxTOCPasses = 3
@@ -621,7 +658,7 @@ func (h *Handler) tableOfContents(ctx context.Context, settings spec.PrintSettin
 	path := filepath.Join(dir, "contents.pdf")
 	for pass := 1; ; pass++ {
 		var b strings.Builder
-		b.WriteString(`<!doctype html><html><head><meta charset="utf-8"><title>Contents</title><style>
+		b.WriteString(`<!doctype html><html` + langAttr(settings.Lang, entries) + `><head><meta charset="utf-8"><title>Contents</title><style>
 body{font-family:sans-serif;font-size:11pt;margin:0}
 h1{font-size:20pt;margin:0 0 12pt}
 ol{list-style:none;margin:0;padding:0}
@@ -640,7 +677,9 @@ li .page{flex:0 0 auto;font-variant-numeric:tabular-nums}
 		_ = os.Remove(path)
 		// Printed without an outline: the manual's lists it as one entry.
 		tocSettings := spec.ChapterSettings(settings)
-		tocSettings.Outline, tocSettings.Tagged = false, false
+		// A tagged manual's contents are tagged too: a list of links.
+		tocSettings.Outline, tocSettings.Tagged = false, settings.Structure
+		tocSettings.WaitFor = "" // the chapters' condition: the contents are ready when loaded
 		st, err := h.cfg.Renderer.Render(ctx, render.Source{HTML: b.String()}, tocSettings, toNewFile(path))
 		if err != nil {
 			return assemble.Part{}, 0, fmt.Errorf("printing the table of contents: %w", err)

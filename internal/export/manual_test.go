@@ -123,7 +123,10 @@ func startManualEnvWith(t *testing.T, site *chapterSite, asynqConcurrency, chapt
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
-	client, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: queue.Addr()}, MaxRetry: 2, AllowedHosts: hosts.String()})
+	// The handler is this build's but announces nothing (no fleet): the
+	// client must not take it for an older worker.
+	client, err := exportclient.New(exportclient.Config{Redis: asynq.RedisClientOpt{Addr: queue.Addr()}, MaxRetry: 2, AllowedHosts: hosts.String(),
+		OlderWorkers: exportclient.AllowOlderWorkers})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,8 +185,10 @@ func readNav(t *testing.T, path string) pdfNav {
 	if err := json.Unmarshal(out, &doc); err != nil {
 		t.Fatal(err)
 	}
+	// Values are read as dictionaries where one is expected: a tagged
+	// PDF's objects are arrays and numbers too.
 	var objects map[string]struct {
-		Value map[string]json.RawMessage `json:"value"`
+		Value json.RawMessage `json:"value"`
 	}
 	if len(doc.QPDF) < 2 {
 		t.Fatal("qpdf json without objects")
@@ -194,6 +199,11 @@ func readNav(t *testing.T, path string) pdfNav {
 	pageOf := map[string]int{}
 	for i, p := range doc.Pages {
 		pageOf[p.Object] = i + 1
+	}
+	dictOf := func(key string) map[string]json.RawMessage {
+		var d map[string]json.RawMessage
+		_ = json.Unmarshal(objects[key].Value, &d)
+		return d
 	}
 	nav := pdfNav{pages: len(doc.Pages)}
 	var entries func(raw []json.RawMessage) []navEntry
@@ -215,9 +225,9 @@ func readNav(t *testing.T, path string) pdfNav {
 	nav.outline = entries(doc.Outlines)
 	for i, p := range doc.Pages {
 		var annots []string
-		_ = json.Unmarshal(objects["obj:"+p.Object].Value["/Annots"], &annots)
+		_ = json.Unmarshal(dictOf("obj:" + p.Object)["/Annots"], &annots)
 		for _, a := range annots {
-			v := objects["obj:"+a].Value
+			v := dictOf("obj:" + a)
 			l := navLink{onPage: i + 1}
 			var dest []any
 			if json.Unmarshal(v["/Dest"], &dest) == nil && len(dest) > 0 {

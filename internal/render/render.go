@@ -40,7 +40,9 @@ type Source struct {
 	// escaped id, whose annotation records where the element was printed:
 	// a chapter of a manual, whose links from other chapters must land on
 	// it (internal/assemble). The marks are positioned absolutely, so the
-	// layout does not change.
+	// layout does not change. A page without a language is given
+	// UndeterminedLang, which a tagged PDF then says, instead of
+	// Chromium's own locale, which would pass for the page's.
 	MarkAnchors bool
 }
 
@@ -48,9 +50,14 @@ type Source struct {
 // internal/assemble's.
 const AnchorPrefix = "https://anchor.pdfexport.invalid/"
 
+// UndeterminedLang is the language (BCP 47 "und") MarkAnchors gives a
+// page without one.
+const UndeterminedLang = "und"
+
 // markAnchorsExpr adds the anchor marks. Void elements (an img, an input)
 // cannot hold one, so theirs goes before them.
 const markAnchorsExpr = `(() => {
+	if (!document.documentElement.lang) document.documentElement.lang = '` + UndeterminedLang + `';
 	const prefix = ` + "`" + AnchorPrefix + "`" + `;
 	const seen = new Set();
 	let n = 0;

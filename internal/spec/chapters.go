@@ -87,18 +87,41 @@ func validateChapters(chapters []Chapter, allowed HostList) []error {
 // not take (yet), and options.toc without chapters.
 func (o Options) validateManual(chapters bool) []error {
 	if !chapters {
-		if o.TOC {
-			return []error{fieldErr("options.toc", "only a manual from source.chapters has a table of contents")}
+		var errs []error
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"options.toc", o.TOC}, {"options.lang", o.Lang != ""}, {"options.pdf_ua", o.PDFUA}, {"options.pdf_a", o.PDFA != ""}} {
+			if f.set {
+				errs = append(errs, fieldErr(f.name, "only with source.chapters (a single page is a manual of one chapter)"))
+			}
 		}
-		return nil
+		return errs
 	}
 	var errs []error
+	if o.PDFA != "" && o.Encryption != nil {
+		errs = append(errs, fieldErr("options.pdf_a", "PDF/A forbids encryption: options.pdf_a and options.encryption cannot be combined"))
+	}
+	if o.PDFA != "" || o.PDFUA {
+		// Both are made by the assembly; the post-processing of these
+		// options rewrites the file without keeping what they claim.
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"options.watermark", o.Watermark != nil}, {"options.metadata", o.Metadata != nil}} {
+			if f.set {
+				errs = append(errs, fieldErr(f.name, "not supported with options.pdf_a or options.pdf_ua: the manual's title is its manual_id and version"))
+			}
+		}
+	}
+	if o.Lang != "" && !o.Tagged && !o.PDFUA {
+		errs = append(errs, fieldErr("options.lang", "is the language of a tagged manual: set options.tagged or options.pdf_ua"))
+	}
 	for _, f := range []struct {
 		name string
 		set  bool
 		why  string
 	}{
-		{"options.tagged", o.Tagged, "a manual from chapters is not tagged yet: its chapters' structure trees are not merged (options.outline works)"},
 		{"options.page_ranges", o.PageRanges != "", "not supported with source.chapters: list the chapters you want"},
 	} {
 		if f.set {
@@ -115,6 +138,7 @@ func (o Options) validateManual(chapters bool) []error {
 func ChapterSettings(s PrintSettings) PrintSettings {
 	s.Document = nil
 	s.TOC = false
+	s.Structure, s.Lang, s.PDFUA, s.PDFA = false, "", false, ""
 	// The manual's headers and footers are drawn over the assembled pages,
 	// counting the manual's; the chapters keep only the margins for them.
 	s.HeaderHTML, s.FooterHTML = "", ""
@@ -191,6 +215,8 @@ func (p Envelope) ChapterEnvelope(i int) Envelope {
 	opts := p.Options
 	opts.Metadata, opts.Watermark, opts.Encryption, opts.TOC = nil, nil, nil, false
 	opts.HeaderHTML, opts.FooterHTML = "", "" // drawn over the assembled manual
+	opts.Tagged = opts.Tagged || opts.PDFUA   // a tagged chapter; the rest is the assembly's
+	opts.Lang, opts.PDFUA, opts.PDFA = "", false, ""
 	return Envelope{V: p.V, ManualID: p.ManualID, Version: p.Version,
 		Source: EnvelopeSource{URL: c.URL, HTML: c.HTML}, Options: opts, Force: p.Force, RequestID: p.RequestID}
 }
@@ -220,6 +246,8 @@ func (p Envelope) ChapterTask(manualTask string, i int) ChapterTask {
 	opts := p.Options
 	opts.Metadata, opts.Watermark, opts.Encryption, opts.TOC = nil, nil, nil, false
 	opts.HeaderHTML, opts.FooterHTML = "", "" // drawn over the assembled manual
+	opts.Tagged = opts.Tagged || opts.PDFUA   // a tagged chapter; the rest is the assembly's
+	opts.Lang, opts.PDFUA, opts.PDFA = "", false, ""
 	// The manual's version: a chapter of an envelope that needs a newer
 	// worker needs it too.
 	return ChapterTask{V: p.V, ManualTask: manualTask, Index: i, ManualID: p.ManualID, Version: p.Version,

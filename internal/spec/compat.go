@@ -24,8 +24,10 @@ const (
 	// serve. Version 2 adds options.fast_web_view; it is the first that
 	// workers announce (internal/fleet), so an enqueuer can keep an
 	// envelope off workers that cannot serve it. Version 3 adds
-	// source.site. Bump it, and list the new fields in
-	// addedIn, with every change of the envelope's fields or meaning.
+	// source.site, options.lang, pdf_ua and pdf_a, and options.tagged
+	// with source.chapters (which version 2 refuses). Bump it, and list the
+	// new fields in addedIn, with every change of the envelope's fields or
+	// meaning.
 	EnvelopeVersion = 3
 )
 
@@ -48,7 +50,14 @@ var addedIn = map[string]int{
 	"source.site.exclude":      3,
 	"source.site.max_chapters": 3,
 	"source.site.revision":     3,
+	"options.lang":             3,
+	"options.pdf_ua":           3,
+	"options.pdf_a":            3,
 }
+
+// taggedManualVersion is the version that serves options.tagged with
+// source.chapters: a change of meaning, no new field.
+const taggedManualVersion = 3
 
 // ErrNewerEnvelope is matched by the error of an envelope (or chapter task)
 // of a newer version than this worker serves; it also matches ErrInvalid,
@@ -72,9 +81,6 @@ func (e *versionError) Unwrap() error { return &e.FieldError }
 // NeededVersion is the lowest envelope version that defines every field e
 // uses, and the field that needs it ("" when version 1 covers them all).
 func (e Envelope) NeededVersion() (int, string) {
-	if len(addedIn) == 0 {
-		return MinEnvelopeVersion, ""
-	}
 	b, err := json.Marshal(e)
 	if err != nil {
 		return MinEnvelopeVersion, ""
@@ -88,6 +94,9 @@ func (e Envelope) NeededVersion() (int, string) {
 		if v := addedIn[p]; v > need {
 			need, field = v, p
 		}
+	}
+	if e.Options.Tagged && len(e.Source.Chapters) > 0 && taggedManualVersion > need {
+		need, field = taggedManualVersion, "options.tagged"
 	}
 	return need, field
 }

@@ -145,6 +145,9 @@ const (
 	WarningResource = "resource" // a sub-resource failed to load or answered ≥ 400
 	WarningBlocked  = "blocked"  // a request the allowlist or the egress guard refused
 	WarningConsole  = "console"  // an uncaught exception or a console.error line
+	// WarningAccessibility: what an accessible manual (options.pdf_ua)
+	// needs and its source lacks, naming the chapter and the element.
+	WarningAccessibility = "accessibility"
 )
 
 // MaxWarnings bounds the warnings a result lists.

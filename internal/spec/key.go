@@ -77,6 +77,9 @@ func (p Envelope) contentHash(credentials, passwords string) string {
 	default:
 		canonical.Source.URL = CanonicalURL(p.Source.URL)
 	}
+	if p.Source.Chapters == nil {
+		canonical.Settings.Structure = false
+	}
 	canonical.Source.Credentials = credentials
 	if d := canonical.Settings.Document; d != nil && d.Encryption != nil {
 		d.Encryption.Passwords = passwords

@@ -73,7 +73,21 @@ type Options struct {
 	// reader's viewer shows the first page after fetching its first bytes
 	// with Range requests instead of the whole file.
 	FastWebView bool `json:"fast_web_view,omitempty"`
+	// Lang is the language (BCP 47: "en", "de-CH") an accessible manual
+	// declares; "" takes its first chapter's (the page's lang attribute).
+	// source.chapters with tagged or pdf_ua only.
+	Lang string `json:"lang,omitempty"`
+	// PDFUA asks for a manual that claims PDF/UA-1: tagged, identified in
+	// its XMP metadata, and warned about what its chapters lack
+	// (docs/EXPORTS.md). source.chapters only; implies Tagged.
+	PDFUA bool `json:"pdf_ua,omitempty"`
+	// PDFA is the PDF/A conformance a manual claims: "2b" (PDF/A-2b) or
+	// "". source.chapters only; refused with Encryption.
+	PDFA string `json:"pdf_a,omitempty"`
 }
+
+// PDFALevels are the accepted Options.PDFA values.
+var PDFALevels = []string{"2b"}
 
 // HasDocumentOptions reports whether o asks for metadata, a watermark,
 // encryption or a fast web view: whether the PDF is post-processed
@@ -109,6 +123,16 @@ type PrintSettings struct {
 	// TOC: a manual's table of contents (omitted when false, for the same
 	// reason).
 	TOC bool `json:"toc,omitempty"`
+	// Structure: an assembled manual keeps its chapters' structure trees
+	// (options.tagged or pdf_ua with source.chapters). A single page's
+	// structure is Chromium's, which Tagged says: the key of a single
+	// page leaves Structure out (Envelope.contentHash). Lang, PDFUA and
+	// PDFA are the manual's alone too. All omitted when empty, for the
+	// same reason as Document.
+	Structure bool   `json:"structure,omitempty"`
+	Lang      string `json:"lang,omitempty"`
+	PDFUA     bool   `json:"pdf_ua,omitempty"`
+	PDFA      string `json:"pdf_a,omitempty"`
 	// FailOn is not part of the artifact's identity (json "-"): it does not
 	// change the PDF, only whether one with warnings is acceptable.
 	FailOn FailOn `json:"-"`
@@ -135,14 +159,16 @@ func (f FailOn) Offends(w Warning) bool {
 // unknown paper name falls back to DefaultPaper.
 func (o Options) Settings() PrintSettings {
 	s := PrintSettings{
-		Paper:             o.Paper,
-		Landscape:         o.Landscape,
-		PrintBackground:   true,
-		Scale:             DefaultScale,
-		HeaderHTML:        o.HeaderHTML,
-		FooterHTML:        o.FooterHTML,
-		Outline:           o.Outline,
-		Tagged:            o.Tagged || o.Outline, // Chromium builds the outline from the structure tree.
+		Paper:           o.Paper,
+		Landscape:       o.Landscape,
+		PrintBackground: true,
+		Scale:           DefaultScale,
+		HeaderHTML:      o.HeaderHTML,
+		FooterHTML:      o.FooterHTML,
+		Outline:         o.Outline,
+		// Chromium builds the outline from the structure tree, and an
+		// accessible manual from its chapters' trees.
+		Tagged:            o.Tagged || o.Outline || o.PDFUA,
 		WaitFor:           o.WaitFor,
 		Media:             o.Media,
 		PageRanges:        o.PageRanges,
@@ -154,6 +180,10 @@ func (o Options) Settings() PrintSettings {
 		MarginLeftMM:      DefaultMarginMM,
 		Document:          o.documentSettings(),
 		TOC:               o.TOC,
+		Structure:         o.Tagged || o.PDFUA,
+		Lang:              o.Lang,
+		PDFUA:             o.PDFUA,
+		PDFA:              o.PDFA,
 	}
 	if s.Paper == "" {
 		s.Paper = DefaultPaper

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -240,6 +241,12 @@ func DefaultPort(scheme string) string {
 func (o Options) validate() []error {
 	var errs []error
 	add := func(e *FieldError) { errs = append(errs, e) }
+	if o.PDFA != "" && !slices.Contains(PDFALevels, o.PDFA) {
+		add(fieldErr("options.pdf_a", "must be one of %s, got %q", strings.Join(PDFALevels, ", "), o.PDFA))
+	}
+	if o.Lang != "" && !validLang(o.Lang) {
+		add(fieldErr("options.lang", "must be a BCP 47 language tag (\"en\", \"de-CH\") of at most %d characters", maxLangBytes))
+	}
 	if o.Paper != "" {
 		if _, _, ok := PaperSize(o.Paper); !ok {
 			add(fieldErr("options.paper", "must be one of %s, got %q", strings.Join(PaperNames, ", "), o.Paper))
@@ -308,6 +315,29 @@ func printable(s string) bool {
 	for _, r := range s {
 		if r == unicode.ReplacementChar || unicode.IsControl(r) {
 			return false
+		}
+	}
+	return true
+}
+
+// maxLangBytes bounds options.lang.
+const maxLangBytes = 35
+
+// validLang accepts the shape of a BCP 47 tag: a primary language of 2
+// to 8 letters, then subtags of 1 to 8 letters or digits.
+func validLang(s string) bool {
+	if len(s) > maxLangBytes {
+		return false
+	}
+	for i, sub := range strings.Split(s, "-") {
+		if len(sub) < 1 || len(sub) > 8 || i == 0 && len(sub) < 2 {
+			return false
+		}
+		for _, c := range sub {
+			letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+			if !letter && (i == 0 || c < '0' || c > '9') {
+				return false
+			}
 		}
 	}
 	return true
