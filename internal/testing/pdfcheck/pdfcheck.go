@@ -149,7 +149,7 @@ func Check(ctx context.Context, path string, want Want) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{}
-	c := &checker{d: d, rep: rep, want: want, pageOf: map[string]int{}, inTree: map[mcKey]string{}, objrs: map[string]string{}}
+	c := &checker{d: d, rep: rep, want: want, pageOf: map[string]int{}, inTree: map[mcKey]string{}, objrs: map[string]string{}, forms: map[mcKey]string{}}
 	c.run()
 	return rep, nil
 }
@@ -170,7 +170,8 @@ type checker struct {
 	// element.
 	inTree map[mcKey]string
 	objrs  map[string]string
-	lines  []string // the tree's dump
+	forms  map[mcKey]string // marked content of form XObjects → its element
+	lines  []string         // the tree's dump
 	// lastHeading is the page of the last heading met in reading order.
 	lastHeading int
 	seen        map[string]bool
@@ -371,7 +372,15 @@ func (c *checker) element(r, parent string, depth, page int) int {
 		}
 		switch text(kd["/Type"]) {
 		case "/MCR":
-			if n, ok := num(kd["/MCID"]); ok {
+			n, ok := num(kd["/MCID"])
+			if stm, inForm := isRef(kd["/Stm"]); ok && inForm {
+				// Marked content of a form XObject: ids of its own.
+				k := mcKey{"form " + stm, n}
+				if prev, dup := c.forms[k]; dup {
+					c.rep.problem("marked content %d of form %s in %s and %s", n, stm, prev, r)
+				}
+				c.forms[k] = r
+			} else if ok {
 				c.mc(r, kpage, n, &first)
 			}
 		case "/OBJR":
