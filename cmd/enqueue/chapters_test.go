@@ -127,3 +127,42 @@ func TestReadBatch_ChaptersRows(t *testing.T) {
 		t.Errorf("the chapters row became %+v", r)
 	}
 }
+
+// TestExport_AccessibleManualFlags: --pdf-ua, --pdf-a and --lang queue a
+// manual of envelope version 3 asking for them; without --chapters they
+// are refused, naming the field.
+func TestExport_AccessibleManualFlags(t *testing.T) {
+	srv := testsupport.StartRedis(t)
+	environ := []string{"REDIS_URL=" + srv.URL(), "ALLOWED_HOSTS=docs.example.com"}
+	list := filepath.Join(t.TempDir(), "chapters.txt")
+	if err := os.WriteFile(list, []byte("https://docs.example.com/a.html\nhttps://docs.example.com/b.html\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, environ, "export", "--manual", "m", "--version", "1", "--chapters", list, "--pdf-ua", "--pdf-a", "2b", "--lang", "de-CH", "--json")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var out struct {
+		TaskID string `json:"task_id"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = insp.Close() })
+	info, err := insp.GetTaskInfo("default", out.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := spec.DecodeEnvelope(info.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := env.Options; env.V != 3 || !o.PDFUA || o.PDFA != "2b" || o.Lang != "de-CH" {
+		t.Fatalf("queued v%d with %+v; want version 3 asking for pdf_ua, pdf_a 2b and de-CH", env.V, o)
+	}
+	page := runCLI(t, environ, "export", "--manual", "m", "--version", "1", "--url", "https://docs.example.com/a.html", "--pdf-a", "2b")
+	if page.code != exitInvalid || !strings.Contains(page.stderr, "options.pdf_a") {
+		t.Fatalf("--pdf-a of a single page: exit %d, %s", page.code, page.stderr)
+	}
+}

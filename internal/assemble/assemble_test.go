@@ -28,7 +28,7 @@ const nodeDocs = "/usr/share/doc/nodejs/api"
 
 // printChapters prints pages of the Node.js docs as chapters (anchor
 // marks on, outline on) into dir and returns them as parts.
-func printChapters(t *testing.T, dir string, pages ...string) (parts []assemble.Part, base string) {
+func printChapters(t testing.TB, dir string, pages ...string) (parts []assemble.Part, base string) {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(nodeDocs, "dns.html")); err != nil {
 		t.Fatalf("the Node.js docs are missing (make setup installs Debian's nodejs): %v", err)

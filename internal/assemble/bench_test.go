@@ -1,0 +1,75 @@
+package assemble_test
+
+import (
+	"context"
+	"io"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/pdfexport/pdfexport/internal/assemble"
+)
+
+// BenchmarkAssemble_NodeManual assembles twelve chapters of the Node.js
+// docs (printed once, tagged, as a manual with an outline prints them)
+// untagged, tagged, and as PDF/UA with PDF/A-2b: the cost of keeping the
+// structure trees. It reports the peak heap in use while assembling
+// (sampled) beside Go's allocation counts; BENCHMARKS.md has the figures.
+//
+//	go test -run '^$' -bench BenchmarkAssemble_NodeManual -benchtime 3x ./internal/assemble/
+func BenchmarkAssemble_NodeManual(b *testing.B) {
+	pages := []string{"dns.html", "assert.html", "errors.html", "cli.html", "events.html", "buffer.html",
+		"path.html", "url.html", "util.html", "stream.html", "process.html", "os.html"}
+	parts, _ := printChapters(b, b.TempDir(), pages...)
+	for _, bc := range []struct {
+		name string
+		opts assemble.Options
+	}{
+		{"untagged", assemble.Options{Outline: true}},
+		{"tagged", assemble.Options{Outline: true, Tagged: true}},
+		{"pdf_ua+pdf_a", assemble.Options{Outline: true, Conformance: assemble.Conformance{UA: true, PDFA: "2b"}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			bc.opts.Title = "Node.js"
+			var st assemble.Stats
+			peak := heapPeak()
+			for b.Loop() {
+				var err error
+				if st, err = assemble.Assemble(context.Background(), io.Discard, parts, bc.opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(peak()>>20), "peak-heap-MiB")
+			b.ReportMetric(float64(st.Pages), "pages")
+			b.ReportMetric(float64(st.Bytes>>20), "MiB-written")
+		})
+	}
+}
+
+// heapPeak samples the heap in use every 5 ms until the returned function
+// is called, which returns the highest sample.
+func heapPeak() func() uint64 {
+	runtime.GC()
+	done := make(chan struct{})
+	result := make(chan uint64)
+	go func() {
+		var peak uint64
+		var ms runtime.MemStats
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapInuse)
+			select {
+			case <-done:
+				result <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		return <-result
+	}
+}
