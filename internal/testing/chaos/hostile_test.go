@@ -201,7 +201,7 @@ func TestHostileInputs(t *testing.T) {
 		{name: "chapters beside a url", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"url":"https://docs.example.com/","chapters":[{"html":"x"}]}}`, want: "source"},
 		{name: "credentials with chapters", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[{"url":"https://docs.example.com/"}],"headers":{"Authorization":"Bearer x"}}}`, want: "source.headers"},
 		{name: "toc without chapters", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"options":{"toc":true}}`, want: "options.toc"},
-		{name: "tagged manual", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"chapters":[{"html":"x"}]},"options":{"tagged":true}}`, want: "options.tagged"},
+		{name: "archival single page", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"options":{"pdf_a":"2b"}}`, want: "options.pdf_a"},
 		{name: "trace context in the body", iface: "http", body: `{"v":1,"manual_id":"a","version":"1","source":{"html":"x"},"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`, want: "traceparent"},
 
 		{name: "another export's credentials", iface: "task", body: `{"v":1,"manual_id":"a","version":"1","source":{"url":"https://docs.example.com/","credentials_ref":{"id":"victim","identity":"` + strings.Repeat("ab", 32) + `"}}}`, want: "source.credentials_ref"},
