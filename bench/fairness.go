@@ -231,8 +231,13 @@ func measureFairness(ctx context.Context, e *benchEnv, name, batchQueues string,
 			}
 		})
 		r.batchBusy, err = batch(ctx, batchN)
-		bcancel()
+		if err != nil {
+			bcancel() // the exports beside a failed batch are not waited for
+		}
+		// With one lane the interactive exports may still queue behind
+		// the batch's last tasks: they are waited for, not canceled.
 		wg.Wait()
+		bcancel()
 		if err != nil {
 			return cell, err
 		}

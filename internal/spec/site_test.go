@@ -37,7 +37,13 @@ func TestValidate_Site(t *testing.T) {
 		{"a revision too long", siteRequest(func(s *Site) { s.Revision = strings.Repeat("r", MaxRevisionBytes+1) }), "source.site.revision", "longer than"},
 		{"a site and a url", func() Request { r := siteRequest(nil); r.Source.URL = "https://docs.example.com/"; return r }(), "source", "exactly one of"},
 		// A site is a manual of chapters: it may be tagged and accessible.
-		{"tagged", func() Request { r := siteRequest(nil); r.Options.Tagged = true; r.Options.PDFUA = true; r.Options.Lang = "en"; return r }(), "", ""},
+		{"tagged", func() Request {
+			r := siteRequest(nil)
+			r.Options.Tagged = true
+			r.Options.PDFUA = true
+			r.Options.Lang = "en"
+			return r
+		}(), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.req.Validate(Hosts{Sources: siteAllowed})
