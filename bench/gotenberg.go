@@ -369,6 +369,12 @@ type gotenbergManual struct {
 }
 
 func runGotenbergManual(ctx context.Context, e *benchEnv, base string, pages []string) (*gotenbergManual, error) {
+	return gotenbergManualRows(ctx, e, base, base+"documentation.html", pages, true)
+}
+
+// gotenbergManualRows measures (a), when withAll, and (b) of the pages at
+// base, after a warm-up print of warmURL.
+func gotenbergManualRows(ctx context.Context, e *benchEnv, base, warmURL string, pages []string, withAll bool) (*gotenbergManual, error) {
 	g, err := gotenbergFromFlags(ctx)
 	if err != nil || g == nil {
 		return nil, err
@@ -379,7 +385,7 @@ func runGotenbergManual(ctx context.Context, e *benchEnv, base string, pages []s
 	}
 	fields := gotenbergPrintFields(spec.Options{Outline: true})
 	// Warm-up: Chromium started and one page printed, not counted.
-	if _, err := g.convertURL(ctx, base+"documentation.html", fields, io.Discard); err != nil {
+	if _, err := g.convertURL(ctx, warmURL, fields, io.Discard); err != nil {
 		return nil, fmt.Errorf("gotenberg warm-up: %w", err)
 	}
 	g.observeChromium()
@@ -389,17 +395,17 @@ func runGotenbergManual(ctx context.Context, e *benchEnv, base string, pages []s
 		if err := sleepCtx(ctx, docSettle); err != nil {
 			return err
 		}
-		_, self0 := proctree.CPU(os.Getpid())
-		g0 := g.cpu()
+		self, gm := startTreeMeter(os.Getpid(), treeMeterEvery), startTreeMeter(g.pid, treeMeterEvery)
 		t0 := time.Now()
 		note, pdf, err := f()
 		wall := time.Since(t0)
 		if err != nil {
+			self.seconds()
+			gm.seconds()
 			return fmt.Errorf("%s: %w", label, err)
 		}
 		time.Sleep(docSettle)
-		_, self1 := proctree.CPU(os.Getpid())
-		r := manualRow{label: label, wallMS: msOf(wall), cpu: g.cpu() - g0 + (self1 - self0).Seconds(), note: note}
+		r := manualRow{label: label, wallMS: msOf(wall), cpu: gm.seconds() + self.seconds(), note: note}
 		if r.pages, err = harness.PDFPages(pdf); err != nil {
 			return err
 		}
@@ -411,47 +417,59 @@ func runGotenbergManual(ctx context.Context, e *benchEnv, base string, pages []s
 		return nil
 	}
 
-	err = measure("Gotenberg (a): all.html, URL route", func() (string, string, error) {
-		out := filepath.Join(dir, "all.pdf")
-		err := writeTo(out, func(w io.Writer) error { _, err := g.convertURL(ctx, base+"all.html", fields, w); return err })
-		return "outline requested", out, err
-	})
+	if withAll {
+		err = measure("Gotenberg (a): all.html, URL route", func() (string, string, error) {
+			out := filepath.Join(dir, "all.pdf")
+			err := writeTo(out, func(w io.Writer) error { _, err := g.convertURL(ctx, base+"all.html", fields, w); return err })
+			return "outline requested", out, err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	mergeRow := func(label string, mergeFields map[string]string, what string) error {
+		return measure(label, func() (string, string, error) {
+			t0 := time.Now()
+			files := make([]formFile, len(pages))
+			errs := make([]error, len(pages))
+			next := make(chan int)
+			var wg sync.WaitGroup
+			for range 2 {
+				wg.Go(func() {
+					for i := range next {
+						files[i] = formFile{name: fmt.Sprintf("%03d-%s.pdf", i, strings.TrimSuffix(pages[i], ".html")), path: filepath.Join(dir, fmt.Sprintf("%03d.pdf", i))}
+						errs[i] = writeTo(files[i].path, func(w io.Writer) error { _, err := g.convertURL(ctx, base+pages[i], fields, w); return err })
+					}
+				})
+			}
+			for i := range pages {
+				next <- i
+			}
+			close(next)
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				return "", "", err
+			}
+			conv := time.Since(t0)
+			out := filepath.Join(dir, "merged.pdf")
+			t1 := time.Now()
+			err := writeTo(out, func(w io.Writer) error {
+				_, err := g.post(ctx, "/forms/pdfengines/merge", mergeFields, files, w)
+				return err
+			})
+			return fmt.Sprintf("convert %.1f s + merge %.1f s (%s)", conv.Seconds(), time.Since(t1).Seconds(), what), out, err
+		})
+	}
+	err = mergeRow(fmt.Sprintf("Gotenberg (b): the %d pages, URL route 2 at a time, then merge route", len(pages)), map[string]string{"titleBookmarks": "true"}, "titleBookmarks")
 	if err != nil {
 		return nil, err
 	}
-	err = measure(fmt.Sprintf("Gotenberg (b): the %d pages, URL route 2 at a time, then merge route", len(pages)), func() (string, string, error) {
-		t0 := time.Now()
-		files := make([]formFile, len(pages))
-		errs := make([]error, len(pages))
-		next := make(chan int)
-		var wg sync.WaitGroup
-		for range 2 {
-			wg.Go(func() {
-				for i := range next {
-					files[i] = formFile{name: fmt.Sprintf("%03d-%s.pdf", i, strings.TrimSuffix(pages[i], ".html")), path: filepath.Join(dir, fmt.Sprintf("%03d.pdf", i))}
-					errs[i] = writeTo(files[i].path, func(w io.Writer) error { _, err := g.convertURL(ctx, base+pages[i], fields, w); return err })
-				}
-			})
+	if !withAll {
+		// (c): the merge as a caller who wants no outline asks for it.
+		err = mergeRow(fmt.Sprintf("Gotenberg (c): the %d pages, URL route 2 at a time, then merge route without titleBookmarks", len(pages)), nil, "no outline asked")
+		if err != nil {
+			return nil, err
 		}
-		for i := range pages {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return "", "", err
-		}
-		conv := time.Since(t0)
-		out := filepath.Join(dir, "merged.pdf")
-		t1 := time.Now()
-		err := writeTo(out, func(w io.Writer) error {
-			_, err := g.post(ctx, "/forms/pdfengines/merge", map[string]string{"titleBookmarks": "true"}, files, w)
-			return err
-		})
-		return fmt.Sprintf("convert %.1f s + merge %.1f s (titleBookmarks)", conv.Seconds(), time.Since(t1).Seconds()), out, err
-	})
-	if err != nil {
-		return nil, err
 	}
 	return res, nil
 }

@@ -52,6 +52,7 @@ type options struct {
 	idleN          int           // pick-up samples after idle, per design and fleet size (section 12)
 	fairnessRounds int           // section 11's rounds per cell
 	fairnessFleets string        // section 11's worker counts, comma-separated
+	manuals        string        // section M's manuals, comma-separated: node, python
 	idleWindow     time.Duration // how long idle cost is measured, per design and fleet size
 	loadN          int           // pick-up samples under load, per design
 	command        string        // how this run was invoked, for the report
@@ -128,6 +129,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (worker logs, PDFs) after the run")
 	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, capacity, delivery, distinct, fairness, costs, docopts, idle, manual, links, compat (pickup and capacity need single); the report is then partial and written to -out all the same")
 	flag.IntVar(&o.fairnessRounds, "fairness-rounds", 3, "section 11: rounds per design and fleet size (each: interactive idle, batch alone, batch with interactive); every round must meet the targets")
+	flag.StringVar(&o.manuals, "manuals", "node,python", "section M: the manuals measured, comma-separated: node (the Node.js docs, with all.html, --site and 2 workers), python (the Python tutorial, a Sphinx manual of short chapters)")
 	flag.StringVar(&o.fairnessFleets, "fairness-fleets", "1,2", "section 11: the worker process counts measured, comma-separated")
 	flag.IntVar(&o.idleN, "idle-samples", 20, "section 12: pick-up samples after 1-2 s of idle, per design and fleet size")
 	flag.DurationVar(&o.idleWindow, "idle-window", 20*time.Second, "section 12: how long the idle cost of 10 workers is measured, per design (twice that for 1 worker)")

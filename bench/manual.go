@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,7 +21,6 @@ import (
 	"github.com/pdfexport/pdfexport/bench/peer"
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/chromium"
-	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/harness"
@@ -34,6 +35,8 @@ const nodeDocs = "/usr/share/doc/nodejs/api"
 type manualResult struct {
 	chapters  int
 	measured  []manualRow
+	breakdown *stepBreakdown   // the Node.js docs' first export, traced
+	short     *shortManual     // a Sphinx manual of short chapters
 	site      []manualRow      // the same docs by source.site: first, one page changed, unchanged
 	gotenberg *gotenbergManual // with -gotenberg: the real Gotenberg's rows
 }
@@ -74,6 +77,7 @@ func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
 	mux := http.NewServeMux()
 	mux.Handle("/", http.FileServer(http.Dir(nodeDocs)))
 	mux.Handle("/site/", http.StripPrefix("/site", http.FileServer(http.Dir(siteDocs))))
+	mux.Handle("/py/", http.StripPrefix("/py", http.FileServer(http.Dir(pythonDocs))))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
@@ -93,42 +97,38 @@ func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
 	res := &manualResult{chapters: len(pages)}
 	rep.manual = res
 
-	linkBase := base // what a link to a chapter starts with
+	linkBase := base  // what a link to a chapter starts with
+	navPages := pages // the chapters pdfNavigation looks for
 	measure := func(label string, r exportclient.Request) (exportclient.Status, manualRow, error) {
 		runtime.GC()
 		heap0 := heapBytes()
 		stopHeap := sampleHeap()
-		_, cpu0 := proctree.CPU(os.Getpid())
+		meter := startTreeMeter(os.Getpid(), treeMeterEvery)
 		t0 := time.Now()
 		job, err := client.Enqueue(ctx, r)
 		if err != nil {
 			stopHeap()
+			meter.seconds()
 			return exportclient.Status{}, manualRow{}, err
 		}
 		st, err := client.Wait(ctx, job.TaskID, 20*time.Millisecond)
 		wall := time.Since(t0)
 		peak := stopHeap()
 		time.Sleep(docSettle)
-		_, cpu1 := proctree.CPU(os.Getpid())
+		cpu := meter.seconds()
 		if err != nil {
 			return st, manualRow{}, err
 		}
 		if st.State != exportclient.StateCompleted || st.Result == nil {
 			return st, manualRow{}, fmt.Errorf("%s: %s %s: %w", label, st.State, st.Error, errScenario)
 		}
-		row := manualRow{label: label, cpu: (cpu1 - cpu0).Seconds(), wallMS: msOf(wall), pages: st.Result.Pages,
+		row := manualRow{label: label, cpu: cpu, wallMS: msOf(wall), pages: st.Result.Pages,
 			heapMiB: float64(max(peak, heap0)-heap0) / (1 << 20)}
 		path := filepath.Join(f.dir, "artifacts", filepath.FromSlash(st.Result.ArtifactKey))
-		row.outline, row.webLinks, err = pdfNavigation(path, linkBase, pages)
+		row.outline, row.webLinks, err = pdfNavigation(path, linkBase, navPages)
 		if s := st.Result.Site; s != nil {
 			row.discoveryMS = float64(s.DiscoveryMS)
 			row.note = fmt.Sprintf("%s; discovery %d ms, %d requests", chapterNote(st), s.DiscoveryMS, s.Requests)
-		}
-		if row.cpu < 0 {
-			// A Chromium that restarted (RENDER_MAX_PER_BROWSER) left the
-			// process tree with the CPU it had used.
-			row.cpu = 0
-			row.note = strings.TrimPrefix(row.note+"; CPU not counted: a Chromium restarted during the row", "; ")
 		}
 		return st, row, err
 	}
@@ -136,6 +136,17 @@ func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
 	warm := exportclient.Request{ManualID: "warm", Version: freshVersion("w"), URL: base + "documentation.html"}
 	if _, _, err := measure("warm-up", warm); err != nil {
 		return err
+	}
+	manuals := strings.Split(e.o.manuals, ",")
+	if slices.Contains(manuals, "python") {
+		linkBase = base + "py/tutorial/"
+		if res.short, err = runShortManual(ctx, e, linkBase, measure, func(p []string) { navPages = p }); err != nil {
+			return err
+		}
+		linkBase, navPages = base, pages
+	}
+	if !slices.Contains(manuals, "node") {
+		return nil
 	}
 
 	_, one, err := measure("pipeline, all.html as one page", exportclient.Request{ManualID: "node-all", Version: freshVersion("a"),
@@ -214,6 +225,14 @@ func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
 	if res.gotenberg, err = runGotenbergManual(ctx, e, base, pages); err != nil {
 		return err
 	}
+	nodeReq := exportclient.Request{ManualID: "node-traced", Version: "20", Chapters: chapters(""), Options: exportclient.Options{Outline: true, TOC: true}}
+	for i := range nodeReq.Chapters {
+		nodeReq.Chapters[i].Revision = freshVersion("t")
+	}
+	if res.breakdown, err = traceSteps("Node.js docs, first export", func() error { _, _, err := measure("traced", nodeReq); return err }); err != nil {
+		return err
+	}
+	res.breakdown.log()
 
 	// Two workers of one fleet (two Chromiums), a fresh revision of every
 	// chapter so that all of them print again, spread over both.
@@ -307,7 +326,8 @@ func peerManual(ctx context.Context, e *benchEnv, base string, pages []string) (
 	runtime.GC()
 	heap0 := heapBytes()
 	stopHeap := sampleHeap()
-	_, cpu0 := proctree.CPU(os.Getpid())
+	meter := startTreeMeter(os.Getpid(), treeMeterEvery)
+	defer meter.seconds()
 	t0 := time.Now()
 	b, err := peer.Start(ctx, path)
 	if err != nil {
@@ -352,11 +372,10 @@ func peerManual(ctx context.Context, e *benchEnv, base string, pages []string) (
 	row.wallMS = msOf(time.Since(t0))
 	peak := stopHeap()
 	time.Sleep(docSettle)
-	_, cpu1 := proctree.CPU(os.Getpid())
+	row.cpu = meter.now()
 	if err != nil {
 		return row, fmt.Errorf("pdfcpu merge: %w", err)
 	}
-	row.cpu = (cpu1 - cpu0).Seconds()
 	row.heapMiB = float64(max(peak, heap0)-heap0) / (1 << 20)
 	if row.pages, err = harness.PDFPages(merged); err != nil {
 		return row, err
@@ -381,8 +400,11 @@ func pdfNavigation(path, base string, pages []string) (outline, webLinks int, er
 }
 
 func (m *manualResult) rows() []row {
-	if m == nil || len(m.measured) < 4 {
+	if m == nil {
 		return nil
+	}
+	if len(m.measured) < 4 {
+		return m.short.rows()
 	}
 	one, whole, again, peerRow := m.measured[0], m.measured[1], m.measured[2], m.measured[3]
 	ratio := func(a, b float64) string { return fmt.Sprintf("%.2f×", a/b) }
@@ -392,7 +414,7 @@ func (m *manualResult) rows() []row {
 		two = []row{{"M", "↳ the same on 2 workers (" + t.note + ")", fmt.Sprintf("%.1f s · CPU %.1f s", t.wallMS/1000, t.cpu),
 			"1 worker", ratio(t.wallMS, whole.wallMS), "—"}}
 	}
-	two = append(m.gotenberg.summaryRows(whole), two...)
+	two = append(append(m.gotenberg.summaryRows(whole), m.short.rows()...), two...)
 	if len(m.site) == 3 {
 		first, changed, same := m.site[0], m.site[1], m.site[2]
 		two = append([]row{
@@ -421,13 +443,17 @@ func (m *manualResult) rows() []row {
 }
 
 func (m *manualResult) markdown() string {
+	if len(m.measured) == 0 {
+		return "\n## M. A whole manual from chapters\n" + m.short.markdown()
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## M. A whole manual from chapters\n\n")
 	fmt.Fprintf(&b, "The Node.js API documentation of Debian's nodejs package (%s): %d module pages that link each\n", nodeDocs, m.chapters)
 	fmt.Fprintf(&b, "other, and all.html, the same content as one page, served on loopback. One in-process worker\n")
 	fmt.Fprintf(&b, "(RENDER_CONCURRENCY 2) with real Chromium, and for the last row two workers of one fleet (two Chromiums\n")
 	fmt.Fprintf(&b, "on the same cores, every chapter revised so that all print again); one run each. CPU is the whole process tree's (worker,\n")
-	fmt.Fprintf(&b, "Chromium, redis-server); heap is the peak of the Go heap above the idle heap. The peer prints each\n")
+	fmt.Fprintf(&b, "Chromium, redis-server), every process of it sampled every %s, so that a browser restarted or killed during a row keeps\n", treeMeterEvery)
+	fmt.Fprintf(&b, "the time it and its renderers used; heap is the peak of the Go heap above the idle heap. The peer prints each\n")
 	fmt.Fprintf(&b, "page in a tab of one shared browser, two at a time, and merges the files with pdfcpu, as\n")
 	fmt.Fprintf(&b, "Gotenberg's per-page conversion and merge route do. \"Links to chapter URLs\" are link annotations that\n")
 	fmt.Fprintf(&b, "still open a chapter on the web server instead of its page in the PDF.\n\n")
@@ -437,5 +463,208 @@ func (m *manualResult) markdown() string {
 	}
 	b.WriteString(m.gotenberg.tableRows())
 	b.WriteString(m.gotenberg.prose())
+	b.WriteString(m.breakdown.markdown())
+	b.WriteString(m.short.markdown())
+	return b.String()
+}
+
+// pythonDocs is where Debian's python3.11-doc package installs Python's
+// documentation, a Sphinx build; its tutorial is section M's manual of
+// short chapters.
+const pythonDocs = "/usr/share/doc/python3.11/html"
+
+// shortManual is section M's Sphinx manual of short chapters: the Python
+// tutorial's 16 pages, the chapters its index's toctree lists, against
+// the peer's bare design and the real Gotenberg converting each page and
+// merging, in rounds (a manual this short takes seconds, and one run of
+// it moves with the machine), each system once per round.
+type shortManual struct {
+	chapters  int
+	rounds    []shortRound
+	breakdown *stepBreakdown
+}
+
+type shortRound struct {
+	first, revised, peer manualRow
+	gotenberg            []manualRow // (b), (c); none without -gotenberg
+}
+
+// shortManualRounds is how many rounds section M's short manual runs.
+const shortManualRounds = 3
+
+type measureFunc func(label string, r exportclient.Request) (exportclient.Status, manualRow, error)
+
+func runShortManual(ctx context.Context, e *benchEnv, base string, measure measureFunc, nav func([]string)) (*shortManual, error) {
+	pages, err := tutorialPages()
+	if err != nil {
+		return nil, err
+	}
+	nav(pages)
+	sm := &shortManual{chapters: len(pages)}
+	req := func(v string, cs []exportclient.Chapter) exportclient.Request {
+		return exportclient.Request{ManualID: "python-tutorial", Version: v, Chapters: cs, Options: exportclient.Options{Outline: true, TOC: true}}
+	}
+	if _, _, err := measure("warm-up", exportclient.Request{ManualID: "warm", Version: freshVersion("wp"), URL: base + "../index.html"}); err != nil {
+		return nil, err
+	}
+	for round := 1; round <= shortManualRounds; round++ {
+		version := freshVersion("py") // every chapter prints again
+		chapters := func(revised string) []exportclient.Chapter {
+			cs := make([]exportclient.Chapter, len(pages))
+			for i, p := range pages {
+				cs[i] = exportclient.Chapter{URL: base + p, Revision: version}
+				if p == revised {
+					cs[i].Revision = version + "-revised"
+				}
+			}
+			return cs
+		}
+		var r shortRound
+		st, first, err := measure(fmt.Sprintf("pipeline, the Python tutorial's %d pages as one manual (chapters)", len(pages)), req(version, chapters("")))
+		if err != nil {
+			return nil, err
+		}
+		first.note = chapterNote(st)
+		r.first = first
+		logf("   round %d: %s: %.1f s, CPU %.1f s, %d pages, %s", round, first.label, first.wallMS/1000, first.cpu, first.pages, first.note)
+		st, again, err := measure("↳ next version, one chapter revised", req(version+".1", chapters("classes.html")))
+		if err != nil {
+			return nil, err
+		}
+		again.note = chapterNote(st)
+		r.revised = again
+		logf("   round %d: %s: %.1f s, CPU %.1f s, %s", round, again.label, again.wallMS/1000, again.cpu, again.note)
+		if r.peer, err = peerManual(ctx, e, base, pages); err != nil {
+			return nil, err
+		}
+		logf("   round %d: %s: %.1f s, CPU %.1f s, %d pages", round, r.peer.label, r.peer.wallMS/1000, r.peer.cpu, r.peer.pages)
+		g, err := gotenbergManualRows(ctx, e, base, base+"../index.html", pages, false)
+		if err != nil {
+			return nil, err
+		}
+		if g != nil {
+			r.gotenberg = g.rows
+		}
+		sm.rounds = append(sm.rounds, r)
+	}
+	version := freshVersion("pyt")
+	cs := make([]exportclient.Chapter, len(pages))
+	for i, p := range pages {
+		cs[i] = exportclient.Chapter{URL: base + p, Revision: version}
+	}
+	sm.breakdown, err = traceSteps("Python tutorial, first export", func() error {
+		_, _, err := measure("traced", req(version, cs))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sm.breakdown.log()
+	return sm, nil
+}
+
+// tutorialPages are the pages the Python tutorial's index lists in its
+// toctree, in order.
+func tutorialPages() ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(pythonDocs, "tutorial", "index.html"))
+	if err != nil {
+		return nil, fmt.Errorf("no Python documentation in %s (Debian's python3.11-doc package installs it; make setup does): %w", pythonDocs, errScenario)
+	}
+	var pages []string
+	seen := map[string]bool{}
+	for _, m := range tutorialLink.FindAllStringSubmatch(string(b), -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			pages = append(pages, m[1])
+		}
+	}
+	if len(pages) == 0 {
+		return nil, fmt.Errorf("no toctree entries in %s/tutorial/index.html: %w", pythonDocs, errScenario)
+	}
+	return pages, nil
+}
+
+var tutorialLink = regexp.MustCompile(`<li class="toctree-l1"><a class="reference internal" href="([a-z0-9]+\.html)">`)
+
+// medianRow is the median wall and the median CPU of rows.
+func medianRow(rows []manualRow) manualRow {
+	var wall, cpu dist
+	for _, r := range rows {
+		wall, cpu = append(wall, r.wallMS), append(cpu, r.cpu)
+	}
+	out := rows[0]
+	out.wallMS, out.cpu = wall.median(), cpu.median()
+	return out
+}
+
+// fastestGotenberg is, per round, the faster of Gotenberg's (b) and (c):
+// what a caller who wants the PDF soonest picks; nil without -gotenberg.
+func (sm *shortManual) fastestGotenberg() []manualRow {
+	var out []manualRow
+	for _, r := range sm.rounds {
+		if len(r.gotenberg) == 0 {
+			return nil
+		}
+		best := r.gotenberg[0]
+		for _, g := range r.gotenberg[1:] {
+			if g.wallMS < best.wallMS {
+				best = g
+			}
+		}
+		out = append(out, best)
+	}
+	return out
+}
+
+func (sm *shortManual) rows() []row {
+	if sm == nil || len(sm.rounds) == 0 {
+		return nil
+	}
+	var firsts, revs, peers []manualRow
+	for _, r := range sm.rounds {
+		firsts, revs, peers = append(firsts, r.first), append(revs, r.revised), append(peers, r.peer)
+	}
+	f, r, p := medianRow(firsts), medianRow(revs), medianRow(peers)
+	n := fmt.Sprintf(" (median of %d rounds)", len(sm.rounds))
+	res := fmt.Sprintf("%.1f s · CPU %.1f s", f.wallMS/1000, f.cpu)
+	rows := []row{
+		{"M", fmt.Sprintf("whole manual: Python tutorial (Sphinx), %d short chapters → %d pages, outline %d entries, %d links left to chapter URLs%s", sm.chapters, f.pages, f.outline, f.webLinks, n),
+			res, fmt.Sprintf("peer per page + merge %.1f s · CPU %.1f s (outline %d, %d links to chapter URLs)", p.wallMS/1000, p.cpu, p.outline, p.webLinks),
+			fmt.Sprintf("wall %s · CPU %s", ratio(f.wallMS/p.wallMS), ratio(f.cpu/p.cpu)), "figures"},
+	}
+	if gs := sm.fastestGotenberg(); gs != nil {
+		b := medianRow(gs)
+		rows = append(rows,
+			row{"M", "↳ against real Gotenberg, per round the faster of (b) and (c)" + n, res,
+				fmt.Sprintf("%.1f s · CPU %.1f s, %d pages, outline %d, %d links to chapter URLs", b.wallMS/1000, b.cpu, b.pages, b.outline, b.webLinks),
+				fmt.Sprintf("wall %s · CPU %s", ratio(f.wallMS/b.wallMS), ratio(f.cpu/b.cpu)), "≤ 0.75× wall and CPU " + verdict(f.wallMS <= 0.75*b.wallMS && f.cpu <= 0.75*b.cpu)},
+			row{"M", "↳ next version, one chapter revised (" + r.note + "), against the same Gotenberg rows" + n, fmt.Sprintf("%.1f s · CPU %.1f s", r.wallMS/1000, r.cpu),
+				fmt.Sprintf("%.1f s · CPU %.1f s", b.wallMS/1000, b.cpu),
+				fmt.Sprintf("wall %s · CPU %s", ratio(r.wallMS/b.wallMS), ratio(r.cpu/b.cpu)), "≤ 0.15× wall and CPU " + verdict(r.wallMS <= 0.15*b.wallMS && r.cpu <= 0.15*b.cpu)})
+	}
+	return rows
+}
+
+func (sm *shortManual) markdown() string {
+	if sm == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n### M, a Sphinx manual of short chapters\n\n")
+	fmt.Fprintf(&b, "The Python tutorial of Debian's python3.11-doc package (%s/tutorial), a Sphinx build: the %d pages its index's\n", pythonDocs, sm.chapters)
+	b.WriteString("toctree lists, in order, as chapters with a contents page and outline, on the same worker, served on loopback with the rest of\n")
+	fmt.Fprintf(&b, "the documentation (its stylesheets, scripts and the pages its links name). The peer and Gotenberg print the same pages the same way as above;\n")
+	fmt.Fprintf(&b, "Gotenberg (c) merges without `titleBookmarks`, so its PDF has no outline. %d rounds, each system once per round, every chapter of every round printed anew.\n\n", len(sm.rounds))
+	b.WriteString("| round | what | wall s | CPU-s | pages | outline entries | links to chapter URLs | peak heap MiB | |\n|---|---|---|---|---|---|---|---|---|\n")
+	for k, rd := range sm.rounds {
+		for _, r := range append([]manualRow{rd.first, rd.revised, rd.peer}, rd.gotenberg...) {
+			heap := fmt.Sprintf("%.0f", r.heapMiB)
+			if strings.HasPrefix(r.label, "Gotenberg") {
+				heap = "—"
+			}
+			fmt.Fprintf(&b, "| %d | %s | %.1f | %.1f | %d | %d | %d | %s | %s |\n", k+1, r.label, r.wallMS/1000, r.cpu, r.pages, r.outline, r.webLinks, heap, r.note)
+		}
+	}
+	b.WriteString(sm.breakdown.markdown())
 	return b.String()
 }

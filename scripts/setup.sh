@@ -5,7 +5,8 @@
 # options' tests check every output with it) and promtool (Debian's
 # prometheus package: the tests check deployments/prometheus with it) and
 # Node.js (nodejs, npm) and the docs generators the source.site tests build
-# sites with (mkdocs, python3-sphinx) from apt, the pinned versitygw S3 server (built with
+# sites with (mkdocs, python3-sphinx) and Python's own Sphinx documentation
+# (python3.11-doc, the benchmark's manual of short chapters) from apt, the pinned versitygw S3 server (built with
 # go install into ./bin) and the pinned Node tools of the HTTP contract
 # checks (npm ci into var/node-tools). Idempotent.
 set -euo pipefail
@@ -28,6 +29,9 @@ have_cmd npm || missing+=(npm)
 # Docs generators whose real output the source.site tests build and read.
 have_cmd mkdocs || missing+=(mkdocs)
 have_cmd sphinx-build || missing+=(python3-sphinx)
+# Python's documentation, a real Sphinx build: the benchmark's manual of
+# short chapters (its tutorial).
+[ -f /usr/share/doc/python3.11/html/tutorial/index.html ] || missing+=(python3.11-doc)
 for font in fonts-dejavu-core fonts-liberation; do
 	have_pkg "$font" || missing+=("$font")
 done

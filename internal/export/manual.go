@@ -192,7 +192,9 @@ func (h *Handler) fanOut(ctx context.Context, log *slog.Logger, p job, manualTas
 	if h.cfg.ChapterTasks == nil || len(todo) < 2 {
 		return nil
 	}
-	missing, stored := h.unstored(ctx, p, todo)
+	lookCtx, looked := startStep(ctx, "manual.lookup")
+	missing, stored := h.unstored(lookCtx, p, todo)
+	looked(nil)
 	if len(missing) == 0 {
 		return stored
 	}
@@ -201,7 +203,10 @@ func (h *Handler) fanOut(ctx context.Context, log *slog.Logger, p job, manualTas
 		tasks[k] = p.ChapterTask(manualTask, i)
 	}
 	queue, _ := asynq.GetQueueName(ctx)
-	if err := h.cfg.ChapterTasks.EnqueueChapters(ctx, queue, tasks); err != nil {
+	queueCtx, queued := startStep(ctx, "manual.queue")
+	err := h.cfg.ChapterTasks.EnqueueChapters(queueCtx, queue, tasks)
+	queued(err)
+	if err != nil {
 		log.WarnContext(ctx, "queuing the manual's chapters for the fleet failed; this task prints them", "err", err)
 	}
 	return stored
@@ -411,12 +416,16 @@ func (h *Handler) assembleManual(ctx context.Context, p job, settings spec.Print
 	decorated := settings.HeaderHTML != "" || settings.FooterHTML != ""
 	var overlay string
 	if settings.TOC || decorated {
+		_, inspected := startStep(ctx, "manual.inspect")
 		infos, err := inspectParts(parts)
+		inspected(err)
 		if err != nil {
 			return render.Stats{}, err
 		}
 		if settings.TOC {
-			toc, n, err := h.tableOfContents(ctx, settings, dir, infos)
+			tocCtx, printed := startStep(ctx, "manual.contents")
+			toc, n, err := h.tableOfContents(tocCtx, settings, dir, infos)
+			printed(err)
 			if err != nil {
 				return render.Stats{}, err
 			}
@@ -424,7 +433,10 @@ func (h *Handler) assembleManual(ctx context.Context, p job, settings spec.Print
 			infos = append([]partInfo{{title: toc.Title, pages: n}}, infos...)
 		}
 		if decorated {
-			if overlay, err = h.decorations(ctx, settings, dir, title, infos); err != nil {
+			decoCtx, printed := startStep(ctx, "manual.decorations")
+			overlay, err = h.decorations(decoCtx, settings, dir, title, infos)
+			printed(err)
+			if err != nil {
 				return render.Stats{}, err
 			}
 		}
@@ -433,8 +445,10 @@ func (h *Handler) assembleManual(ctx context.Context, p job, settings spec.Print
 	var st assemble.Stats
 	var asmErr error
 	done := make(chan struct{})
+	_, assembled := startStep(ctx, "manual.assemble")
 	go func() {
 		defer close(done)
+		defer func() { assembled(asmErr) }()
 		out := io.Writer(pw)
 		if h.cfg.MaxBytes > 0 {
 			out = &limitWriter{w: pw, left: h.cfg.MaxBytes}
@@ -504,7 +518,9 @@ func (l *limitWriter) Write(b []byte) (int, error) {
 }
 
 // download copies a stored artifact to a new file at path.
-func (h *Handler) download(ctx context.Context, key, path string) error {
+func (h *Handler) download(ctx context.Context, key, path string) (err error) {
+	ctx, done := startStep(ctx, "storage download")
+	defer func() { done(err) }()
 	rc, err := h.cfg.Store.Open(ctx, key)
 	if err != nil {
 		return err

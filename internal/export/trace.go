@@ -26,6 +26,18 @@ import (
 //	│  └─ storage upload   (under render.stream: the PDF streams into storage)
 //	└─ render lock release internal/lock
 //
+// A manual from chapters adds, under the manual's pdf:export:
+//
+//	manual.lookup          which chapters storage holds already
+//	manual.queue           its missing chapters queued for the fleet
+//	(each chapter's render gate, render and storage upload, as above)
+//	storage download       a stored chapter copied into the workspace
+//	manual.inspect         the chapters' page counts and titles
+//	manual.contents        the table of contents, each print a render
+//	manual.decorations     the sheet of running headers and footers
+//	manual.assemble        the manual written from its parts (stamping,
+//	                       links, outline), streamed into the sink
+//
 // Spans are started with tracing.Start: nothing is allocated with tracing off.
 const scope = "github.com/pdfexport/pdfexport/internal/export"
 
@@ -124,6 +136,16 @@ func endUpload(span trace.Span, obj storage.Object, err error) {
 		}
 	}
 	span.End()
+}
+
+// startStep starts the span of one step of a manual's export; end ends
+// it, failed with err when it is not nil.
+func startStep(ctx context.Context, name string) (context.Context, func(err error)) {
+	ctx, span := tracing.Start(ctx, scope, name)
+	return ctx, func(err error) {
+		fail(span, err)
+		span.End()
+	}
 }
 
 // fail marks span as failed with err (nil: nothing).

@@ -31,6 +31,11 @@ import (
 // (bench section M's chapters); its absence skips that document.
 const nodeDocs = "/usr/share/doc/nodejs/api"
 
+// pythonDocs is Python's documentation, a Sphinx build, of Debian's
+// python3.11-doc package (bench section M's manual of short chapters: the
+// tutorial); its absence skips that document.
+const pythonDocs = "/usr/share/doc/python3.11/html"
+
 // stepLog records, for one render at a time, when each step of its path
 // ended and the browser's whole process tree CPU at that moment.
 type stepLog struct {
@@ -125,13 +130,20 @@ func BenchmarkRenderBreakdown(b *testing.B) {
 		{"gospec", Source{HTML: goSpecDocument(b)}, settings(spec.Options{})},
 		{"manual", Source{HTML: manualHTML(b)}, settings(spec.Options{WaitFor: "window.__PDF_READY__===true"})},
 	}
-	var allowed allowlist.List
+	var hosts []string
 	if _, err := os.Stat(nodeDocs + "/fs.html"); err == nil {
 		srv := httptest.NewServer(http.FileServer(http.Dir(nodeDocs)))
 		b.Cleanup(srv.Close)
-		allowed = allowlist.MustParse(strings.TrimPrefix(srv.URL, "http://"))
+		hosts = append(hosts, strings.TrimPrefix(srv.URL, "http://"))
 		docs = append(docs, doc{"node-dns", Source{URL: srv.URL + "/dns.html"}, settings(spec.Options{Outline: true})})
 	}
+	if _, err := os.Stat(pythonDocs + "/tutorial/classes.html"); err == nil {
+		srv := httptest.NewServer(http.FileServer(http.Dir(pythonDocs)))
+		b.Cleanup(srv.Close)
+		hosts = append(hosts, strings.TrimPrefix(srv.URL, "http://"))
+		docs = append(docs, doc{"python-classes", Source{URL: srv.URL + "/tutorial/classes.html", MarkAnchors: true}, settings(spec.Options{Outline: true})})
+	}
+	allowed := allowlist.MustParse(strings.Join(hosts, ","))
 	if only := os.Getenv("BREAKDOWN_DOCS"); only != "" {
 		docs = slices.DeleteFunc(docs, func(d doc) bool { return !slices.Contains(strings.Split(only, ","), d.name) })
 	}

@@ -634,6 +634,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 
 	if src.MarkAnchors {
 		*stage = "marking anchors"
+		stages.next("render.anchor_marks")
 		if _, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: markAnchorsExpr, ReturnByValue: new(true)}); err != nil {
 			return fmt.Errorf("%w: marking anchors: %v", ErrNavigation, err)
 		}
