@@ -29,7 +29,7 @@ import (
 // documents per system.
 const (
 	compatClients  = 2
-	compatDistinct = 12
+	compatDistinct = 24
 	compatSame     = 10
 	compatRepeats  = 5
 )
@@ -39,7 +39,23 @@ const (
 type compatSystem struct {
 	name string
 	g    *gotenbergServer
-	cpu  func() float64
+	pids []int // the process trees whose CPU is the system's
+}
+
+// metered starts a treeMeter on each of the system's trees; the function
+// it returns ends them and gives their CPU seconds together.
+func (s compatSystem) metered() func() float64 {
+	meters := make([]*treeMeter, len(s.pids))
+	for i, pid := range s.pids {
+		meters[i] = startTreeMeter(pid, treeMeterEvery)
+	}
+	return func() float64 {
+		var sum float64
+		for _, m := range meters {
+			sum += m.seconds()
+		}
+		return sum
+	}
 }
 
 // compatRow is one system's figures.
@@ -79,21 +95,14 @@ func scenarioCompat(ctx context.Context, e *benchEnv, rep *report) error {
 		pids = append(pids, p.PID())
 	}
 	ours := compatSystem{name: "pdfexport (bin/api + 1 bin/worker)", g: &gotenbergServer{base: "http://" + addr, http: &http.Client{Timeout: 2 * time.Minute}},
-		cpu: func() float64 {
-			var s time.Duration
-			for _, pid := range pids {
-				_, tree := treeCPUWithZombies(pid)
-				s += tree
-			}
-			return s.Seconds()
-		}}
+		pids: pids}
 	systems := []compatSystem{ours}
 	g, err := gotenbergFromFlags(ctx)
 	if err != nil {
 		return err
 	}
 	if g != nil {
-		systems = append(systems, compatSystem{name: sysGotenberg + " " + g.version, g: g, cpu: g.cpu})
+		systems = append(systems, compatSystem{name: sysGotenberg + " " + g.version, g: g, pids: []int{g.pid}})
 	}
 	res := &compatResult{doc: fmt.Sprintf("the standard document (%d KiB of HTML)", len(e.manual)>>10)}
 	fields := gotenbergPrintFields(spec.Options{}) // section 7's print settings
@@ -105,7 +114,7 @@ func scenarioCompat(ctx context.Context, e *benchEnv, rep *report) error {
 			return fmt.Errorf("%s warm-up: %w", s.name, err)
 		}
 		row := compatRow{system: s.name}
-		c0 := s.cpu()
+		cpu := s.metered()
 		row.distinctWall, err = closedLoop(ctx, compatClients, 1, compatDistinct, func(ctx context.Context, i int) error {
 			_, err := s.g.convertHTML(ctx, doc(i), fields, io.Discard)
 			return err
@@ -113,9 +122,9 @@ func scenarioCompat(ctx context.Context, e *benchEnv, rep *report) error {
 		if err != nil {
 			return fmt.Errorf("%s distinct: %w", s.name, err)
 		}
-		row.distinctCPU = s.cpu() - c0
+		row.distinctCPU = cpu()
 		same := doc(1000)
-		c0 = s.cpu()
+		cpu = s.metered()
 		t0 := time.Now()
 		var wg sync.WaitGroup
 		errs := make([]error, compatSame)
@@ -123,7 +132,7 @@ func scenarioCompat(ctx context.Context, e *benchEnv, rep *report) error {
 			wg.Go(func() { _, errs[i] = s.g.convertHTML(ctx, same, fields, io.Discard) })
 		}
 		wg.Wait()
-		row.sameWall, row.sameCPU = time.Since(t0).Seconds(), s.cpu()-c0
+		row.sameWall, row.sameCPU = time.Since(t0).Seconds(), cpu()
 		for _, err := range errs {
 			if err != nil {
 				return fmt.Errorf("%s identical: %w", s.name, err)

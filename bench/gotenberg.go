@@ -213,13 +213,6 @@ func (g *gotenbergServer) convertHTML(ctx context.Context, html string, fields m
 	return g.post(ctx, "/forms/chromium/convert/html", fields, []formFile{{name: "index.html", data: []byte(html)}}, out)
 }
 
-// cpu is the CPU-seconds so far of Gotenberg's whole process tree
-// (Gotenberg, its Chromium and the renderers and PDF tools it reaped).
-func (g *gotenbergServer) cpu() float64 {
-	_, tree := treeCPUWithZombies(g.pid)
-	return tree.Seconds()
-}
-
 // treeCPUWithZombies is proctree.CPU counting exited children not yet
 // reaped too. Chromium's renderer of a big page exits after the PDF is
 // sent, and on a loaded machine its browser can take seconds to reap it:
