@@ -158,16 +158,7 @@ func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
 	logf("   %s: %.1f s, CPU %.1f s, %d pages", one.label, one.wallMS/1000, one.cpu, one.pages)
 
 	version := freshVersion("m")
-	chapters := func(revised string) []exportclient.Chapter {
-		cs := make([]exportclient.Chapter, len(pages))
-		for i, p := range pages {
-			cs[i] = exportclient.Chapter{URL: base + p, Revision: version}
-			if p == revised {
-				cs[i].Revision = version + "-revised"
-			}
-		}
-		return cs
-	}
+	chapters := func(revised string) []exportclient.Chapter { return chapterList(base, pages, version, revised) }
 	st, whole, err := measure(fmt.Sprintf("pipeline, the %d pages as one manual (chapters)", len(pages)), exportclient.Request{ManualID: "node", Version: "20",
 		Chapters: chapters(""), Options: exportclient.Options{Outline: true, TOC: true}})
 	if err != nil {
@@ -225,10 +216,8 @@ func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
 	if res.gotenberg, err = runGotenbergManual(ctx, e, base, pages); err != nil {
 		return err
 	}
-	nodeReq := exportclient.Request{ManualID: "node-traced", Version: "20", Chapters: chapters(""), Options: exportclient.Options{Outline: true, TOC: true}}
-	for i := range nodeReq.Chapters {
-		nodeReq.Chapters[i].Revision = freshVersion("t")
-	}
+	nodeReq := exportclient.Request{ManualID: "node-traced", Version: "20", Chapters: chapterList(base, pages, freshVersion("t"), ""),
+		Options: exportclient.Options{Outline: true, TOC: true}}
 	if res.breakdown, err = traceSteps("Node.js docs, first export", func() error { _, _, err := measure("traced", nodeReq); return err }); err != nil {
 		return err
 	}
@@ -274,6 +263,19 @@ func copyNodeDocs(work string) (string, error) {
 		return "", fmt.Errorf("copying %s: %v: %s", nodeDocs, err, out)
 	}
 	return dir, nil
+}
+
+// chapterList is pages at base as chapters of revision version, the page
+// named revised (if any) at a revision of its own.
+func chapterList(base string, pages []string, version, revised string) []exportclient.Chapter {
+	cs := make([]exportclient.Chapter, len(pages))
+	for i, p := range pages {
+		cs[i] = exportclient.Chapter{URL: base + p, Revision: version}
+		if p == revised {
+			cs[i].Revision = version + "-revised"
+		}
+	}
+	return cs
 }
 
 // touchPage changes a page's content as a new release of the docs would.
@@ -509,16 +511,7 @@ func runShortManual(ctx context.Context, e *benchEnv, base string, measure measu
 	}
 	for round := 1; round <= shortManualRounds; round++ {
 		version := freshVersion("py") // every chapter prints again
-		chapters := func(revised string) []exportclient.Chapter {
-			cs := make([]exportclient.Chapter, len(pages))
-			for i, p := range pages {
-				cs[i] = exportclient.Chapter{URL: base + p, Revision: version}
-				if p == revised {
-					cs[i].Revision = version + "-revised"
-				}
-			}
-			return cs
-		}
+		chapters := func(revised string) []exportclient.Chapter { return chapterList(base, pages, version, revised) }
 		var r shortRound
 		st, first, err := measure(fmt.Sprintf("pipeline, the Python tutorial's %d pages as one manual (chapters)", len(pages)), req(version, chapters("")))
 		if err != nil {
@@ -548,12 +541,8 @@ func runShortManual(ctx context.Context, e *benchEnv, base string, measure measu
 		sm.rounds = append(sm.rounds, r)
 	}
 	version := freshVersion("pyt")
-	cs := make([]exportclient.Chapter, len(pages))
-	for i, p := range pages {
-		cs[i] = exportclient.Chapter{URL: base + p, Revision: version}
-	}
 	sm.breakdown, err = traceSteps("Python tutorial, first export", func() error {
-		_, _, err := measure("traced", req(version, cs))
+		_, _, err := measure("traced", req(version, chapterList(base, pages, version, "")))
 		return err
 	})
 	if err != nil {

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"fmt"
+	"bytes"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -52,19 +53,51 @@ func startTreeMeter(root int, every time.Duration) *treeMeter {
 }
 
 func ownAndCut(pid int) (own, cut float64) {
-	return statCPU(pid, false).Seconds(), (statCPU(pid, true) - statCPU(pid, false)).Seconds()
+	st, _ := readStat(pid)
+	return st.own, st.cut
+}
+
+// procCPU is what treeMeter reads of a process: its parent and its CPU
+// seconds, its own and its waited-for children's.
+type procCPU struct {
+	ppid     int
+	own, cut float64
+}
+
+// readStat reads /proc/PID/stat once.
+func readStat(pid int) (procCPU, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procCPU{}, false
+	}
+	closing := bytes.LastIndexByte(b, ')')
+	if closing < 0 {
+		return procCPU{}, false
+	}
+	f := strings.Fields(string(b[closing+1:]))
+	if len(f) < 15 {
+		return procCPU{}, false
+	}
+	tick := func(i int) float64 {
+		v, _ := strconv.ParseInt(f[i], 10, 64)
+		return float64(v) / 100 // USER_HZ
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return procCPU{ppid: ppid, own: tick(11) + tick(12), cut: tick(13) + tick(14)}, true
 }
 
 func (m *treeMeter) sample(initial bool) {
 	children := map[int][]int{}
+	stats := map[int]procCPU{}
 	procs, _ := os.ReadDir("/proc")
 	for _, e := range procs {
 		p, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if st, ok := procStat(p); ok {
-			children[st] = append(children[st], p)
+		if st, ok := readStat(p); ok {
+			children[st.ppid] = append(children[st.ppid], p)
+			stats[p] = st
 		}
 	}
 	m.mu.Lock()
@@ -73,7 +106,7 @@ func (m *treeMeter) sample(initial bool) {
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		own, cut := ownAndCut(p)
+		own, cut := stats[p].own, stats[p].cut
 		if _, seen := m.first[p]; !seen {
 			m.first[p] = 0
 			if initial || p == m.root {
@@ -89,21 +122,6 @@ func (m *treeMeter) sample(initial bool) {
 			m.lastCut[p] = cut
 		}
 	}
-}
-
-// procStat is the parent pid of pid.
-func procStat(pid int) (ppid int, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := len(b) - 1
-	for i >= 0 && b[i] != ')' {
-		i--
-	}
-	var state string
-	_, err = fmt.Sscan(string(b[i+1:]), &state, &ppid)
-	return ppid, err == nil
 }
 
 // seconds ends the measurement and returns the tree's CPU seconds.
