@@ -1,7 +1,9 @@
 // Package render turns a web page into a PDF with one long-lived headless
 // Chromium per Renderer. It promises: a render runs in its own tab in its own
 // browser context (no cookie, storage, service worker or cache of one render
-// is visible to another, in the page or in its frames), at most
+// is visible to another, in the page or in its frames; the renders of one
+// Source.Session share an HTTP cache and a renderer process, and nothing
+// else: see Sessions), at most
 // Config.Concurrency tabs render at once, each render ends by Config.Timeout
 // (or the caller's deadline, if sooner) and fails with one of the sentinel
 // errors in errors.go, the page waits for its load event, the network,
@@ -97,7 +99,12 @@
 //     (spare.go): the 50 ms of creating and attaching them leave the
 //     render's path; the spare is one more blank tab per browser;
 //   - answers the guard's paused requests concurrently, and closes a
-//     render's tab by disposing of its context.
+//     render's tab by disposing of its context;
+//   - starts Chromium with --renderer-process-limit=1, which puts a new tab
+//     into a running renderer process of its own browser context when there
+//     is one (never into another context's); on its own it changes nothing,
+//     since every render has a new context, but it is what lets a session
+//     keep its renderer (below).
 //
 // BenchmarkRenderDesign compares this design with the peer's bare tab and
 // with the previous design, on the headless shell and the full browser, and
@@ -110,6 +117,33 @@
 // the tab guard then sees their requests too. The full browser isolates them
 // in their own processes, where only the egress proxy sees their requests.
 // Both builds are tested for isolation and egress.
+//
+// # Sessions
+//
+// A manual of short chapters spent about a quarter of each chapter's CPU
+// starting a renderer process in a fresh context and warming it (V8, Blink's
+// memory cache, code cache, fonts), and more reading the manual's stylesheets
+// and scripts again. The renders that name one Source.Session (the
+// chapters of one manual export) therefore run in one browser context kept
+// between them (session.go), on the headless shell: each in a new tab, made
+// ahead in that context while the previous one renders, so that it joins
+// the context's running renderer process. Between two renders the context's
+// cookies are cleared, and so is the storage (local storage, IndexedDB,
+// Cache Storage, service workers, file systems) of every origin a document
+// of the last render came from and of every frame's partitioned storage key;
+// the one-session case of TestRender_RendersAreIsolated pins that. What
+// stays is the HTTP cache, within one caller's one manual, as a reader's
+// browser keeps it from page to page. A session's context ends after 5 s
+// without a render, after 64 renders, after a failed render, or when a
+// render's documents came from more than 32 origins. Renders with Auth
+// (their own proxy) and the full browser (whose out-of-process frames the
+// reset cannot reach) get a context of their own.
+//
+// Virtual time is a renderer process's, not a tab's: once a render stopped
+// its page's clock, a later tab of the process loads nothing until the clock
+// runs again. A session's render therefore loads on its virtual clock, as
+// --virtual-time-budget does (runClock), and a page polled for wait_for runs
+// its timers on it at the real clock's pace (pacedClock).
 //
 // # Egress policy
 //

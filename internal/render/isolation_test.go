@@ -122,23 +122,36 @@ func TestRender_RendersAreIsolated(t *testing.T) {
 	t.Parallel()
 	for build, path := range testsupport.ChromiumBuilds(t) {
 		for _, tc := range []struct {
-			name   string
-			design tabDesign
-			leaks  bool
+			name               string
+			design             tabDesign
+			sessionA, sessionB string
+			leaks              bool
+			fetches            int // of each cacheable script: 1 when B used A's HTTP cache
+			shellOnly          bool
 		}{
-			{"context per render (default)", designContextPerRender, false},
-			{"shared context leaks (sanity check of the test)", designSharedContext, true},
+			{"context per render (default)", designContextPerRender, "", "", false, 2, false},
+			{"different sessions", designContextPerRender, "manual-1", "manual-2", false, 2, false},
+			// One session keeps its context and HTTP cache, and clears
+			// its cookies and storage between renders.
+			{"one session", designContextPerRender, "manual-1", "manual-1", false, 1, true},
+			// The full browser gives a session's renders contexts of
+			// their own.
+			{"one session, full browser", designContextPerRender, "manual-1", "manual-1", false, 2, false},
+			{"shared context leaks (sanity check of the test)", designSharedContext, "", "", true, 0, false},
 		} {
+			if (tc.name == "one session") != (build == "headless-shell") && strings.HasPrefix(tc.name, "one session") {
+				continue // each build has its own expectation of a session
+			}
 			t.Run(build+"/"+tc.name, func(t *testing.T) {
 				s, other := isolationSite(t)
 				allow := allowlist.MustParse(s.hostPort() + "," + strings.TrimPrefix(other, "http://"))
 				r := newRenderer(t, Config{ChromiumPath: path, AllowedHosts: allow, Timeout: 20 * time.Second}, func(r *Renderer) { r.hooks.design = tc.design })
 				wait := settings(spec.Options{WaitFor: "window.__done === true"})
-				a := mustRender(t, r, Source{URL: s.URL + "/set"}, wait)
+				a := mustRender(t, r, Source{URL: s.URL + "/set", Session: tc.sessionA}, wait)
 				if text := pdfText(t, a.pdf); !strings.Contains(text, "SET-DONE FRAME-SET-DONE") {
 					t.Fatalf("render A did not set its state in the page and the frame:\n%s", text)
 				}
-				b := mustRender(t, r, Source{URL: s.URL + "/see"}, wait)
+				b := mustRender(t, r, Source{URL: s.URL + "/see", Session: tc.sessionB}, wait)
 				text := pdfText(t, b.pdf)
 				t.Logf("render B saw:\n%s", text)
 				if tc.leaks {
@@ -156,8 +169,8 @@ func TestRender_RendersAreIsolated(t *testing.T) {
 					t.Errorf("render B saw state of render A")
 				}
 				for _, p := range []string{"/cached.js", "/cached-frame.js"} {
-					if n := s.count(p); n != 2 {
-						t.Errorf("%s fetched %d times, want 2 (render B must not use A's HTTP cache)", p, n)
+					if n := s.count(p); n != tc.fetches {
+						t.Errorf("%s fetched %d times, want %d (render B may use A's HTTP cache only in A's session)", p, n, tc.fetches)
 					}
 				}
 			})

@@ -29,8 +29,14 @@ const (
 	pollInterval   = 50 * time.Millisecond  // readyState and WaitFor polling
 )
 
-// loadURL navigates the tab and waits for the load event of that navigation.
-func loadURL(ctx context.Context, t *chromedp.Target, w *pageWatch, u string) error {
+// loadURL navigates the tab and waits for the load event of that
+// navigation. With virtualClock the page loads on its virtual clock
+// (runClock): a session's tab, whose renderer process keeps the clock of
+// earlier renders stopped (session.go).
+func loadURL(ctx context.Context, t *chromedp.Target, w *pageWatch, u string, virtualClock bool) error {
+	if virtualClock {
+		defer runClock(ctx, t)()
+	}
 	res, err := cdp.Call(ctx, t, page.Navigate, page.NavigateParams{URL: u})
 	if err != nil {
 		return fmt.Errorf("%w: navigating to %s: %v", ErrNavigation, shortURL(u), err)
@@ -64,7 +70,10 @@ func loadURL(ctx context.Context, t *chromedp.Target, w *pageWatch, u string) er
 
 // loadHTML replaces the document of the blank tab with html and waits until
 // it and its subresources loaded (readyState "complete").
-func loadHTML(ctx context.Context, t *chromedp.Target, w *pageWatch, frame cdp.FrameID, html string) error {
+func loadHTML(ctx context.Context, t *chromedp.Target, w *pageWatch, frame cdp.FrameID, html string, virtualClock bool) error {
+	if virtualClock {
+		defer runClock(ctx, t)()
+	}
 	if _, err := cdp.Call(ctx, t, page.SetDocumentContent, page.SetDocumentContentParams{FrameID: frame, HTML: html}); err != nil {
 		return fmt.Errorf("%w: setting the document content: %v", ErrNavigation, err)
 	}
@@ -143,8 +152,10 @@ func waitFonts(ctx context.Context, t *chromedp.Target) error {
 // waitFor polls expr until it is truthy. An expression that throws counts as
 // falsy; its last exception is added to *stage for the timeout error.
 // missed, if not nil, is called after each evaluation that is not truthy
-// (first: the first one); an error it returns ends the wait.
-func waitFor(ctx context.Context, t *chromedp.Target, expr string, stage *string, missed func(first bool) error) error {
+// (first: the first one); an error it returns ends the wait. With
+// virtualClock the page's timers run on its virtual clock between polls,
+// at most as fast as the real one (a session's tab, session.go).
+func waitFor(ctx context.Context, t *chromedp.Target, expr string, stage *string, missed func(first bool) error, virtualClock bool) error {
 	base := *stage
 	for first := true; ; first = false {
 		res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{
@@ -163,10 +174,26 @@ func waitFor(ctx context.Context, t *chromedp.Target, expr string, stage *string
 				return err
 			}
 		}
-		if err := sleep(ctx, pollInterval); err != nil {
+		if virtualClock {
+			if err := pacedClock(ctx, t, pollInterval); err != nil {
+				return err
+			}
+		} else if err := sleep(ctx, pollInterval); err != nil {
 			return err
 		}
 	}
+}
+
+// pacedClock lets the page's virtual clock run for d and waits at least d
+// of real time: a page polled for wait_for runs its timers at the pace it
+// would on screen, where runClock's pace, as fast as the page goes, would
+// spin a page that animates until it is ready.
+func pacedClock(ctx context.Context, t *chromedp.Target, d time.Duration) error {
+	start := time.Now()
+	if err := grantVirtualTime(ctx, t, d); err != nil {
+		return err
+	}
+	return sleep(ctx, d-time.Since(start))
 }
 
 func exceptionText(d *runtime.ExceptionDetails) string {
@@ -205,6 +232,11 @@ type pageWatch struct {
 	navLoaders map[cdp.LoaderID]bool              // loaders of main-frame document requests
 	mainDocs   map[network.RequestID]bool         // main-frame document requests (their failures fail the render)
 	crashed    bool
+	// origins are those of the documents the page loaded (any frame),
+	// whose storage a session resets (session.go); tooManyOrigins is set
+	// past sessionMaxOrigins.
+	origins        map[string]bool
+	tooManyOrigins bool
 
 	poke    chan struct{}
 	dialogs chan page.DialogType // JavaScript dialogs waiting to be dismissed
@@ -220,6 +252,7 @@ func newPageWatch(log *slog.Logger, observeWarning func(kind string)) *pageWatch
 		responses:  make(map[cdp.LoaderID]*network.Response),
 		navLoaders: make(map[cdp.LoaderID]bool),
 		mainDocs:   make(map[network.RequestID]bool),
+		origins:    make(map[string]bool),
 		poke:       make(chan struct{}, 1),
 		dialogs:    make(chan page.DialogType, 8),
 	}
@@ -253,6 +286,9 @@ func (w *pageWatch) onEvent(ev any) {
 			w.inflight[ev.RequestID] = url
 			w.requests++
 			w.quietSince = time.Now()
+		}
+		if ev.Type == network.ResourceTypeDocument && ev.Request != nil {
+			w.addOrigin(ev.Request.URL)
 		}
 		if ev.Type == network.ResourceTypeDocument && ev.FrameID == w.frame && ev.LoaderID != "" {
 			w.navLoaders[ev.LoaderID] = true
@@ -297,6 +333,31 @@ func (w *pageWatch) onEvent(ev any) {
 	}
 	w.mu.Unlock()
 	w.wake()
+}
+
+// addOrigin records the origin of a document the page loads; w.mu is held.
+func (w *pageWatch) addOrigin(raw string) {
+	o := originOf(raw)
+	if o == "" || w.origins[o] {
+		return
+	}
+	if len(w.origins) >= sessionMaxOrigins {
+		w.tooManyOrigins = true
+		return
+	}
+	w.origins[o] = true
+}
+
+// documentOrigins are the origins of the documents the page loaded, and
+// whether there were more than sessionMaxOrigins.
+func (w *pageWatch) documentOrigins() ([]string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, 0, len(w.origins))
+	for o := range w.origins {
+		out = append(out, o)
+	}
+	return out, w.tooManyOrigins
 }
 
 // requestCount is how many requests the page has made so far.
@@ -517,6 +578,32 @@ func waitQuietVirtual(ctx context.Context, t *chromedp.Target, w *pageWatch, qui
 		if quietNow {
 			return nil
 		}
+	}
+}
+
+// loadClockStep is the virtual time runClock grants at a time.
+const loadClockStep = 100 * time.Millisecond
+
+// runClock keeps the page's virtual clock running while it loads, as
+// Chromium's --virtual-time-budget does: the clock advances only while no
+// request is in flight, loadClockStep at a time, until the returned stop
+// is called. Virtual time is its renderer process's: once a render of a
+// process stopped it, a later tab of the process loads nothing until it
+// runs again.
+func runClock(ctx context.Context, t *chromedp.Target) (stop func()) {
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for cctx.Err() == nil {
+			if err := grantVirtualTime(cctx, t, loadClockStep); err != nil {
+				return // the render fails or ends on its own context
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
 }
 

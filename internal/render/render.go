@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/chromium"
 	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -44,6 +45,14 @@ type Source struct {
 	// UndeterminedLang, which a tagged PDF then says, instead of
 	// Chromium's own locale, which would pass for the page's.
 	MarkAnchors bool
+	// Session, when not empty, lets the renders that name it run one
+	// after another in one browser context (session.go): each in a new
+	// tab, with the context's cookies and its documents' storage cleared
+	// between them, and its HTTP cache and renderer process kept. It is
+	// for the renders of one caller's one document (a manual's chapters):
+	// renders of different sessions, and renders without one, share
+	// nothing. A source with Auth gets a context of its own regardless.
+	Session string
 }
 
 // AnchorPrefix starts the URL of an anchor mark (MarkAnchors); it must be
@@ -199,8 +208,20 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 		observe = wo.RenderWarning
 	}
 	ownProxy := !src.Auth.Empty() && src.URL != ""
+	// A session's render runs in a context the session keeps (session.go);
+	// a context with its own proxy listener is the render's alone.
+	// Only the headless shell keeps every frame in the page's process,
+	// where the reset between a session's renders finds their storage.
+	inSession := src.Session != "" && r.hooks.design == designContextPerRender && !ownProxy && !r.hooks.noSessions &&
+		chromium.IsHeadlessShell(r.cfg.ChromiumPath)
+	var sc *sessionContext
 	var sp *spareTab
-	if r.hooks.design == designContextPerRender && !r.hooks.noSpareTab && !ownProxy {
+	if inSession {
+		if sc, sp = r.takeSession(b, src.Session); sc != nil {
+			r.mark("session tab taken")
+		}
+	}
+	if sc == nil && r.hooks.design == designContextPerRender && !r.hooks.noSpareTab && !ownProxy {
 		// A context with its own proxy listener cannot be made ahead.
 		sp = r.takeSpare(b)
 	}
@@ -218,8 +239,11 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	if sp != nil {
 		w, tabCtx, closeTab, frames = sp.w, sp.ctx, sp.close, sp.frames
 		w.resetQuiet()
-		dispose = sync.OnceFunc(func() { r.disposeBrowserContext(b, sp.id) })
-		defer dispose() // runs after closeTab
+		contextID = sp.id
+		if sc == nil && !inSession {
+			dispose = sync.OnceFunc(func() { r.disposeBrowserContext(b, sp.id) })
+			defer dispose() // runs after closeTab
+		}
 		r.mark("spare taken")
 	} else if r.hooks.design == designContextPerRender {
 		// Its own browser context: cookies, storage, service workers and
@@ -246,10 +270,20 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 			}
 			return fmt.Errorf("%w: creating a browser context: %v", ErrNavigation, err)
 		}
-		dispose = sync.OnceFunc(func() { r.disposeBrowserContext(b, id) })
-		defer dispose() // runs after closeTab
-		r.mark("context created")
 		contextID = id
+		if !inSession {
+			dispose = sync.OnceFunc(func() { r.disposeBrowserContext(b, id) })
+			defer dispose() // runs after closeTab
+		} else {
+			// Until the session holds the context (below), a failure
+			// disposes of it here.
+			defer func() {
+				if sc == nil {
+					r.disposeBrowserContext(b, id)
+				}
+			}()
+		}
+		r.mark("context created")
 	}
 	if tabCtx == nil {
 		var err error
@@ -260,6 +294,22 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 			}
 			return fmt.Errorf("%w: %v", ErrNavigation, err)
 		}
+	}
+	var kept bool          // the render succeeded: its session keeps the context
+	var frameKeys []string // storage keys of the page's frames as it closed
+	if inSession {
+		if sc == nil {
+			sc = &sessionContext{key: src.Session, b: b, id: contextID}
+		}
+		r.prepareNext(sc) // in this render's renderer process
+		defer func() {    // runs after closeTab
+			if kept {
+				origins, overflow := w.documentOrigins()
+				r.keepSession(sc, origins, frameKeys, overflow)
+			} else {
+				r.discardSessionContext(sc)
+			}
+		}()
 	}
 	r.tabOpened()
 	defer r.tabs.Add(-1) // runs after closeTab returned
@@ -299,6 +349,12 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	if err == nil {
 		stopDialogs := w.dismissDialogs(runCtx, chromedp.FromContext(tabCtx).Target, r.log)
 		closePage := func() { closeTarget(b, chromedp.FromContext(tabCtx).Target.TargetID) }
+		if inSession {
+			closePage = func() {
+				frameKeys = frameStorageKeys(b, chromedp.FromContext(tabCtx).Target)
+				closeTarget(b, chromedp.FromContext(tabCtx).Target.TargetID)
+			}
+		}
 		if dispose != nil && !r.hooks.closeTabThenContext {
 			closePage = dispose
 		}
@@ -306,11 +362,12 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 		if frames {
 			framesCtx = tabCtx
 		}
-		err = r.runPage(runCtx, b, w, framesCtx, src, settings, sink, st, &stage, stages, closePage)
+		err = r.runPage(runCtx, b, w, framesCtx, src, settings, sink, st, &stage, stages, closePage, inSession)
 		stopDialogs()
 	}
 	stages.end(err)
 	if err == nil {
+		kept = true
 		return nil
 	}
 	switch {
@@ -443,7 +500,7 @@ func (r *Renderer) tabOpened() {
 // runPage does the work of a render on the tab of ctx. It returns errors that
 // already wrap their sentinel; renderInTab overrides them when the browser
 // died or the context ended.
-func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx context.Context, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string, stages *stages, closePage func()) error {
+func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx context.Context, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string, stages *stages, closePage func(), virtualClock bool) error {
 	// openTab attached the tab; it lives as long as the tab context.
 	t := chromedp.FromContext(ctx).Target
 	mainFrame := cdp.FrameID(t.TargetID)
@@ -505,12 +562,12 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	stages.next("render.load")
 	if src.URL != "" {
 		*stage = "loading " + shortURL(src.URL)
-		if err := loadURL(ctx, t, w, src.URL); err != nil {
+		if err := loadURL(ctx, t, w, src.URL, virtualClock); err != nil {
 			return err
 		}
 	} else {
 		*stage = "loading the HTML"
-		if err := loadHTML(ctx, t, w, mainFrame, src.HTML); err != nil {
+		if err := loadHTML(ctx, t, w, mainFrame, src.HTML, virtualClock); err != nil {
 			return err
 		}
 	}
@@ -595,7 +652,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 			}
 			defer func() { _ = pump.stop() }()
 		}
-		if err := waitFor(ctx, t, settings.WaitFor, stage, missed); err != nil {
+		if err := waitFor(ctx, t, settings.WaitFor, stage, missed, virtualClock); err != nil {
 			return err
 		}
 		if waitForFrame != nil && pump == nil {

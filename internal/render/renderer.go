@@ -114,6 +114,9 @@ func (nopObserver) BrowserRestarted() {}
 // name every origin a render touched, including those of out-of-process
 // frames and workers that the tab never sees. So a render pays a little time
 // for isolation, and the shared context stays only as a benchmark baseline.
+// A session (session.go) is the one warm reset kept: among the renders of
+// one caller's manual only, on the headless shell, whose frames all run in
+// the page's process where the reset names every storage key they used.
 type tabDesign int
 
 const (
@@ -138,6 +141,11 @@ type testHooks struct {
 	keepChromedpDomains bool
 	// noSpareTab makes every render create its tab (no spare made ahead).
 	noSpareTab bool
+	// noSessions gives every render a context of its own, Source.Session
+	// or not (benchmarks compare).
+	noSessions bool
+	// sessionIdle, if set, replaces sessionIdle (tests of its expiry).
+	sessionIdle time.Duration
 	// spareIdleLaneOnly makes the next spare only when the render that
 	// takes one leaves another lane idle (BenchmarkConcurrentRenders
 	// compares; see BENCHMARKS.md section 7's notes).
@@ -221,6 +229,12 @@ type Renderer struct {
 	spare     *spareTab
 	preparing bool
 	prep      sync.WaitGroup
+
+	// sessions are the idle browser contexts of sessions (session.go),
+	// oldest first; parked counts them until taken or ended.
+	sessMu   sync.Mutex
+	sessions []*sessionContext
+	parked   sync.WaitGroup
 
 	pids     []int        // main process of every browser started (under lock), for tests
 	starts   atomic.Int64 // browsers started
@@ -360,7 +374,8 @@ func (r *Renderer) Close() error {
 	r.unlock()
 
 	r.renders.Wait()
-	r.dropSpare() // its reference would keep the browser
+	r.dropSpare()    // its reference would keep the browser
+	r.dropSessions() // theirs too
 	if b != nil {
 		r.dropRef(b)
 	}

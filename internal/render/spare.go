@@ -79,14 +79,25 @@ func (r *Renderer) prepareSpare(b *browser) {
 	})
 }
 
-// makeSpare creates a browser context and a tab in it, attaches the tab and
-// turns off what a render does not use (leanTab). On failure it cleans up
-// and returns nil.
+// makeSpare creates a browser context and a tab in it (makeTab). On
+// failure it cleans up and returns nil.
 func (r *Renderer) makeSpare(b *browser) (*spareTab, error) {
 	id, err := createBrowserContext(b, "")
 	if err != nil {
 		return nil, fmt.Errorf("creating a browser context: %w", err)
 	}
+	sp, err := r.makeTab(b, id)
+	if err != nil {
+		r.disposeBrowserContext(b, id)
+		return nil, err
+	}
+	return sp, nil
+}
+
+// makeTab creates a tab in the browser context id, attaches it and turns
+// off what a render does not use (leanTab). On failure it closes the tab
+// and returns nil; the context stays.
+func (r *Renderer) makeTab(b *browser, id cdp.BrowserContextID) (*spareTab, error) {
 	var observe func(string)
 	if wo, ok := r.cfg.Observer.(WarningObserver); ok {
 		observe = wo.RenderWarning
@@ -94,7 +105,6 @@ func (r *Renderer) makeSpare(b *browser) (*spareTab, error) {
 	w := newPageWatch(r.log, observe)
 	tabCtx, closeTab, frames, err := tabContext(b, id, chromedp.WithListener(w.onEvent), chromedp.WithNewWindow(false))
 	if err != nil {
-		r.disposeBrowserContext(b, id)
 		return nil, err
 	}
 	sp := &spareTab{b: b, id: id, w: w, ctx: tabCtx, close: closeTab, frames: frames}
@@ -109,7 +119,10 @@ func (r *Renderer) makeSpare(b *browser) (*spareTab, error) {
 	stopTimer.Stop()
 	stopClosing()
 	if err != nil {
-		r.discardSpare(sp)
+		if t := chromedp.FromContext(tabCtx).Target; t != nil {
+			closeTarget(b, t.TargetID)
+		}
+		closeTab()
 		return nil, fmt.Errorf("opening a tab: %w", err)
 	}
 	return sp, nil
