@@ -41,6 +41,9 @@ type job struct {
 	passwords spec.Passwords // options.encryption's, from encryption_ref
 	// markAnchors: a chapter of a manual, printed with its anchor marks.
 	markAnchors bool
+	// session: a chapter's, the manual's task: the chapters of one manual
+	// export may print in one browser context (render.Source.Session).
+	session string
 	// manual: a manual whose chapters are stored; its "render" assembles
 	// them (manual.go).
 	manual *manualPlan
@@ -299,7 +302,7 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 		// must not look for tags it never had.
 		settings.Tagged = settings.Structure
 	}
-	src := render.Source{URL: p.Source.URL, HTML: p.Source.HTML, Auth: p.auth, MarkAnchors: p.markAnchors}
+	src := render.Source{URL: p.Source.URL, HTML: p.Source.HTML, Auth: p.auth, MarkAnchors: p.markAnchors, Session: p.session}
 	taskID := ownerTask(ctx) // the sink's context is the renderer's, not the task's
 	// upload streams a PDF into storage: Chromium's stream itself, or the
 	// post-processed file of an export with document options.

@@ -124,7 +124,7 @@ func (h *Handler) chapters(ctx context.Context, log *slog.Logger, p job) (*manua
 			defer wg.Done()
 			for i := range next {
 				key := p.ChapterKey(i)
-				cj := job{Envelope: p.ChapterEnvelope(i), markAnchors: true}
+				cj := job{Envelope: p.ChapterEnvelope(i), markAnchors: true, session: chapterSession(manualTask)}
 				if obj, ok := stored[i]; ok {
 					cj.stored = &obj
 				}
@@ -284,7 +284,7 @@ func (h *Handler) processChapter(ctx context.Context, t *asynq.Task) error {
 	key := env.ChapterKey(0)
 	ctx, stop := h.whileManualRuns(forManual(ctx, ct.ManualTask), ct.ManualTask)
 	defer stop()
-	if _, err := h.export(ctx, log.With("chapter_key", key), job{Envelope: env.ChapterEnvelope(0), markAnchors: true}, key); err != nil {
+	if _, err := h.export(ctx, log.With("chapter_key", key), job{Envelope: env.ChapterEnvelope(0), markAnchors: true, session: chapterSession(ct.ManualTask)}, key); err != nil {
 		if errors.Is(context.Cause(ctx), errManualEnded) {
 			// Its render stopped and released the chapter's lock as
 			// failed: another manual that needs the chapter takes it over.
@@ -369,6 +369,16 @@ func (h *Handler) whileManualRuns(ctx context.Context, manualTask string) (conte
 		<-done
 		unwatch()
 	}
+}
+
+// chapterSession is the render session of the chapters of the manual
+// task manualTask ("" without a task: a context per chapter): one caller's
+// one export, whose chapters may share a browser context.
+func chapterSession(manualTask string) string {
+	if manualTask == "" {
+		return ""
+	}
+	return "manual:" + manualTask
 }
 
 // chapterName is how errors and logs name a chapter: its URL (redacted

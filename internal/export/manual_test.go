@@ -646,3 +646,56 @@ func TestManual_StoredChaptersLookedUpOnce(t *testing.T) {
 		t.Errorf("stored chapters were queued for the fleet: %d tasks in all, want 3", got)
 	}
 }
+
+// TestManual_ChaptersOfOneExportShareItsCache: the chapters of one manual
+// export render in one browser context on the headless shell (a render
+// session), so the stylesheet they all load is fetched once per export;
+// another export starts a session of its own and fetches it again.
+func TestManual_ChaptersOfOneExportShareItsCache(t *testing.T) {
+	if !strings.Contains(testsupport.ChromiumPath(t), "headless-shell") {
+		t.Skip("render sessions are the headless shell's")
+	}
+	var css atomic.Int64
+	site := &chapterSite{hits: map[string]*atomic.Int64{}}
+	site.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/docs/manual.css" {
+			css.Add(1)
+			w.Header().Set("Content-Type", "text/css")
+			w.Header().Set("Cache-Control", "public, max-age=3600")
+			fmt.Fprint(w, "h1 { color: #336; }")
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><link rel=stylesheet href="/docs/manual.css"><h1>Chapter %s</h1><script>document.body.append("SCRIPT-RAN")</script>`, strings.TrimPrefix(r.URL.Path, "/docs/"))
+	}))
+	t.Cleanup(site.srv.Close)
+	e := startManualEnv(t, site, 2, 1)
+	manual := func(id string) exportclient.Request {
+		var chapters []exportclient.Chapter
+		for i := range 4 {
+			chapters = append(chapters, exportclient.Chapter{URL: site.url(fmt.Sprintf("ch%d", i))})
+		}
+		// URL chapters without a revision: printed again for each version.
+		return exportclient.Request{ManualID: "m", Version: id, Chapters: chapters}
+	}
+	for i, c := range []struct {
+		id      string
+		wantCSS int64
+	}{
+		{"first", 1},
+		{"second", 2}, // its own session
+	} {
+		st := e.export(t, manual(c.id))
+		if st.State != "completed" {
+			t.Fatalf("export %s: %s %s", c.id, st.State, st.Error)
+		}
+		for ch := range 4 {
+			if text := pageText(t, e.artifact(st), ch+1); !strings.Contains(text, fmt.Sprintf("Chapter ch%d", ch)) || !strings.Contains(text, "SCRIPT-RAN") {
+				t.Errorf("export %d, page %d:\n%s", i+1, ch+1, text)
+			}
+		}
+		if got := css.Load(); got != c.wantCSS {
+			t.Errorf("after export %q the stylesheet was fetched %d times, want %d", c.id, got, c.wantCSS)
+		}
+	}
+}
