@@ -348,15 +348,22 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	}
 	if err == nil {
 		stopDialogs := w.dismissDialogs(runCtx, chromedp.FromContext(tabCtx).Target, r.log)
-		closePage := func() { closeTarget(b, chromedp.FromContext(tabCtx).Target.TargetID) }
+		closePage := func(bool) { closeTarget(b, chromedp.FromContext(tabCtx).Target.TargetID) }
 		if inSession {
-			closePage = func() {
-				frameKeys = frameStorageKeys(b, chromedp.FromContext(tabCtx).Target)
+			closePage = func(printed bool) {
+				// Only a printed page's context is kept, so only its
+				// frames' storage keys are needed. A page that failed
+				// or was canceled may still be loading, and Chromium
+				// answers Page.getFrameTree only once its navigation
+				// commits: asking would hold the cancel for as long.
+				if printed {
+					frameKeys = frameStorageKeys(b, chromedp.FromContext(tabCtx).Target)
+				}
 				closeTarget(b, chromedp.FromContext(tabCtx).Target.TargetID)
 			}
 		}
 		if dispose != nil && !r.hooks.closeTabThenContext {
-			closePage = dispose
+			closePage = func(bool) { dispose() }
 		}
 		var framesCtx context.Context // the tab's, when it needs pumpFrames
 		if frames {
@@ -500,7 +507,7 @@ func (r *Renderer) tabOpened() {
 // runPage does the work of a render on the tab of ctx. It returns errors that
 // already wrap their sentinel; renderInTab overrides them when the browser
 // died or the context ended.
-func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx context.Context, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string, stages *stages, closePage func(), virtualClock bool) error {
+func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx context.Context, src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats, stage *string, stages *stages, closePage func(printed bool), virtualClock bool) (err error) {
 	// openTab attached the tab; it lives as long as the tab context.
 	t := chromedp.FromContext(ctx).Target
 	mainFrame := cdp.FrameID(t.TargetID)
@@ -521,7 +528,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	defer stopGuard()
 	// Close the tab while the guard still answers: detaching first (as
 	// chromedp's cancel does) would let Chromium resume paused requests.
-	defer func() { closePage(); r.mark("tab closed") }()
+	defer func() { closePage(err == nil); r.mark("tab closed") }()
 	if r.hooks.skipTabGuard {
 		close(g.done)
 	} else if err := g.start(gctx, t); err != nil {
@@ -705,7 +712,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 		// render's; tracing off, ctx itself).
 		return sink(stages.next("render.stream"), pdf)
 	}
-	err := printPDF(ctx, t, settings, limits{r.cfg.MaxPages, r.cfg.MaxBytes}, streamed, st, stage)
+	err = printPDF(ctx, t, settings, limits{r.cfg.MaxPages, r.cfg.MaxBytes}, streamed, st, stage)
 	r.mark("streamed")
 	return err
 }

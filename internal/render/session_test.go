@@ -181,3 +181,46 @@ func TestRender_SessionEndsOnFailureAndClose(t *testing.T) {
 		return testsupport.Unless(n <= before, "%d goroutines, %d before", n, before)
 	})
 }
+
+// TestRender_SessionRenderCanceledWhileLoadingEndsAtOnce: a session's render
+// canceled while its page still waits for the server returns within a
+// second or two, not when the server answers: ending a tab whose navigation
+// has not committed must not wait for that navigation.
+func TestRender_SessionRenderCanceledWhileLoadingEndsAtOnce(t *testing.T) {
+	path := testsupport.ChromiumPath(t)
+	if !strings.Contains(path, "headless-shell") {
+		t.Skip("sessions are the headless shell's (session.go)")
+	}
+	const serverDelay = 8 * time.Second
+	var asked atomic.Int32
+	s := newSite(t, func(w http.ResponseWriter, req *http.Request) {
+		asked.Add(1)
+		select { // a slow docs server
+		case <-time.After(serverDelay):
+		case <-req.Context().Done():
+			return
+		}
+		fmt.Fprint(w, "<!doctype html><h1>late</h1>")
+	})
+	r := newRenderer(t, Config{ChromiumPath: path, AllowedHosts: allowlist.MustParse(s.hostPort()), Timeout: 30 * time.Second})
+	mustRender(t, r, Source{HTML: "<p>warm up</p>"}, settings(spec.Options{}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for asked.Load() == 0 && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+	}()
+	start := time.Now()
+	sink := func(_ context.Context, pdf io.Reader) error { _, err := io.Copy(io.Discard, pdf); return err }
+	_, err := r.Render(ctx, Source{URL: s.URL + "/slow", Session: "m"}, settings(spec.Options{}), sink)
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("a render canceled while loading succeeded")
+	}
+	if took > serverDelay/2 {
+		t.Errorf("the canceled session render returned after %s; the server answers after %s", took.Round(time.Millisecond), serverDelay)
+	}
+}
