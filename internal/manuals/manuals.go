@@ -196,22 +196,29 @@ func Parse(data []byte, rules Rules) (*Registry, error) {
 		return nil, fmt.Errorf("not YAML or JSON: %w", err)
 	}
 	var doc struct {
-		Manuals map[string]json.RawMessage `json:"manuals"`
+		Manuals *map[string]json.RawMessage `json:"manuals"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("want {\"manuals\": {\"<manual_id>\": {...}}}: %w", err)
 	}
-	reg := &Registry{manuals: make(map[string]*Manual, len(doc.Manuals))}
-	ids := make([]string, 0, len(doc.Manuals))
-	for id := range doc.Manuals {
+	if doc.Manuals == nil {
+		// An empty file, or "manuals:" alone, is most often one caught
+		// half-written by a reload: it must not empty the registry.
+		// An empty registry is said as "manuals: {}".
+		return nil, errors.New(`manuals: missing or null (an empty registry is "manuals: {}")`)
+	}
+	manuals := *doc.Manuals
+	reg := &Registry{manuals: make(map[string]*Manual, len(manuals))}
+	ids := make([]string, 0, len(manuals))
+	for id := range manuals {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	var errs []error
 	for _, id := range ids {
-		m, err := parseManual(id, doc.Manuals[id], rules)
+		m, err := parseManual(id, manuals[id], rules)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("manual %s: %w", id, err))
 			continue

@@ -130,6 +130,16 @@ func TestParse_BadEntriesNamed(t *testing.T) {
 	if _, err := Parse([]byte("manual: {}"), rules(t)); err == nil {
 		t.Error("a file without manuals: accepted")
 	}
+	// What a reload reads of a file being rewritten (truncated, then
+	// written) must not take effect as an empty registry.
+	for _, half := range []string{"", "\n", "manuals:\n", "manuals:\n  "} {
+		if _, err := Parse([]byte(half), rules(t)); err == nil || !strings.Contains(err.Error(), "manuals") {
+			t.Errorf("Parse(%q) = %v, want an error naming manuals", half, err)
+		}
+	}
+	if reg, err := Parse([]byte("manuals: {}\n"), rules(t)); err != nil || reg.Len() != 0 {
+		t.Errorf(`Parse("manuals: {}") = %v, %v; want an empty registry`, reg, err)
+	}
 }
 
 // TestWatcher_Reloads: a changed file takes effect on the next poll and on
