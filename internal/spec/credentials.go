@@ -245,7 +245,7 @@ func (c Credentials) validate(url string) []error {
 		return nil
 	}
 	if url == "" {
-		return []error{fieldErr("source.headers", "credentials apply to a source URL's host; an HTML source has none")}
+		return []error{fieldErr("source.headers", "credentials go to the host of source.url only; an html, chapters or site source has none")}
 	}
 	var errs []error
 	if len(c.Headers) > MaxCredentialHeaders {
@@ -290,7 +290,7 @@ func (r *CredentialsRef) validate(url string) []error {
 	case r == nil:
 		return nil
 	case url == "":
-		return []error{fieldErr("source.credentials_ref", "credentials apply to a source URL's host; an HTML source has none")}
+		return []error{fieldErr("source.credentials_ref", "credentials go to the host of source.url only; an html, chapters or site source has none")}
 	case r.ID == "" || len(r.Identity) != 64 || strings.Trim(r.Identity, "0123456789abcdef") != "":
 		return []error{fieldErr("source.credentials_ref", "needs an id and a 64-hex-digit identity")}
 	}

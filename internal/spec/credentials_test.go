@@ -21,6 +21,8 @@ func TestValidate_Credentials(t *testing.T) {
 	}{
 		{"header and cookie", RequestSource{URL: page, Credentials: creds(map[string]string{"Authorization": "Bearer t"}, Cookie{Name: "sid", Value: "v", Path: "/docs"})}, ""},
 		{"html source", RequestSource{HTML: "<p>x", Credentials: creds(map[string]string{"A": "b"})}, "source.headers"},
+		{"site source", RequestSource{Site: &Site{URL: page}, Credentials: creds(map[string]string{"A": "b"})}, "source.headers"},
+		{"chapters source", RequestSource{Chapters: []Chapter{{URL: page}}, Credentials: creds(nil, Cookie{Name: "sid", Value: "v"})}, "source.headers"},
 		{"header name", RequestSource{URL: page, Credentials: creds(map[string]string{"Bad Name": "v"})}, "source.headers"},
 		{"same header twice", RequestSource{URL: page, Credentials: creds(map[string]string{"x-token": "a", "X-Token": "b"})}, "source.headers"},
 		{"hop-by-hop", RequestSource{URL: page, Credentials: creds(map[string]string{"connection": "v"})}, "source.headers"},

@@ -41,7 +41,11 @@ func (w *Worker) newSites(b *wiring) func() {
 		IdleConnTimeout:       60 * time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	client := &http.Client{Transport: userAgent{tr}, CheckRedirect: sameOriginRedirect}
+	var rt http.RoundTripper = tr
+	if b.sourceAuth != nil {
+		rt = sourceCredentials{rt: tr, rules: b.sourceAuth}
+	}
+	client := &http.Client{Transport: userAgent{rt}, CheckRedirect: sameOriginRedirect}
 	b.sites = &siteReader{tr: tr, cfg: site.Config{Client: client, MaxPageBytes: cfg.SiteMaxPageBytes,
 		Timeout: cfg.SiteDiscoveryTimeout, Concurrency: max(cfg.RenderConcurrency, 4)}}
 	return tr.CloseIdleConnections
@@ -58,6 +62,33 @@ func sameOriginRedirect(req *http.Request, via []*http.Request) error {
 		return fmt.Errorf("%w: a redirect to another origin (%s://%s)", egress.ErrRefused, req.URL.Scheme, req.URL.Host)
 	}
 	return nil
+}
+
+// sourceCredentials gives a discovery's requests the credentials of
+// SOURCE_AUTH_FILE, as the egress proxy gives a render's: each request
+// (each redirect hop too) those of the rules matching its own origin,
+// and no other host anything. A docs site behind a login is read with
+// the credentials its chapters render with.
+type sourceCredentials struct {
+	rt    http.RoundTripper
+	rules egress.Credentials
+}
+
+func (s sourceCredentials) RoundTrip(r *http.Request) (*http.Response, error) {
+	port := r.URL.Port()
+	if port == "" {
+		port = "80"
+		if r.URL.Scheme == "https" {
+			port = "443"
+		}
+	}
+	creds := s.rules.For(r.URL.Scheme, r.URL.Hostname(), port)
+	if creds.Empty() {
+		return s.rt.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	creds.Apply(r.Header, r.URL.Path)
+	return s.rt.RoundTrip(r)
 }
 
 type userAgent struct{ rt http.RoundTripper }

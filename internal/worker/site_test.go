@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -267,5 +268,90 @@ func TestSameOriginRedirect(t *testing.T) {
 		if err := sameOriginRedirect(req(tc.to), via); (err == nil) != tc.ok {
 			t.Errorf("redirect to %s after %d: %v, want ok %v", tc.to, tc.hops, err, tc.ok)
 		}
+	}
+}
+
+// TestWorker_SiteBehindALogin: a docs site whose every page needs the
+// credentials of SOURCE_AUTH_FILE is read with them, as its chapters
+// render with them; a stylesheet of another origin that the chapters
+// load (and the discovery identifies) gets none.
+func TestWorker_SiteBehindALogin(t *testing.T) {
+	t.Parallel()
+	testsupport.SkipShort(t, "Redis and Chromium")
+	const token = "Bearer site-s3cret"
+	var leaked, cssAsked atomic.Int64
+	cdn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cssAsked.Add(1)
+		if r.Header.Get("Authorization") != "" || r.Header.Get("Cookie") != "" {
+			leaked.Add(1)
+		}
+		w.Header().Set("Content-Type", "text/css")
+		w.Header().Set("ETag", `"v1"`)
+		_, _ = w.Write([]byte("h1 { color: #336; }"))
+	}))
+	t.Cleanup(cdn.Close)
+	pages := map[string]string{
+		"/index.html": `<!doctype html><title>Guide</title><nav id="toc"><a href="a.html">Alpha</a><a href="b.html">Beta</a></nav>`,
+		"/a.html":     `<!doctype html><title>Alpha</title><link rel="stylesheet" href="` + cdn.URL + `/site.css"><h1>Alpha chapter, members only</h1>`,
+		"/b.html":     `<!doctype html><title>Beta</title><link rel="stylesheet" href="` + cdn.URL + `/site.css"><h1>Beta chapter, members only</h1>`,
+	}
+	var refused atomic.Int64
+	docs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != token || !strings.Contains(r.Header.Get("Cookie"), "sso=yes") {
+			refused.Add(1)
+			http.Error(w, "log in first", http.StatusForbidden)
+			return
+		}
+		body, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(docs.Close)
+	docsHost, cdnHost := strings.TrimPrefix(docs.URL, "http://"), strings.TrimPrefix(cdn.URL, "http://")
+	authFile := filepath.Join(t.TempDir(), "source-auth.json")
+	rules := `{"rules": [{"hosts": "http://` + docsHost + `", "headers": {"Authorization": "` + token + `"},
+		"cookies": [{"name": "sso", "value": "yes", "path": "/"}]}]}`
+	if err := os.WriteFile(authFile, []byte(rules), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	redis := testsupport.StartRedis(t)
+	cfg := loadConfig(t, "REDIS_URL="+redis.URL(), "STORAGE_URL=file://"+t.TempDir(), "ADMIN_ADDR=",
+		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "ALLOWED_HOSTS="+docsHost+","+cdnHost, "BATCH_QUEUES=",
+		"SOURCE_AUTH_FILE="+authFile)
+	startWorker(t, cfg, Options{Logger: slog.New(slog.DiscardHandler), Hostname: "site-login"})
+	c := newClient(t, exportclient.Config{Redis: asynq.RedisClientOpt{Addr: redis.Addr()}, AllowedHosts: docsHost + "," + cdnHost})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	job, err := c.Enqueue(ctx, exportclient.Request{ManualID: "private-guide", Version: "1",
+		Site: &exportclient.Site{URL: docs.URL + "/index.html", Nav: "#toc a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Wait(ctx, job.TaskID, 100*time.Millisecond)
+	if err != nil || st.State != exportclient.StateCompleted {
+		t.Fatalf("%v: %s %s (%d requests refused by the site)", err, st.State, st.Error, refused.Load())
+	}
+	if got := *st.Result.Chapters; got != (exportclient.ChapterCounts{Total: 2, Rendered: 2}) {
+		t.Errorf("chapters %+v, want the navigation's 2 rendered", got)
+	}
+	pdf, err := os.ReadFile(strings.TrimPrefix(st.Result.URL, "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := testsupport.PDFText(t, pdf); !strings.Contains(text, "Alpha chapter, members only") || !strings.Contains(text, "Beta chapter, members only") {
+		t.Errorf("the manual does not hold the protected chapters:\n%s", text)
+	}
+	if n := refused.Load(); n != 0 {
+		t.Errorf("the site refused %d requests without credentials", n)
+	}
+	if cssAsked.Load() == 0 {
+		t.Error("the other origin's stylesheet was never asked for: the test checks nothing there")
+	}
+	if n := leaked.Load(); n != 0 {
+		t.Errorf("%d requests to another origin carried the site's credentials", n)
 	}
 }

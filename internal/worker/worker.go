@@ -249,6 +249,7 @@ type wiring struct {
 	secretKeys *sidestore.Keys
 	callbacks  *callback.Deliverer
 	sites      *siteReader
+	sourceAuth *sourceauth.Watcher // SOURCE_AUTH_FILE's rules; nil without it
 	idleWait   func(queues []string) func(context.Context, time.Duration)
 	batch      map[string]int // the batch lane's queues
 	mux        *asynq.ServeMux
@@ -337,18 +338,22 @@ func (w *Worker) openWorkspace(b *wiring) (func(), error) {
 func (w *Worker) startChromium(ctx context.Context, b *wiring) (func(), error) {
 	cfg, log := b.cfg, w.log
 	var undo undos
+	if cfg.SourceAuthFile != "" {
+		// The renders' credentials, and a site discovery's (newSites).
+		auth, stop, err := w.watchSourceAuth(cfg.SourceAuthFile)
+		if err != nil {
+			return nil, err
+		}
+		undo = append(undo, stop)
+		b.sourceAuth = auth
+	}
 	b.renderer = w.opts.Renderer
 	if b.renderer == nil {
 		rcfg := render.Config{ChromiumPath: cfg.ChromiumPath, Concurrency: cfg.RenderConcurrency,
 			Timeout: cfg.RenderTimeout, MaxRendersPerBrowser: cfg.RenderMaxPerBrowser, MaxPages: cfg.RenderMaxPages,
 			MaxBytes: cfg.RenderMaxBytes, AllowedHosts: cfg.Allowed, Logger: log, Observer: w.metrics, TempDir: b.workspace.Dir()}
-		if cfg.SourceAuthFile != "" {
-			auth, stop, err := w.watchSourceAuth(cfg.SourceAuthFile)
-			if err != nil {
-				return nil, err
-			}
-			undo = append(undo, stop)
-			rcfg.SourceAuth = auth
+		if b.sourceAuth != nil {
+			rcfg.SourceAuth = b.sourceAuth
 		}
 		chromium, err := render.New(rcfg)
 		if err != nil {
