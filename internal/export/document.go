@@ -16,6 +16,7 @@ import (
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 
+	"github.com/pdfexport/pdfexport/internal/pdfperm"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -110,19 +111,6 @@ var (
 	errTooLargeToPostProcess = fmt.Errorf("%w: larger than %d MiB, the most the document options (metadata, watermark, encryption) post-process; export it without them, or in parts (page_ranges)", errTooLarge, MaxPostProcessBytes>>20)
 	errTooLargeToLinearize   = fmt.Errorf("%w: larger than %d MiB, the most options.fast_web_view linearizes; export it without fast_web_view", errTooLarge, MaxLinearizeBytes>>20)
 )
-
-// permissionBits are the PDF permission bits (ISO 32000-2, table 22) of
-// spec.PermissionNames.
-var permissionBits = map[string]model.PermissionFlags{
-	"print":                 model.PermissionPrintRev2,
-	"print_high":            model.PermissionPrintRev2 | model.PermissionPrintRev3,
-	"copy":                  model.PermissionExtract,
-	"modify":                model.PermissionModify,
-	"annotate":              model.PermissionModAnnFillForm,
-	"fill_forms":            model.PermissionFillRev3,
-	"extract_accessibility": model.PermissionExtractRev3,
-	"assemble":              model.PermissionAssembleRev3,
-}
 
 // nStandIn is what pdfcpu gets for the n of each `\n` in a watermark's
 // text. pdfcpu turns those two characters into a line break, with no
@@ -258,10 +246,7 @@ func apply(ctx context.Context, in string, out io.Writer, d *spec.DocumentSettin
 		pctx.Cmd = model.ENCRYPT
 		pctx.UserPW, pctx.OwnerPW = pw.User, pw.Owner
 		pctx.EncryptUsingAES, pctx.EncryptKeyLength = true, 256
-		pctx.Permissions = model.PermissionsNone
-		for _, name := range e.Allow {
-			pctx.Permissions |= permissionBits[name]
-		}
+		pctx.Permissions = pdfperm.Flags(e.Allow)
 	}
 	// No object streams: page dictionaries stay uncompressed, as Chromium
 	// writes them, so render.CountPages counts the pages of a stored

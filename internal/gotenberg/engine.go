@@ -18,6 +18,8 @@ import (
 
 	"github.com/pdfcpu/pdfcpu/pkg/api"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
+
+	"github.com/pdfexport/pdfexport/internal/pdfperm"
 )
 
 // The PDF-engine routes work on PDFs the caller uploads: nothing is
@@ -399,24 +401,5 @@ func (h *handler) encrypt(ctx context.Context, f *form, pdfs []upload) ([]upload
 	return out, nil
 }
 
-// flagOf are the PDF permission bits of options.encryption.allow's names,
-// as the worker's post-processing sets them.
-var flagOf = map[string]model.PermissionFlags{
-	"print":                 model.PermissionPrintRev2,
-	"print_high":            model.PermissionPrintRev2 | model.PermissionPrintRev3,
-	"copy":                  model.PermissionExtract,
-	"modify":                model.PermissionModify,
-	"annotate":              model.PermissionModAnnFillForm,
-	"fill_forms":            model.PermissionFillRev3,
-	"extract_accessibility": model.PermissionExtractRev3,
-	"assemble":              model.PermissionAssembleRev3,
-}
-
 // permissionBits are the allow* fields as PDF permission bits.
-func permissionBits(f *form) model.PermissionFlags {
-	bits := model.PermissionsNone
-	for _, name := range permissions(f) {
-		bits |= flagOf[name]
-	}
-	return bits
-}
+func permissionBits(f *form) model.PermissionFlags { return pdfperm.Flags(permissions(f)) }
