@@ -19,11 +19,13 @@
 package assemble
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,6 +35,16 @@ import (
 // AnchorPrefix starts the URL of an anchor mark; .invalid is a name that
 // never resolves (RFC 6761), so a mark can never be a real link.
 const AnchorPrefix = "https://anchor.pdfexport.invalid/"
+
+// HeadingMarkPrefix starts the URL of a heading mark: an anchor mark
+// whose escaped id starts with NUL (no element's id can), then
+// "h/<n>/<level>/<text>". A chapter printed without Chromium's outline
+// carries one per heading; its outline is built from them
+// (outlineOfHeadings), and they are dropped with the anchor marks.
+const HeadingMarkPrefix = AnchorPrefix + "%00h/"
+
+// headingMarkID is what a heading mark's id starts with once unescaped.
+const headingMarkID = "\x00h/"
 
 // ChapterURL is the URL a generated page (the table of contents) links
 // chapter i (0-based) with; Assemble turns it into a link to the chapter.
@@ -202,6 +214,7 @@ func analyze(part Part) (*analyzed, error) {
 	for i, p := range a.pages {
 		pageIndex[p.num] = i
 	}
+	var headings []headingMark
 	for i, p := range a.pages {
 		page, err := r.dict(ref{p.num, 0})
 		if err != nil {
@@ -217,6 +230,13 @@ func analyze(part Part) (*analyzed, error) {
 				return nil, err
 			}
 			if id, ok := anchorOf(r, an); ok {
+				if h, isHeading := headingOf(id); isHeading {
+					if len(headings) < maxOutlineEntries {
+						h.dest = rectTarget(i, an)
+						headings = append(headings, h)
+					}
+					continue
+				}
 				if _, seen := a.anchors[id]; !seen {
 					a.anchors[id] = rectTarget(i, an)
 				}
@@ -236,7 +256,71 @@ func analyze(part Part) (*analyzed, error) {
 			return nil, fmt.Errorf("%s: outline: %w", part.Path, err)
 		}
 	}
+	if a.outline == nil {
+		a.outline = outlineOfHeadings(headings)
+	}
 	return a, nil
+}
+
+// headingMark is a heading mark read from a page: its place in the
+// document, its level and text, and where it was printed.
+type headingMark struct {
+	n, level int
+	title    string
+	dest     target
+}
+
+// maxHeadingTitle bounds the title an outline entry takes from a heading
+// mark, in characters: the renderer's bound.
+const maxHeadingTitle = 300
+
+// headingOf parses the unescaped id of a heading mark.
+func headingOf(id string) (headingMark, bool) {
+	rest, ok := strings.CutPrefix(id, headingMarkID)
+	if !ok {
+		return headingMark{}, false
+	}
+	parts := strings.SplitN(rest, "/", 3)
+	if len(parts) != 3 {
+		return headingMark{}, false
+	}
+	n, err1 := strconv.Atoi(parts[0])
+	level, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil || n < 0 || level < 1 || level > 6 || parts[2] == "" {
+		return headingMark{}, false
+	}
+	title := parts[2]
+	if r := []rune(title); len(r) > maxHeadingTitle { // the renderer's bound; a page's own mark may pass it
+		title = string(r[:maxHeadingTitle])
+	}
+	return headingMark{n: n, level: level, title: title}, true
+}
+
+// outlineOfHeadings is the outline a page's headings make, in document
+// order: each under the last heading before it of a lower level, as
+// Chromium nests its own outline.
+func outlineOfHeadings(marks []headingMark) []*outlineItem {
+	slices.SortStableFunc(marks, func(a, b headingMark) int { return cmp.Compare(a.n, b.n) })
+	type open struct {
+		level int
+		item  *outlineItem
+	}
+	var top []*outlineItem
+	var stack []open
+	for _, m := range marks {
+		it := &outlineItem{title: m.title, dest: &m.dest}
+		for len(stack) > 0 && stack[len(stack)-1].level >= m.level {
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) == 0 {
+			top = append(top, it)
+		} else {
+			parent := stack[len(stack)-1].item
+			parent.children = append(parent.children, it)
+		}
+		stack = append(stack, open{m.level, it})
+	}
+	return top
 }
 
 // inheritable are the page attributes a page takes from its ancestors.

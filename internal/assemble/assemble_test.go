@@ -146,6 +146,9 @@ func TestAssemble_NodeDocs(t *testing.T) {
 // TestAnchorPrefixIsTheRenderers: the marks the renderer adds are the ones
 // the assembly reads.
 func TestAnchorPrefixIsTheRenderers(t *testing.T) {
+	if assemble.HeadingMarkPrefix != render.HeadingMarkPrefix {
+		t.Errorf("assemble reads heading marks %q, render writes %q", assemble.HeadingMarkPrefix, render.HeadingMarkPrefix)
+	}
 	if assemble.AnchorPrefix != render.AnchorPrefix {
 		t.Fatalf("assemble reads %q, render writes %q", assemble.AnchorPrefix, render.AnchorPrefix)
 	}

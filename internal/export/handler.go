@@ -303,6 +303,12 @@ func (h *Handler) renderAndStore(ctx context.Context, log *slog.Logger, p job, k
 		settings.Tagged = settings.Structure
 	}
 	src := render.Source{URL: p.Source.URL, HTML: p.Source.HTML, Auth: p.auth, MarkAnchors: p.markAnchors, Session: p.session}
+	if p.markAnchors && spec.ChapterHeadingMarks(p.Options) {
+		// A chapter of an untagged manual: its outline comes from its
+		// heading marks (spec.ChapterHeadingMarks), so Chromium prints
+		// it untagged (settings.Tagged was set for its outline alone).
+		settings.Outline, settings.Tagged, src.MarkHeadings = false, false, true
+	}
 	taskID := ownerTask(ctx) // the sink's context is the renderer's, not the task's
 	// upload streams a PDF into storage: Chromium's stream itself, or the
 	// post-processed file of an export with document options.

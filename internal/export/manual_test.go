@@ -1,6 +1,7 @@
 package export_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -696,6 +697,91 @@ func TestManual_ChaptersOfOneExportShareItsCache(t *testing.T) {
 		}
 		if got := css.Load(); got != c.wantCSS {
 			t.Errorf("after export %q the stylesheet was fetched %d times, want %d", c.id, got, c.wantCSS)
+		}
+	}
+}
+
+// TestManual_UntaggedOutlineIsChromiums: the chapters of an untagged
+// manual print untagged with heading marks, and the outline the assembly
+// builds from the marks is the one Chromium builds from its tagged
+// structure for a tagged manual of the same real pages (Debian's Node.js
+// docs): the same titles, nesting and pages, but where Chromium's says a
+// heading twice.
+func TestManual_UntaggedOutlineIsChromiums(t *testing.T) {
+	const nodeDocs = "/usr/share/doc/nodejs/api"
+	site := &chapterSite{hits: map[string]*atomic.Int64{}}
+	site.srv = httptest.NewServer(http.StripPrefix("/docs/", http.FileServer(http.Dir(nodeDocs))))
+	t.Cleanup(site.srv.Close)
+	e := startManualEnv(t, site, 2, 2)
+	chapters := []exportclient.Chapter{{URL: site.url("dns.html"), Revision: "r1"}, {URL: site.url("assert.html"), Revision: "r1"}}
+	untagged := e.export(t, exportclient.Request{ManualID: "node", Version: "1", Chapters: chapters, Options: exportclient.Options{Outline: true}})
+	if untagged.State != "completed" {
+		t.Fatalf("untagged manual: %s %s", untagged.State, untagged.Error)
+	}
+	stored, err := filepath.Glob(filepath.Join(e.dir, "_chapters", "*.pdf"))
+	if err != nil || len(stored) != 2 {
+		t.Fatalf("%d chapters stored (%v), want 2", len(stored), err)
+	}
+	for _, p := range stored {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(raw, []byte("/StructTreeRoot")) || bytes.Contains(raw, []byte("/Outlines")) {
+			t.Errorf("chapter %s of an untagged manual was printed tagged or with Chromium's outline", filepath.Base(p))
+		}
+	}
+	tagged := e.export(t, exportclient.Request{ManualID: "node", Version: "1", Chapters: chapters, Options: exportclient.Options{Outline: true, Tagged: true}})
+	if tagged.State != "completed" {
+		t.Fatalf("tagged manual: %s %s", tagged.State, tagged.Error)
+	}
+	ours, chromiums := readNav(t, e.artifact(untagged)), readNav(t, e.artifact(tagged))
+	if ours.pages != chromiums.pages {
+		t.Fatalf("%d pages untagged, %d tagged", ours.pages, chromiums.pages)
+	}
+	type entry struct {
+		depth, page int
+		title       string
+	}
+	var flat func(depth int, es []navEntry, out *[]entry)
+	flat = func(depth int, es []navEntry, out *[]entry) {
+		for _, x := range es {
+			*out = append(*out, entry{depth, x.page, x.title})
+			flat(depth+1, x.kids, out)
+		}
+	}
+	var got, want []entry
+	flat(0, ours.outline, &got)
+	flat(0, chromiums.outline, &want)
+	if len(want) < 40 || len(got) != len(want) {
+		t.Fatalf("%d outline entries from the heading marks, %d of Chromium's (the test needs the pages' headings)", len(got), len(want))
+	}
+	split := 0
+	for i, g := range got {
+		w := want[i]
+		if g == w {
+			continue
+		}
+		// A heading whose box Chromium starts at the foot of a page and
+		// whose text it prints on the next: its tagged structure holds the
+		// text twice, so its outline entry says it twice and points at
+		// the box's page, where the mark is on the page the text is
+		// printed on (which the check of the page's text pins; the title
+		// wraps there, so its first word).
+		first, _, _ := strings.Cut(g.title, " ")
+		if g.depth == w.depth && w.title == g.title+g.title && (w.page == g.page || w.page == g.page-1) &&
+			strings.Contains(pageText(t, e.artifact(untagged), g.page), first) {
+			split++
+			continue
+		}
+		t.Errorf("outline entry %d: from the heading marks %+v, Chromium's %+v", i, g, w)
+	}
+	if split > len(want)/10 {
+		t.Errorf("%d of %d entries differ from Chromium's as a heading across a page break would", split, len(want))
+	}
+	for _, l := range ours.links {
+		if strings.HasPrefix(l.uri, "https://anchor.") {
+			t.Errorf("page %d kept a mark %s", l.onPage, l.uri)
 		}
 	}
 }

@@ -45,6 +45,14 @@ type Source struct {
 	// UndeterminedLang, which a tagged PDF then says, instead of
 	// Chromium's own locale, which would pass for the page's.
 	MarkAnchors bool
+	// MarkHeadings marks every rendered heading (h1–h6, role=heading) the
+	// same way, with a link to HeadingMarkPrefix plus its place in the
+	// document, its level and its text (headingMarkExpr): a chapter of an
+	// untagged manual, whose outline the assembly builds from the marks,
+	// so that the chapter prints without Chromium's tagged structure
+	// (which Chromium's own outline needs, and which costs about a sixth
+	// of a long page's print).
+	MarkHeadings bool
 	// Session, when not empty, lets the renders that name it run one
 	// after another in one browser context (session.go): each in a new
 	// tab, with the context's cookies and its documents' storage cleared
@@ -58,6 +66,13 @@ type Source struct {
 // AnchorPrefix starts the URL of an anchor mark (MarkAnchors); it must be
 // internal/assemble's.
 const AnchorPrefix = "https://anchor.pdfexport.invalid/"
+
+// HeadingMarkPrefix starts the URL of a heading mark (MarkHeadings):
+// AnchorPrefix and an escaped NUL, which no element id holds (an HTML
+// parser turns NUL into U+FFFD), so that an assembly reads it as no
+// element's anchor and drops it with the anchor marks. It must be
+// internal/assemble's.
+const HeadingMarkPrefix = AnchorPrefix + "%00h/"
 
 // UndeterminedLang is the language (BCP 47 "und") MarkAnchors gives a
 // page without one.
@@ -88,6 +103,54 @@ const markAnchorsExpr = `(() => {
 	}
 	return n;
 })()`
+
+// headingMarkExpr adds the heading marks: for each heading in document
+// order that is rendered and has text, a mark as markAnchorsExpr's, first
+// in the heading, to HeadingMarkPrefix + "<n>/<level>/<text>" (n its place,
+// level 1–6 from the tag or aria-level, text escaped). The text is what a
+// reader sees of the heading: aria-hidden and unrendered parts left out,
+// white space folded, at most maxHeadingText characters. At most
+// maxHeadingMarks headings are marked.
+var headingMarkExpr = fmt.Sprintf(`(() => {
+	const prefix = %q;
+	const text = (el) => {
+		let out = '';
+		const walk = (n) => {
+			for (const c of n.childNodes) {
+				if (c.nodeType === Node.TEXT_NODE) { out += c.data; continue; }
+				if (c.nodeType !== Node.ELEMENT_NODE || c.getAttribute('aria-hidden') === 'true') continue;
+				if (c.checkVisibility && !c.checkVisibility()) continue;
+				if (c.tagName === 'IMG') { out += ' ' + (c.getAttribute('alt') || '') + ' '; continue; }
+				walk(c);
+			}
+		};
+		walk(el);
+		return out.replace(/\s+/g, ' ').trim().slice(0, %d);
+	};
+	let n = 0;
+	for (const el of document.querySelectorAll('h1, h2, h3, h4, h5, h6, [role=heading]')) {
+		if (n >= %d) break;
+		if (el.closest('[aria-hidden=true]') || (el.checkVisibility && !el.checkVisibility())) continue;
+		let level = /^H[1-6]$/.test(el.tagName) ? +el.tagName[1] : 2;
+		const aria = parseInt(el.getAttribute('aria-level'), 10);
+		if (aria >= 1 && aria <= 6) level = aria;
+		const t = text(el);
+		if (!t) continue;
+		const a = document.createElement('a');
+		a.href = prefix + n + '/' + level + '/' + encodeURIComponent(t);
+		a.setAttribute('aria-hidden', 'true');
+		a.style.cssText = 'position:absolute!important;display:block!important;width:1px!important;height:1px!important;margin:0!important;padding:0!important;border:0!important;overflow:hidden!important;';
+		el.insertBefore(a, el.firstChild);
+		n++;
+	}
+	return n;
+})()`, HeadingMarkPrefix, maxHeadingText, maxHeadingMarks)
+
+// Bounds of the heading marks of one page.
+const (
+	maxHeadingText  = 300
+	maxHeadingMarks = 20000
+)
 
 // Stats describe one render.
 type Stats struct {
@@ -701,6 +764,12 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 		stages.next("render.anchor_marks")
 		if _, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: markAnchorsExpr, ReturnByValue: new(true)}); err != nil {
 			return fmt.Errorf("%w: marking anchors: %v", ErrNavigation, err)
+		}
+	}
+	if src.MarkHeadings {
+		*stage = "marking headings"
+		if _, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: headingMarkExpr, ReturnByValue: new(true)}); err != nil {
+			return fmt.Errorf("%w: marking headings: %v", ErrNavigation, err)
 		}
 	}
 	*stage = "printing"

@@ -80,8 +80,11 @@ func TestAccessibleOptions_NeedVersion3(t *testing.T) {
 }
 
 // TestAccessibleOptions_Keys: a tagged manual is not the outline-only
-// manual's artifact, its chapters are the same (tagged either way), and a
-// tagged single page keeps the key it always had.
+// manual's artifact; the chapters of tagged and PDF/UA manuals are the
+// same (tagged, with Chromium's outline), those of the outline-only
+// manual are keyed apart (untagged, with heading marks:
+// ChapterHeadingMarks); and a tagged single page keeps the key it always
+// had.
 func TestAccessibleOptions_Keys(t *testing.T) {
 	outline := manualPayload(Options{Outline: true})
 	tagged := manualPayload(Options{Outline: true, Tagged: true})
@@ -90,8 +93,27 @@ func TestAccessibleOptions_Keys(t *testing.T) {
 		t.Error("a tagged or PDF/UA manual shares the outline-only manual's key")
 	}
 	for i := range outline.Source.Chapters {
-		if outline.ChapterKey(i) != tagged.ChapterKey(i) || tagged.ChapterKey(i) != ua.ChapterKey(i) {
-			t.Errorf("chapter %d: keys differ between outline, tagged and pdf_ua manuals", i)
+		if tagged.ChapterKey(i) != ua.ChapterKey(i) {
+			t.Errorf("chapter %d: keys differ between tagged and pdf_ua manuals", i)
+		}
+		if outline.ChapterKey(i) == tagged.ChapterKey(i) {
+			t.Errorf("chapter %d: the outline-only manual's chapter (heading marks, untagged) shares the tagged one's key", i)
+		}
+	}
+	// Only an untagged manual with an outline has its chapters keyed
+	// anew: the keys of others, as the build before heading marks
+	// computed them.
+	for _, tc := range []struct {
+		opts              Options
+		chapter, artifact string
+	}{
+		{Options{}, "_chapters/dd30ef541f7932e663a20dc712df3fc6.pdf", "m/1/3b9e1d84a6ecb31c.pdf"},
+		{Options{TOC: true}, "_chapters/dd30ef541f7932e663a20dc712df3fc6.pdf", "m/1/3a2f1bb1a13e8a4a.pdf"},
+		{Options{Outline: true, Tagged: true}, "_chapters/b1fa02fa8d56cc4b87f8d50062192c10.pdf", "m/1/91c1140beba5cf25.pdf"},
+	} {
+		p := manualPayload(tc.opts)
+		if p.ChapterKey(0) != tc.chapter || p.ArtifactKey() != tc.artifact {
+			t.Errorf("options %+v: keys %s and %s, were %s and %s", tc.opts, p.ChapterKey(0), p.ArtifactKey(), tc.chapter, tc.artifact)
 		}
 	}
 	// The key of a tagged page, as the build before accessible manuals

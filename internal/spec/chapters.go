@@ -145,6 +145,18 @@ func ChapterSettings(s PrintSettings) PrintSettings {
 	return s
 }
 
+// ChapterHeadingMarks reports whether the chapters of a manual with
+// options o print untagged and without Chromium's outline, carrying a
+// heading mark per heading from which the assembly builds the outline:
+// a manual with an outline that is not tagged. Chromium's own outline
+// needs its tagged structure, a sixth or so of a long chapter's print.
+// A tagged manual's chapters keep Chromium's outline and structure. The
+// options of a chapter's envelope (ChapterEnvelope) answer as the
+// manual's do.
+func ChapterHeadingMarks(o Options) bool {
+	return o.Outline && !o.Tagged && !o.PDFUA
+}
+
 // ChapterKey is the storage key of chapter i of the envelope's manual:
 // ChapterKeyPrefix plus 32 hex digits of SHA-256 over the chapter's
 // identity (its canonical URL or its content's hash, its revision, or the
@@ -171,7 +183,12 @@ func (p Envelope) chapterHash(i int) string {
 		Settings PrintSettings `json:"settings"`
 		// Anchors: a chapter is printed with its anchor marks.
 		Anchors bool `json:"anchors"`
-	}{V: PayloadVersion, Kind: "chapter", Settings: ChapterSettings(p.Options.Settings()), Anchors: true}
+		// Headings: with heading marks instead of Chromium's outline
+		// (ChapterHeadingMarks). A worker of an earlier release keys the
+		// same chapter without it, so neither takes the other's print.
+		Headings bool `json:"headings,omitempty"`
+	}{V: PayloadVersion, Kind: "chapter", Settings: ChapterSettings(p.Options.Settings()), Anchors: true,
+		Headings: ChapterHeadingMarks(p.Options)}
 	canonical.Source.Revision = c.Revision
 	if c.HTML != "" {
 		sum := sha256.Sum256([]byte(c.HTML))
