@@ -125,7 +125,7 @@ var headingMarkExpr = fmt.Sprintf(`(() => {
 			}
 		};
 		walk(el);
-		return out.replace(/\s+/g, ' ').trim().slice(0, %d);
+		return Array.from(out.replace(/\s+/g, ' ').trim().toWellFormed()).slice(0, %d).join('');
 	};
 	let n = 0;
 	for (const el of document.querySelectorAll('h1, h2, h3, h4, h5, h6, [role=heading]')) {
@@ -768,8 +768,16 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	}
 	if src.MarkHeadings {
 		*stage = "marking headings"
-		if _, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: headingMarkExpr, ReturnByValue: new(true)}); err != nil {
+		res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: headingMarkExpr, ReturnByValue: new(true)})
+		if err != nil {
 			return fmt.Errorf("%w: marking headings: %v", ErrNavigation, err)
+		}
+		if res.ExceptionDetails != nil {
+			// The page broke the script (it replaced what the script
+			// calls): Chromium's tagged print gives the outline instead,
+			// which the assembly takes before any mark.
+			r.log.Info("marking headings failed; the page prints tagged with Chromium's outline", "err", exceptionText(res.ExceptionDetails))
+			settings.Outline, settings.Tagged = true, true
 		}
 	}
 	*stage = "printing"

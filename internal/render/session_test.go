@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/assemble"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
@@ -222,5 +224,66 @@ func TestRender_SessionRenderCanceledWhileLoadingEndsAtOnce(t *testing.T) {
 	}
 	if took > serverDelay/2 {
 		t.Errorf("the canceled session render returned after %s; the server answers after %s", took.Round(time.Millisecond), serverDelay)
+	}
+}
+
+// TestRender_HeadingMarks: MarkHeadings marks the headings a reader sees,
+// in order, with their level and visible text, from which the assembly
+// builds the outline of an untagged print; a page that breaks the marking
+// script prints tagged with Chromium's outline instead.
+func TestRender_HeadingMarks(t *testing.T) {
+	const headings = `<h1>One</h1><h2 style="display:none">Hidden</h2><h2>Two <span aria-hidden="true">#</span> <em>parts</em></h2>` +
+		`<div role="heading" aria-level="3">Three &amp; more</div><h3> </h3><h2>Four ` + "\U0001F600" + `</h2>`
+	s := newSite(t, func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		switch req.URL.Path {
+		case "/plain":
+			fmt.Fprint(w, "<!doctype html><title>plain</title>"+headings)
+		case "/breaks":
+			fmt.Fprint(w, "<!doctype html><title>breaks</title><script>encodeURIComponent = () => { throw new Error('not here') }</script>"+headings)
+		default:
+			http.NotFound(w, req)
+		}
+	})
+	r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(s.hostPort()), Timeout: 20 * time.Second})
+	print := func(path string) assemble.Info {
+		t.Helper()
+		file := filepath.Join(t.TempDir(), "page.pdf")
+		sink := func(_ context.Context, pdf io.Reader) error {
+			b, err := io.ReadAll(pdf)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(file, b, 0o600)
+		}
+		if _, err := r.Render(context.Background(), Source{URL: s.URL + path, MarkAnchors: true, MarkHeadings: true}, settings(spec.Options{}), sink); err != nil {
+			t.Fatal(err)
+		}
+		info, err := assemble.Inspect(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	var outline func(hs []assemble.Heading) string
+	outline = func(hs []assemble.Heading) string {
+		var parts []string
+		for _, h := range hs {
+			p := h.Title
+			if len(h.Children) > 0 {
+				p += " [" + outline(h.Children) + "]"
+			}
+			parts = append(parts, p)
+		}
+		return strings.Join(parts, ", ")
+	}
+	const want = "One [Two parts [Three & more], Four \U0001F600]"
+	if got := outline(print("/plain").Outline); got != want {
+		t.Errorf("outline from the heading marks: %q, want %q", got, want)
+	}
+	// Chromium keeps the spaces around the hidden part: compared with
+	// white space folded.
+	if got := strings.Join(strings.Fields(outline(print("/breaks").Outline)), " "); got != want {
+		t.Errorf("outline of a page that breaks the marks (Chromium's): %q, want %q", got, want)
 	}
 }
