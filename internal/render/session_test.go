@@ -130,7 +130,22 @@ func TestRender_SessionEndsOnFailureAndClose(t *testing.T) {
 		t.Skip("sessions are the headless shell's (session.go)")
 	}
 	s := chapterSite(t)
-	before := runtime.NumGoroutine() // the site's server included: it stops in Cleanup
+	// The renderer's and chromedp's goroutines: a whole-binary count also
+	// moves with the site's server connections and the runtime's own.
+	ours := func() int {
+		buf := make([]byte, 1<<20)
+		n := 0
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "render.Test") || strings.Contains(g, "render.TestMain") {
+				continue // this test's and the binary's own
+			}
+			if strings.Contains(g, "pdfexport/internal/render.") || strings.Contains(g, "chromedp/chromedp.") {
+				n++
+			}
+		}
+		return n
+	}
+	before := ours()
 	var taken atomic.Int32
 	r, err := New(Config{ChromiumPath: path, AllowedHosts: allowlist.MustParse(s.hostPort()), Timeout: 20 * time.Second})
 	if err != nil {
@@ -178,10 +193,14 @@ func TestRender_SessionEndsOnFailureAndClose(t *testing.T) {
 	if pids := chromiumPIDs(b.pid, b.dataDir); len(pids) != 0 {
 		t.Errorf("browser processes left after Close: %v", pids)
 	}
-	testsupport.Eventually(t, 5*time.Second, func() error {
-		n := runtime.NumGoroutine()
-		return testsupport.Unless(n <= before, "%d goroutines, %d before", n, before)
+	settled := testsupport.Within(10*time.Second, func() error {
+		n := ours()
+		return testsupport.Unless(n <= before, "%d goroutines of render and chromedp, %d before", n, before)
 	})
+	if settled != nil {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%v after Close:\n%s", settled, buf[:runtime.Stack(buf, true)])
+	}
 }
 
 // TestRender_SessionRenderCanceledWhileLoadingEndsAtOnce: a session's render
