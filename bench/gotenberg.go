@@ -483,17 +483,13 @@ func writeTo(path string, f func(io.Writer) error) error {
 // chapter revised, against the faster of (b) and (c), the convert-each-
 // and-merge a caller would pick, on wall and CPU; then against (a).
 //
-// best is that row (the median over rounds of the faster, with rounds;
-// the zero row takes this run's), and rounds says over what whole and
-// best are medians ("" for one export each).
+// best is that row (manualResult.judged), and rounds says over what whole
+// and best are medians ("" for one export each).
 func (gm *gotenbergManual) summaryRows(whole, revised, best manualRow, rounds string) []row {
-	if gm == nil || len(gm.rows) < 3 {
+	if gm == nil || len(gm.rows) < 3 || best.wallMS == 0 {
 		return nil
 	}
 	a := gm.rows[0]
-	if best.wallMS == 0 {
-		best = fasterRow(gm.rows[1:])
-	}
 	cell := func(r manualRow) string {
 		return fmt.Sprintf("%.1f s · CPU %.1f s, %d pages, outline %d, %d links to chapter URLs", r.wallMS/1000, r.cpu, r.pages, r.outline, r.webLinks)
 	}
@@ -513,11 +509,8 @@ func (gm *gotenbergManual) summaryRows(whole, revised, best manualRow, rounds st
 // siteRows are section M's summary line of the first --site export
 // against the same Gotenberg row as summaryRows (best, rounds as there).
 func (gm *gotenbergManual) siteRows(first, best manualRow, rounds string) []row {
-	if gm == nil || len(gm.rows) < 3 {
+	if gm == nil || best.wallMS == 0 {
 		return nil
-	}
-	if best.wallMS == 0 {
-		best = fasterRow(gm.rows[1:])
 	}
 	return []row{{"M", "↳ against real Gotenberg, the faster of (b) and (c): " + shortLabel(best) + rounds,
 		fmt.Sprintf("%.1f s · CPU %.1f s", first.wallMS/1000, first.cpu),

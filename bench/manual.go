@@ -319,10 +319,24 @@ func nodeRounds(ctx context.Context, e *benchEnv, res *manualResult, whole manua
 	return nil
 }
 
-// roundMedians are the medians over res.rounds of the first export, the
-// first --site export and, per round, the faster of Gotenberg's (b) and
-// (c); best is the zero row without -gotenberg.
-func (m *manualResult) roundMedians() (first, site, best manualRow) {
+// judged are the rows section M's targets judge: the medians over
+// m.rounds of the first export, the first --site export and, per round,
+// the faster of Gotenberg's (b) and (c) (best is the zero row without
+// -gotenberg), and what they are medians of ("" for one round). Without
+// rounds (no --site rows) they are this run's: whole and Gotenberg's rows.
+func (m *manualResult) judged(whole manualRow) (first, site, best manualRow, rounds string) {
+	if len(m.rounds) == 0 {
+		if len(m.site) > 0 {
+			site = m.site[0]
+		}
+		if m.gotenberg != nil && len(m.gotenberg.rows) >= 3 {
+			best = fasterRow(m.gotenberg.rows[1:])
+		}
+		return whole, site, best, ""
+	}
+	if len(m.rounds) > 1 {
+		rounds = fmt.Sprintf(" (median of %d rounds)", len(m.rounds))
+	}
 	var firsts, sites, bests []manualRow
 	for _, r := range m.rounds {
 		firsts, sites = append(firsts, r.first), append(sites, r.site)
@@ -334,7 +348,7 @@ func (m *manualResult) roundMedians() (first, site, best manualRow) {
 	if len(bests) == len(m.rounds) {
 		best = medianRow(bests)
 	}
-	return first, site, best
+	return first, site, best, rounds
 }
 
 // roundsMarkdown is the table of the rounds of the rows the targets judge.
@@ -519,15 +533,7 @@ func (m *manualResult) rows() []row {
 		two = []row{{"M", "↳ the same on 2 workers (" + t.note + ")", fmt.Sprintf("%.1f s · CPU %.1f s", t.wallMS/1000, t.cpu),
 			"1 worker", ratio(t.wallMS, whole.wallMS), "—"}}
 	}
-	// The rows the targets judge: medians over the rounds, when there are.
-	firstMed, siteMed, best, rounds := whole, manualRow{}, manualRow{}, ""
-	if len(m.site) > 0 {
-		siteMed = m.site[0]
-	}
-	if len(m.rounds) > 1 {
-		firstMed, siteMed, best = m.roundMedians()
-		rounds = fmt.Sprintf(" (median of %d rounds)", len(m.rounds))
-	}
+	firstMed, siteMed, best, rounds := m.judged(whole)
 	two = append(append(m.gotenberg.summaryRows(firstMed, again, best, rounds), m.short.rows()...), two...)
 	if len(m.site) == 3 {
 		first, changed, same := m.site[0], m.site[1], m.site[2]

@@ -43,8 +43,9 @@ const AnchorPrefix = "https://anchor.pdfexport.invalid/"
 // (outlineOfHeadings), and they are dropped with the anchor marks.
 const HeadingMarkPrefix = AnchorPrefix + "%00h/"
 
-// headingMarkID is what a heading mark's id starts with once unescaped.
-const headingMarkID = "\x00h/"
+// headingMarkID is what a heading mark's id starts with once unescaped
+// (anchorOf).
+var headingMarkID, _ = url.PathUnescape(strings.TrimPrefix(HeadingMarkPrefix, AnchorPrefix))
 
 // ChapterURL is the URL a generated page (the table of contents) links
 // chapter i (0-based) with; Assemble turns it into a link to the chapter.

@@ -78,6 +78,11 @@ const HeadingMarkPrefix = AnchorPrefix + "%00h/"
 // page without one.
 const UndeterminedLang = "und"
 
+// markStyle is the inline style (a JavaScript string literal) of an
+// anchor or heading mark: an empty 1×1 box positioned absolutely, so that
+// the layout does not change and Chromium still prints its link.
+const markStyle = "'position:absolute!important;display:block!important;width:1px!important;height:1px!important;margin:0!important;padding:0!important;border:0!important;overflow:hidden!important;'"
+
 // markAnchorsExpr adds the anchor marks. Void elements (an img, an input)
 // cannot hold one, so theirs goes before them.
 const markAnchorsExpr = `(() => {
@@ -92,7 +97,7 @@ const markAnchorsExpr = `(() => {
 		const a = document.createElement('a');
 		a.href = prefix + encodeURIComponent(id);
 		a.setAttribute('aria-hidden', 'true');
-		a.style.cssText = 'position:absolute!important;display:block!important;width:1px!important;height:1px!important;margin:0!important;padding:0!important;border:0!important;overflow:hidden!important;';
+		a.style.cssText = ` + markStyle + `;
 		const voidEl = /^(AREA|BASE|BR|COL|EMBED|HR|IMG|INPUT|LINK|META|SOURCE|TRACK|WBR|svg|SVG)$/.test(el.tagName) || el instanceof SVGElement;
 		if (voidEl || !el.parentNode) {
 			if (el.parentNode && !(el.parentNode instanceof SVGElement)) el.parentNode.insertBefore(a, el);
@@ -139,12 +144,12 @@ var headingMarkExpr = fmt.Sprintf(`(() => {
 		const a = document.createElement('a');
 		a.href = prefix + n + '/' + level + '/' + encodeURIComponent(t);
 		a.setAttribute('aria-hidden', 'true');
-		a.style.cssText = 'position:absolute!important;display:block!important;width:1px!important;height:1px!important;margin:0!important;padding:0!important;border:0!important;overflow:hidden!important;';
+		a.style.cssText = %s;
 		el.insertBefore(a, el.firstChild);
 		n++;
 	}
 	return n;
-})()`, HeadingMarkPrefix, maxHeadingText, maxHeadingMarks)
+})()`, HeadingMarkPrefix, maxHeadingText, maxHeadingMarks, markStyle)
 
 // Bounds of the heading marks of one page.
 const (

@@ -77,10 +77,7 @@ type sourceCredentials struct {
 func (s sourceCredentials) RoundTrip(r *http.Request) (*http.Response, error) {
 	port := r.URL.Port()
 	if port == "" {
-		port = "80"
-		if r.URL.Scheme == "https" {
-			port = "443"
-		}
+		port = spec.DefaultPort(r.URL.Scheme)
 	}
 	creds := s.rules.For(r.URL.Scheme, r.URL.Hostname(), port)
 	if creds.Empty() {
