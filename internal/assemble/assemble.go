@@ -25,9 +25,11 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -164,6 +166,7 @@ type analyzed struct {
 	anchors map[string]target // element id → where it was printed
 	dests   map[string]target // the PDF's own named destinations
 	outline []*outlineItem
+	xref    xref // the file's cross-reference, which copyPart reads the file by again
 }
 
 // pageRef is a page object and what it inherits from the page tree.
@@ -195,7 +198,7 @@ func analyze(part Part) (*analyzed, error) {
 		return nil, err
 	}
 	defer r.Close()
-	a := &analyzed{Part: part, anchors: map[string]target{}, dests: map[string]target{}}
+	a := &analyzed{Part: part, anchors: map[string]target{}, dests: map[string]target{}, xref: r.xref()}
 	if info, err := r.dict(r.trailer.get("Info")); err == nil && info != nil {
 		if t, ok := info.get("Title").(str); ok {
 			a.title = t.text()
@@ -261,6 +264,55 @@ func analyze(part Part) (*analyzed, error) {
 		a.outline = outlineOfHeadings(headings)
 	}
 	return a, nil
+}
+
+// analyzeAll analyzes the parts (inParallel). The error is the first
+// part's that failed, in the parts' order.
+func analyzeAll(ctx context.Context, parts []Part) ([]*analyzed, error) {
+	out := make([]*analyzed, len(parts))
+	errs := make([]error, len(parts))
+	inParallel(ctx, len(parts), func(i int) { out[i], errs[i] = analyze(parts[i]) })
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("part %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// InspectAll inspects the files (Inspect), several at once (inParallel):
+// what it read of each, or why it could not.
+func InspectAll(paths []string) ([]Info, []error) {
+	infos := make([]Info, len(paths))
+	errs := make([]error, len(paths))
+	inParallel(context.Background(), len(paths), func(i int) { infos[i], errs[i] = Inspect(paths[i]) })
+	return infos, errs
+}
+
+// inParallel calls f for 0 to n-1, as many at once as Go has processors:
+// a manual's assembly waits for all of its parts, each a file of its own.
+// It stops handing out indexes when ctx ends.
+func inParallel(ctx context.Context, n int, f func(i int)) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), n) {
+		wg.Go(func() {
+			for i := range next {
+				f(i)
+			}
+		})
+	}
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // headingMark is a heading mark read from a page: its place in the
@@ -563,14 +615,12 @@ func Assemble(ctx context.Context, out io.Writer, parts []Part, opts Options) (S
 	}
 	opts.Tagged = opts.Tagged || opts.Conformance.UA
 	m := &manual{byURL: map[string]int{}, byChapter: map[int]int{}}
+	analyzed, err := analyzeAll(ctx, parts)
+	if err != nil {
+		return Stats{}, err
+	}
 	for i, p := range parts {
-		if err := ctx.Err(); err != nil {
-			return Stats{}, err
-		}
-		a, err := analyze(p)
-		if err != nil {
-			return Stats{}, fmt.Errorf("part %d: %w", i, err)
-		}
+		a := analyzed[i]
 		if len(a.pages) == 0 {
 			return Stats{}, fmt.Errorf("part %d: %w: no pages", i, ErrMalformed)
 		}
@@ -743,7 +793,7 @@ const producer = "pdfexport"
 // for what an accessible document needs and the part lacks.
 func (m *manual) copyPart(i int, audit bool) error {
 	a := m.parts[i]
-	r, err := openPDF(a.Path)
+	r, err := reopenPDF(a.Path, a.xref)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 )
 
 // This file reads the PDFs Chromium prints (Skia's writer): a classic
@@ -240,6 +241,29 @@ func openPDF(path string) (*reader, error) {
 
 func (r *reader) Close() error { return r.f.Close() }
 
+// xref is what openPDF reads of a file's cross-reference sections.
+type xref struct {
+	size    int64
+	offsets []int64
+	trailer *dict
+}
+
+func (r *reader) xref() xref { return xref{r.size, r.offsets, r.trailer} }
+
+// reopenPDF opens a file that openPDF read before, with what it read of
+// its cross-reference, unless the file's size changed since.
+func reopenPDF(path string, x xref) (*reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || st.Size() != x.size {
+		f.Close()
+		return openPDF(path)
+	}
+	return &reader{f: f, size: x.size, offsets: x.offsets, trailer: x.trailer}, nil
+}
+
 func (r *reader) init() error {
 	st, err := r.f.Stat()
 	if err != nil {
@@ -360,8 +384,10 @@ func (r *reader) readObject(n int, streams bool) (object, error) {
 		return object{val: keyword("null"), streamAt: -1}, nil // a reference to a free object is null
 	}
 	at := r.offsets[n]
-	sr := io.NewSectionReader(r.f, at, r.size-at)
-	lx := newLexer(sr)
+	br := objectBuffers.Get().(*bufio.Reader)
+	br.Reset(io.NewSectionReader(r.f, at, r.size-at))
+	defer objectBuffers.Put(br)
+	lx := &lexer{r: br}
 	num, err1 := lx.token()
 	_, err2 := lx.token()
 	obj, err3 := lx.token()
@@ -408,6 +434,10 @@ func (r *reader) readObject(n int, streams bool) (object, error) {
 	o.streamSize = length
 	return o, nil
 }
+
+// objectBuffers are the read buffers of readObject: a part's pages and
+// annotations are thousands of small objects, each read on its own.
+var objectBuffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
 
 // resolve follows a reference; other values are returned as they are.
 func (r *reader) resolve(v value) (value, error) {

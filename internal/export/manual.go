@@ -561,8 +561,13 @@ type partInfo struct {
 
 func inspectParts(parts []assemble.Part) ([]partInfo, error) {
 	infos := make([]partInfo, len(parts))
+	paths := make([]string, len(parts))
+	for i, p := range parts {
+		paths[i] = p.Path
+	}
+	read, errs := assemble.InspectAll(paths)
 	for i, part := range parts {
-		info, err := assemble.Inspect(part.Path)
+		info, err := read[i], errs[i]
 		if err != nil {
 			return nil, fmt.Errorf("chapter %d: %w: %w", i, err, asynq.SkipRetry)
 		}
