@@ -283,6 +283,27 @@ func analyzeAll(ctx context.Context, parts []Part) ([]*analyzed, error) {
 	return out, nil
 }
 
+// maxKeptXrefEntries bounds the cross-reference entries the parts keep
+// from their analysis to their copy, 8 bytes each: past it (a manual of
+// many long tagged chapters), every part's is read again when it is
+// copied, as its analysis read it.
+var maxKeptXrefEntries = 4 << 20
+
+// keepXrefs drops what the parts kept of their cross-references when
+// together they pass maxKeptXrefEntries.
+func keepXrefs(parts []*analyzed) {
+	n := 0
+	for _, a := range parts {
+		n += len(a.xref.offsets)
+	}
+	if n <= maxKeptXrefEntries {
+		return
+	}
+	for _, a := range parts {
+		a.xref = xref{}
+	}
+}
+
 // InspectAll inspects the files (Inspect), several at once (inParallel):
 // what it read of each, or why it could not.
 func InspectAll(paths []string) ([]Info, []error) {
@@ -619,6 +640,7 @@ func Assemble(ctx context.Context, out io.Writer, parts []Part, opts Options) (S
 	if err != nil {
 		return Stats{}, err
 	}
+	keepXrefs(analyzed)
 	for i, p := range parts {
 		a := analyzed[i]
 		if len(a.pages) == 0 {
@@ -794,6 +816,7 @@ const producer = "pdfexport"
 func (m *manual) copyPart(i int, audit bool) error {
 	a := m.parts[i]
 	r, err := reopenPDF(a.Path, a.xref)
+	a.xref = xref{} // copied once: the reader holds it now
 	if err != nil {
 		return err
 	}

@@ -251,8 +251,12 @@ type xref struct {
 func (r *reader) xref() xref { return xref{r.size, r.offsets, r.trailer} }
 
 // reopenPDF opens a file that openPDF read before, with what it read of
-// its cross-reference, unless the file's size changed since.
+// its cross-reference (x, unless empty), unless the file's size changed
+// since.
 func reopenPDF(path string, x xref) (*reader, error) {
+	if x.offsets == nil {
+		return openPDF(path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
