@@ -18,13 +18,7 @@ import (
 // each answer is that file's, in the order given: what Inspect reads of
 // it, or its own error.
 func TestInspectAll_EachFileItsOwn(t *testing.T) {
-	dir := t.TempDir()
-	good := filepath.Join("testdata", "chapter.pdf")
-	notPDF := filepath.Join(dir, "not.pdf")
-	if err := os.WriteFile(notPDF, []byte("<html>not a PDF</html>"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	missing := filepath.Join(dir, "missing.pdf")
+	good, notPDF, missing := partFiles(t, "<html>not a PDF</html>")
 	want, err := assemble.Inspect(good)
 	if err != nil {
 		t.Fatal(err)
@@ -53,16 +47,23 @@ func TestInspectAll_EachFileItsOwn(t *testing.T) {
 // TestAssemble_NamesTheFirstBadPart: the parts are analyzed several at
 // once, yet the error is the first bad part's, whichever failed first.
 func TestAssemble_NamesTheFirstBadPart(t *testing.T) {
-	dir := t.TempDir()
-	good := filepath.Join("testdata", "chapter.pdf")
-	notPDF := filepath.Join(dir, "not.pdf")
-	if err := os.WriteFile(notPDF, []byte("%PDF-1.4\nno cross-reference"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	good, notPDF, missing := partFiles(t, "%PDF-1.4\nno cross-reference")
 	parts := []assemble.Part{{Path: good, Chapter: 0}, {Path: good, Chapter: 1}, {Path: notPDF, Chapter: 2},
-		{Path: filepath.Join(dir, "missing.pdf"), Chapter: 3}, {Path: good, Chapter: 4}}
+		{Path: missing, Chapter: 3}, {Path: good, Chapter: 4}}
 	_, err := assemble.Assemble(context.Background(), io.Discard, parts, assemble.Options{Outline: true})
 	if !errors.Is(err, assemble.ErrMalformed) || !strings.HasPrefix(err.Error(), "part 2:") {
 		t.Errorf("Assemble: %v, want part 2's ErrMalformed", err)
 	}
+}
+
+// partFiles returns the paths of a good part (testdata/chapter.pdf), of a
+// file holding notPDF, and of a file that does not exist.
+func partFiles(t *testing.T, notPDF string) (good, bad, missing string) {
+	t.Helper()
+	dir := t.TempDir()
+	bad = filepath.Join(dir, "not.pdf")
+	if err := os.WriteFile(bad, []byte(notPDF), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join("testdata", "chapter.pdf"), bad, filepath.Join(dir, "missing.pdf")
 }

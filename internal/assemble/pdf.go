@@ -390,7 +390,10 @@ func (r *reader) readObject(n int, streams bool) (object, error) {
 	at := r.offsets[n]
 	br := objectBuffers.Get().(*bufio.Reader)
 	br.Reset(io.NewSectionReader(r.f, at, r.size-at))
-	defer objectBuffers.Put(br)
+	defer func() {
+		br.Reset(nil) // keeps no file of a closed reader
+		objectBuffers.Put(br)
+	}()
 	lx := &lexer{r: br}
 	num, err1 := lx.token()
 	_, err2 := lx.token()
