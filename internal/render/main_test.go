@@ -30,9 +30,11 @@ package render
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,10 +65,14 @@ func TestMain(m *testing.M) {
 
 // shared is the package's shared Renderer (see the rule above).
 var shared struct {
-	once   sync.Once
-	r      atomic.Pointer[Renderer] // set once started; read by every leftover check
+	once sync.Once
+	r    atomic.Pointer[Renderer] // set once started
+	// dir is the shared Renderer's TempDir, so each of its browsers names it
+	// in --user-data-dir: a leftover scan knows them by command line, also
+	// while one starts or restarts and its pid is not in r.pids yet.
+	dir    atomic.Pointer[string]
 	err    error
-	closed bool // set by TestMain before its last check
+	closed atomic.Bool // set by TestMain before its last check
 }
 
 // sharedRenderer returns the package's shared default Renderer, starting it
@@ -76,7 +82,13 @@ func sharedRenderer(t *testing.T) *Renderer {
 	t.Helper()
 	path := testsupport.ChromiumPath(t) // skips under -short
 	shared.once.Do(func() {
-		r, err := New(Config{ChromiumPath: path, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		dir, err := os.MkdirTemp("", "pdfexport-render-shared-")
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.dir.Store(&dir)
+		r, err := New(Config{ChromiumPath: path, TempDir: dir, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 		if err != nil {
 			shared.err = err
 			return
@@ -103,10 +115,13 @@ func closeShared() error {
 	if r == nil {
 		return nil
 	}
-	shared.closed = true
+	shared.closed.Store(true)
 	err := r.Close()
 	if pids := ourChromiums(r); len(pids) > 0 {
 		err = fmt.Errorf("chromium processes left after Close: %v (close: %v)", pids, err)
+	}
+	if dir := shared.dir.Load(); dir != nil {
+		err = errors.Join(err, os.RemoveAll(*dir))
 	}
 	return err
 }
@@ -147,23 +162,23 @@ func othersAlive(r *Renderer) bool {
 
 // chromiumChildren lists the live chromium processes that are direct
 // children of this test process, other than the browsers of the shared
-// Renderer while it is open.
+// Renderer until TestMain closes it.
 func chromiumChildren() []string {
-	skip := map[int]bool{}
-	if r := shared.r.Load(); r != nil && !shared.closed {
-		r.lock <- struct{}{}
-		for _, pid := range r.pids {
-			skip[pid] = true
-		}
-		r.unlock()
+	sharedDir := ""
+	if dir := shared.dir.Load(); dir != nil && !shared.closed.Load() {
+		sharedDir = "--user-data-dir=" + *dir + string(os.PathSeparator)
 	}
 	var found []string
 	self := os.Getpid()
 	for _, p := range proctree.Live() {
-		if p.PPID != self || skip[p.PID] {
+		if p.PPID != self {
 			continue
 		}
-		if cmd := strings.Join(proctree.Cmdline(p.PID), " "); strings.Contains(cmd, "chrom") {
+		args := proctree.Cmdline(p.PID)
+		if sharedDir != "" && slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, sharedDir) }) {
+			continue
+		}
+		if cmd := strings.Join(args, " "); strings.Contains(cmd, "chrom") {
 			found = append(found, fmt.Sprintf("%d %s", p.PID, cmd[:min(len(cmd), 120)]))
 		}
 	}
