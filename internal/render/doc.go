@@ -23,8 +23,12 @@
 // would fetch within the period does, and a page whose timers fetch nothing
 // is done in milliseconds instead of 300 (Node.js's API pages: 283 ms less
 // per render). The page's clock then stays stopped, as with Chromium's own
-// --virtual-time-budget; nothing later waits on the page's timers. A
-// static page (no script,
+// --virtual-time-budget; nothing later waits on the page's timers. On the
+// headless shell the period also ends as soon as the page is idle: a probe
+// the tab runs before the document's scripts (idle.go) says that nothing is
+// scheduled, loading or animating and that nothing ran since the step
+// before, and the page uses nothing the probe cannot follow (workers,
+// sockets, messages and the like wait the whole period). A static page (no script,
 // no inline handler, no frame or plugin) and a page with wait_for skip that
 // quiet period: nothing can start a request later but style and layout, and
 // wait_for is the page's own word for "ready". Then it forces a layout and
@@ -43,9 +47,9 @@
 // can change its print. Otherwise the readiness steps give the frames: one
 // after the load (a lazy image of the first screen starts loading there, and
 // is then waited for, where with Chromium's frames it raced the print), one
-// per 16.7 ms of the virtual quiet period (granted a frame interval at a
-// time, so a page that works in animation frames gets them in virtual time
-// too) and one after the fonts wait; a page with wait_for gets none of
+// per 16.7 ms of the virtual quiet period until it ends (granted a frame
+// interval at a time, so a page that works in animation frames gets them in
+// virtual time too) and one after the fonts wait; a page with wait_for gets none of
 // those, but a pump at Chromium's 60 a second while wait_for is polled, or,
 // when it is true when first asked, one frame if a frame could change the
 // print (lazy images, animations). None while the page loads or prints, when its
@@ -93,8 +97,8 @@
 //     /tmp, which Docker's 64 MiB /dev/shm needs, at the price of disk
 //     writes);
 //   - skips the network quiet period where it cannot change the output
-//     (static pages, pages with wait_for), and runs it on the page's
-//     virtual clock elsewhere;
+//     (static pages, pages with wait_for), runs it on the page's
+//     virtual clock elsewhere, and ends it once the page is idle;
 //   - makes the next render's browser context and tab while one renders
 //     (spare.go): the 50 ms of creating and attaching them leave the
 //     render's path; the spare is one more blank tab per browser;

@@ -33,7 +33,9 @@ const (
 // (frames.go), the default. The documents: the Go specification (static),
 // the sample manual (wait_for), a scripted page with a slow web font, a
 // background image found by layout and an image a timer adds after the load
-// event, and a page that writes its text in animation frames.
+// event, a page that writes its text in animation frames, and one whose
+// timer starts transitions. The renders of today end the quiet period once
+// the page is idle (idle.go); the variant without that is compared too.
 func TestRender_OutputUnchanged(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("pdftoppm"); err != nil {
@@ -53,6 +55,9 @@ func TestRender_OutputUnchanged(t *testing.T) {
 			time.Sleep(150 * time.Millisecond)
 			w.Header().Set("Content-Type", "image/png")
 			w.Write(testPNG(t, req.URL.Path == "/late.png"))
+		case "/transition":
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte(transitionPage))
 		default:
 			w.Header().Set("Content-Type", "text/html")
 			w.Write([]byte(lateAssetsPage))
@@ -67,6 +72,7 @@ func TestRender_OutputUnchanged(t *testing.T) {
 		{"sample manual", Source{HTML: manualHTML(t)}, settings(spec.Options{WaitFor: "window.__PDF_READY__===true"})},
 		{"web font and late images", Source{URL: site.URL + "/"}, settings(spec.Options{PrintBackground: new(true)})},
 		{"animation frames", Source{HTML: animationFramesPage}, settings(spec.Options{})},
+		{"a transition a timer starts", Source{URL: site.URL + "/transition"}, settings(spec.Options{PrintBackground: new(true)})},
 	}
 	cfg := Config{AllowedHosts: allowlist.MustParse(site.hostPort())}
 	// Frames are the browser's (a flag it starts with); the quiet period
@@ -78,17 +84,20 @@ func TestRender_OutputUnchanged(t *testing.T) {
 		t.Errorf("the headless shell's renders are not under BeginFrame control")
 	}
 	type variant struct {
-		name      string
-		r         *Renderer
-		realClock bool
+		name       string
+		r          *Renderer
+		realClock  bool
+		wholeQuiet bool // no end of the quiet period when the page is idle
 	}
-	before := variant{"before: real-clock quiet, Chromium's frames", ownFrames, true}
+	before := variant{"before: real-clock quiet, Chromium's frames", ownFrames, true, true}
 	variants := []variant{
-		{"virtual-clock quiet, Chromium's frames", ownFrames, false},
-		{"virtual-clock quiet, frames on demand", onDemand, false},
+		{"virtual-clock quiet, Chromium's frames", ownFrames, false, false},
+		{"virtual-clock quiet, frames on demand, the whole quiet period", onDemand, false, true},
+		{"virtual-clock quiet, frames on demand, ending when idle", onDemand, false, false},
 	}
 	render := func(t *testing.T, v variant, src Source, s spec.PrintSettings) [][]byte {
 		v.r.hooks.realClockQuiet = v.realClock
+		v.r.hooks.noIdleProbe = v.wholeQuiet
 		return rasterize(t, mustRender(t, v.r, src, s).pdf)
 	}
 	for _, d := range docs {
@@ -127,6 +136,21 @@ addEventListener("load", () => setTimeout(() => {
 	img.src = "/late.png";
 	document.body.append(img);
 }, 100));
+</script>
+</body></html>`
+
+// transitionPage fades a heading and a block in: a timer 100 ms after the
+// load event starts their 150 ms transitions.
+const transitionPage = `<!doctype html><html><head><style>
+h1, div { transition: color 150ms linear, background-color 150ms linear; color: white; }
+div { width: 300px; height: 120px; background-color: white; }
+.shown h1 { color: black; }
+.shown div { background-color: rgb(0, 0, 200); }
+</style></head><body>
+<h1>Faded in by a transition</h1>
+<div></div>
+<script>
+addEventListener("load", () => setTimeout(() => document.body.className = "shown", 100));
 </script>
 </body></html>`
 

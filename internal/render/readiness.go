@@ -226,6 +226,7 @@ type pageWatch struct {
 	frame      cdp.FrameID
 	inflight   map[network.RequestID]string // URL
 	requests   int                          // requests seen (redirects not counted)
+	settled    int                          // of those, finished or failed
 	quietSince time.Time
 	loaded     map[cdp.LoaderID]bool
 	responses  map[cdp.LoaderID]*network.Response // main-frame documents
@@ -378,6 +379,7 @@ func (w *pageWatch) wake() {
 func (w *pageWatch) done(id network.RequestID) {
 	if _, ok := w.inflight[id]; ok {
 		delete(w.inflight, id)
+		w.settled++
 		w.quietSince = time.Now()
 	}
 }
@@ -505,12 +507,14 @@ func (w *pageWatch) checkCrashed() error {
 // waitQuiet waits until no request is in flight and, when quiet is not 0,
 // the page went quiet long enough: in its virtual time (waitQuietVirtual),
 // or with realClock for quiet in real time, as before. frame, if not nil,
-// gives the page a frame (a tab under BeginFrame control, frames.go).
-func waitQuiet(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time.Duration, realClock bool, frame func() error) error {
+// gives the page a frame (a tab under BeginFrame control, frames.go). With
+// probe (a tab whose documents run the idle probe, idle.go) the period
+// ends as soon as the page is idle; endedIdle says it did.
+func waitQuiet(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time.Duration, realClock bool, frame func() error, probe bool) (endedIdle bool, err error) {
 	if quiet <= 0 || realClock {
-		return w.waitNetworkIdle(ctx, quiet)
+		return false, w.waitNetworkIdle(ctx, quiet)
 	}
-	return waitQuietVirtual(ctx, t, w, quiet, frame)
+	return waitQuietVirtual(ctx, t, w, quiet, frame, probe)
 }
 
 // waitQuietVirtual is the network quiet period in the page's virtual time:
@@ -527,8 +531,10 @@ func waitQuiet(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time
 // leaves room for none. With frame (a tab whose frames the render gives),
 // the budget is granted one frame interval at a time, each followed by a
 // frame, so the page gets the frames of its quiet period as well
-// (TestRender_PagesGetAnimationFrames).
-func waitQuietVirtual(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time.Duration, frame func() error) error {
+// (TestRender_PagesGetAnimationFrames). With probe as well, the page is
+// checked after each interval's budget, before its frame, and the period
+// ends once the page is idle (idle.go).
+func waitQuietVirtual(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time.Duration, frame func() error, probe bool) (endedIdle bool, err error) {
 	ictx, cancel := context.WithTimeout(ctx, networkIdleMax)
 	defer cancel()
 	defer func() {
@@ -547,9 +553,10 @@ func waitQuietVirtual(ctx context.Context, t *chromedp.Target, w *pageWatch, qui
 		}
 		return err
 	}
+	var idle idleSince
 	for {
 		if err := w.waitNetworkIdle(ictx, 0); err != nil || ictx.Err() != nil {
-			return gaveUp(err)
+			return false, gaveUp(err)
 		}
 		before := w.requestCount()
 		step := quiet
@@ -559,24 +566,36 @@ func waitQuietVirtual(ctx context.Context, t *chromedp.Target, w *pageWatch, qui
 		for granted := time.Duration(0); granted < quiet; granted += step {
 			if err := grantVirtualTime(ictx, t, min(step, quiet-granted)); err != nil {
 				if ictx.Err() != nil || ctx.Err() != nil {
-					return gaveUp(err)
+					return false, gaveUp(err)
 				}
-				return err
+				return false, err
+			}
+			if probe && frame != nil {
+				done, err := idle.idle(ictx, t, w)
+				if err != nil {
+					if ictx.Err() != nil || ctx.Err() != nil {
+						return false, gaveUp(err)
+					}
+					return false, err
+				}
+				if done {
+					return true, w.checkCrashed()
+				}
 			}
 			if frame != nil {
 				if err := frame(); err != nil {
-					return err
+					return false, err
 				}
 			}
 		}
 		if err := w.checkCrashed(); err != nil {
-			return err
+			return false, err
 		}
 		w.mu.Lock()
 		quietNow := w.requests == before && len(w.inflight) == 0
 		w.mu.Unlock()
 		if quietNow {
-			return nil
+			return false, nil
 		}
 	}
 }

@@ -410,8 +410,8 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	if err != nil && runCtx.Err() == nil {
 		err = fmt.Errorf("%w: opening a tab: %v", ErrBrowserCrashed, err)
 	}
-	if err == nil && sp == nil && !r.hooks.keepChromedpDomains {
-		err = leanTab(runCtx, chromedp.FromContext(tabCtx).Target)
+	if err == nil && sp == nil {
+		err = r.prepareTab(runCtx, chromedp.FromContext(tabCtx).Target)
 		r.mark("lean")
 	}
 	if err == nil {
@@ -562,6 +562,17 @@ func leanTab(ctx context.Context, t *chromedp.Target) error {
 	return nil
 }
 
+// prepareTab readies a tab opened for a render: leaner (leanTab, unless
+// a benchmark keeps chromedp's domains) and with the idle probe (idle.go).
+func (r *Renderer) prepareTab(ctx context.Context, t *chromedp.Target) error {
+	if !r.hooks.keepChromedpDomains {
+		if err := leanTab(ctx, t); err != nil {
+			return err
+		}
+	}
+	return installIdleProbe(ctx, t)
+}
+
 func (r *Renderer) tabOpened() {
 	n := r.tabs.Add(1)
 	for {
@@ -684,7 +695,17 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 			return err
 		}
 	}
-	if err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet, stepFrame); err != nil {
+	// Only a navigated document runs the idle probe: one set by content
+	// replaces the blank page's document without a new one.
+	probe := src.URL != "" && !r.hooks.noIdleProbe
+	quietWait := func() error {
+		endedIdle, err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet, stepFrame, probe)
+		if endedIdle {
+			r.mark("quiet ended idle")
+		}
+		return err
+	}
+	if err := quietWait(); err != nil {
 		return err
 	}
 	r.mark("network idle")
@@ -704,7 +725,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 		// The layout found more to load (background images, fonts).
 		*stage = "waiting for network idle after layout"
 		stages.next("render.network_idle")
-		if err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet, stepFrame); err != nil {
+		if err := quietWait(); err != nil {
 			return err
 		}
 		r.mark("network idle after layout")

@@ -160,6 +160,9 @@ type testHooks struct {
 	// renders did before waitQuietVirtual (TestRender_OutputUnchanged
 	// compares).
 	realClockQuiet bool
+	// noIdleProbe waits every quiet period out, as before idle.go
+	// (TestRender_OutputUnchanged and the benchmarks compare).
+	noIdleProbe bool
 	// chromiumFrames leaves a render's tab to Chromium's own frames, as
 	// before frames.go (TestRender_OutputUnchanged and the benchmarks
 	// compare).

@@ -94,9 +94,9 @@ func (r *Renderer) makeSpare(b *browser) (*spareTab, error) {
 	return sp, nil
 }
 
-// makeTab creates a tab in the browser context id, attaches it and turns
-// off what a render does not use (leanTab). On failure it closes the tab
-// and returns nil; the context stays.
+// makeTab creates a tab in the browser context id, attaches it and
+// prepares it (prepareTab: leaner, with the idle probe). On failure it
+// closes the tab and returns nil; the context stays.
 func (r *Renderer) makeTab(b *browser, id cdp.BrowserContextID) (*spareTab, error) {
 	var observe func(string)
 	if wo, ok := r.cfg.Observer.(WarningObserver); ok {
@@ -113,8 +113,8 @@ func (r *Renderer) makeTab(b *browser, id cdp.BrowserContextID) (*spareTab, erro
 	stopTimer := time.AfterFunc(tabOpenTimeout, closeTab)
 	stopClosing := context.AfterFunc(r.closing, closeTab)
 	err = chromedp.Do(tabCtx)
-	if err == nil && !r.hooks.keepChromedpDomains {
-		err = leanTab(tabCtx, chromedp.FromContext(tabCtx).Target)
+	if err == nil {
+		err = r.prepareTab(tabCtx, chromedp.FromContext(tabCtx).Target)
 	}
 	stopTimer.Stop()
 	stopClosing()
