@@ -49,7 +49,7 @@ func TestRender_QuietEndsWhenThePageIsIdle(t *testing.T) {
 			w.Write(testPNG(t, true))
 		default:
 			w.Header().Set("Content-Type", "text/html")
-			w.Write([]byte(`<!doctype html><style>@keyframes spin { to { transform: rotate(1turn) } } .spin { animation: spin 1s infinite }</style>
+			w.Write([]byte(`<!doctype html><style>@keyframes spin { to { background-color: rgb(0, 0, 200) } } .spin { animation: spin 1s infinite }</style>
 				<p>EARLY</p><script>
 				const add = t => document.body.append(" " + t);
 				const get = u => fetch(u).then(r => r.text()).then(add);

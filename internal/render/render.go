@@ -17,6 +17,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -563,12 +564,20 @@ func leanTab(ctx context.Context, t *chromedp.Target) error {
 }
 
 // prepareTab readies a tab opened for a render: leaner (leanTab, unless
-// a benchmark keeps chromedp's domains) and with the idle probe (idle.go).
+// a benchmark keeps chromedp's domains), deaf to input, and with the idle
+// probe (idle.go).
 func (r *Renderer) prepareTab(ctx context.Context, t *chromedp.Target) error {
 	if !r.hooks.keepChromedpDomains {
 		if err := leanTab(ctx, t); err != nil {
 			return err
 		}
+	}
+	// No input reaches the page: the browser moves a mouse onto a new
+	// tab's page at its first frame, whose hit test costs the renderer
+	// about 12 ms on a Node.js API page, and whose hover a print would
+	// show.
+	if _, err := cdp.Call(ctx, t, input.SetIgnoreInputEvents, input.SetIgnoreInputEventsParams{Ignore: true}); err != nil {
+		return fmt.Errorf("%w: preparing the tab (ignoring input): %v", ErrNavigation, err)
 	}
 	return installIdleProbe(ctx, t)
 }

@@ -882,3 +882,27 @@ func (o *countingObserver) BrowserRestarted() {
 	o.restarts++
 	o.mu.Unlock()
 }
+
+// TestRender_NoInputReachesThePage: the page of a render hears no mouse
+// (prepareTab): no event handler runs for one, and no element is
+// hovered in the print.
+func TestRender_NoInputReachesThePage(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<!doctype html><style>html, body { margin: 0; height: 100%; }</style>
+			<p>UNTOUCHED</p><script>
+			for (const type of ["mousemove", "mouseover", "mouseenter", "pointermove", "pointerover"]) {
+				document.addEventListener(type, () => { if (!document.body.dataset.heard) { document.body.dataset.heard = type; document.body.append(" HEARD-" + type); } }, true);
+			}
+			addEventListener("load", () => setTimeout(() => { if (document.querySelector(":hover")) document.body.append(" HOVERED"); }, 100));
+			</script>`))
+	})
+	r := newRenderer(t, Config{AllowedHosts: allowlist.MustParse(s.hostPort())})
+	for range 2 { // the second render's tab was made ahead (spare.go)
+		text := pdfText(t, mustRender(t, r, Source{URL: s.URL + "/"}, settings(spec.Options{})).pdf)
+		if !strings.Contains(text, "UNTOUCHED") || strings.Contains(text, "HEARD") || strings.Contains(text, "HOVERED") {
+			t.Errorf("the page heard input:\n%s", text)
+		}
+	}
+}
