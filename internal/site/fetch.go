@@ -91,12 +91,12 @@ func (f *fetcher) revisions(ctx context.Context, chapters []Chapter, start *page
 	for range min(f.cfg.Concurrency, len(chapters)) {
 		wg.Go(func() {
 			for i := range next {
-				rev, err := f.revision(ctx, chapters[i].URL, start)
+				rev, size, err := f.revision(ctx, chapters[i].URL, start)
 				if err != nil {
 					cancel(fmt.Errorf("chapter %d (%s): %w", i, redactURL(chapters[i].URL), err))
 					continue
 				}
-				chapters[i].Revision = rev
+				chapters[i].Revision, chapters[i].Bytes = rev, size
 			}
 		})
 	}
@@ -117,7 +117,8 @@ feed:
 // hashes changes it, so no chapter is taken for another.
 const revisionVersion = "c1-"
 
-func (f *fetcher) revision(ctx context.Context, raw string, start *page) (string, error) {
+// revision is the revision of the chapter at raw, and the size of its HTML.
+func (f *fetcher) revision(ctx context.Context, raw string, start *page) (string, int64, error) {
 	var body []byte
 	var final *url.URL
 	if start != nil && spec.CanonicalURL(start.url.String()) == spec.CanonicalURL(raw) {
@@ -125,7 +126,7 @@ func (f *fetcher) revision(ctx context.Context, raw string, start *page) (string
 	} else {
 		var err error
 		if body, final, err = f.get(ctx, raw); err != nil {
-			return "", err
+			return "", 0, err
 		}
 	}
 	h := sha256.New()
@@ -133,17 +134,17 @@ func (f *fetcher) revision(ctx context.Context, raw string, start *page) (string
 	fmt.Fprintf(h, "html %x\n", sum)
 	doc, err := html.Parse(strings.NewReader(string(body)))
 	if err != nil {
-		return "", fmt.Errorf("parsing %s: %w", redactURL(raw), err)
+		return "", 0, fmt.Errorf("parsing %s: %w", redactURL(raw), err)
 	}
 	base := baseHref(doc, final)
 	for _, ref := range loads(doc, base) {
 		id, err := f.resourceIdentity(ctx, ref)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		fmt.Fprintf(h, "%s %s\n", ref, id)
 	}
-	return revisionVersion + hex.EncodeToString(h.Sum(nil))[:32], nil
+	return revisionVersion + hex.EncodeToString(h.Sum(nil))[:32], int64(len(body)), nil
 }
 
 var loadSel = cascadia.MustCompile(`link[rel~="stylesheet"][href], script[src], img[src]`)
