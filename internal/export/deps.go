@@ -154,10 +154,6 @@ type SiteDiscoverer interface {
 // found.
 type Discovery struct {
 	Chapters []spec.Chapter
-	// Bytes are the sizes of the chapters' HTML as the discovery read
-	// them, in Chapters' order (nil, or 0 for one not read): the manual
-	// prints the largest first (largestAtBothEnds).
-	Bytes    []int64
 	Nav      string
 	Requests int
 	Elapsed  time.Duration

@@ -47,9 +47,6 @@ type job struct {
 	// manual: a manual whose chapters are stored; its "render" assembles
 	// them (manual.go).
 	manual *manualPlan
-	// chapterBytes: the sizes of a site's chapters from its discovery
-	// (Discovery.Bytes), by chapter index; nil when not known.
-	chapterBytes []int64
 	// stored is what storage answered for the job's key moments ago (a
 	// manual's look-up of its chapters), so the export does not ask again.
 	stored *storage.Object

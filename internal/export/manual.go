@@ -1,7 +1,6 @@
 package export
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,9 +32,7 @@ import (
 //     through the render gate like any export, so a chapter is printed
 //     once in the whole fleet however many manuals and workers want it.
 //     The task works through them ChapterConcurrency at a time; it holds
-//     no tab while it waits at a chapter's gate. The fleet takes the
-//     queued chapters from the first, the task from the last; a site's
-//     chapters are ordered largest first at both ends (largestAtBothEnds).
+//     no tab while it waits at a chapter's gate.
 //  2. The manual itself under the manual's key, through the gate too:
 //     its holder downloads the stored chapters into a private directory,
 //     prints the table of contents (options.toc) and assembles the PDF
@@ -114,7 +111,6 @@ func (h *Handler) chapters(ctx context.Context, log *slog.Logger, p job) (*manua
 			todo = append(todo, i)
 		}
 	}
-	todo = largestAtBothEnds(todo, p.chapterBytes)
 	manualTask, _ := asynq.GetTaskID(ctx)
 	stored := h.fanOut(ctx, log, p, manualTask, todo)
 	// The fleet takes the queued chapters from the first on; this task
@@ -177,39 +173,6 @@ feed:
 		}
 	}
 	return plan, nil
-}
-
-// largestAtBothEnds orders the chapters to print (indexes into sizes) so
-// that the fleet, which takes them from the first, and the manual's task,
-// from the last, each print the largest of theirs first: sorted by size,
-// they are dealt to the front and the back in turn, and the two ends meet
-// at the smallest. The chapters printed last are then short ones, and
-// neither lane of the browser idles long at the end of the manual while
-// the other prints a long chapter. Without sizes (a manual from chapters,
-// a site with one revision) the order is the manual's.
-func largestAtBothEnds(todo []int, sizes []int64) []int {
-	size := func(i int) int64 {
-		if i < len(sizes) {
-			return sizes[i]
-		}
-		return 0
-	}
-	if !slices.ContainsFunc(todo, func(i int) bool { return size(i) > 0 }) {
-		return todo
-	}
-	sorted := slices.Clone(todo)
-	slices.SortStableFunc(sorted, func(a, b int) int { return cmp.Compare(size(b), size(a)) })
-	front := make([]int, 0, len(sorted))
-	var back []int
-	for k, i := range sorted {
-		if k%2 == 0 {
-			front = append(front, i)
-		} else {
-			back = append(back, i)
-		}
-	}
-	slices.Reverse(back)
-	return append(front, back...)
 }
 
 // fanOut records the manual's progress and queues its chapters that are

@@ -43,8 +43,5 @@ func (h *Handler) discoverSite(ctx context.Context, log *slog.Logger, p job) (jo
 	log.InfoContext(ctx, "site: chapters read from its navigation", "nav", d.Nav, "chapters", len(d.Chapters),
 		"requests", d.Requests, "ms", d.Elapsed.Milliseconds())
 	p.Envelope = manual
-	if len(d.Bytes) == len(d.Chapters) {
-		p.chapterBytes = d.Bytes
-	}
 	return p, &spec.SiteDiscovery{Nav: d.Nav, DiscoveryMS: d.Elapsed.Milliseconds(), Requests: d.Requests}, nil
 }

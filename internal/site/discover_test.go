@@ -273,37 +273,3 @@ func TestDiscover_RevisionsFollowTheContent(t *testing.T) {
 		t.Errorf("the stylesheet changed: revisions %v then %v; want a and b to change", edited, restyled)
 	}
 }
-
-// TestDiscover_ChapterSizes: each chapter carries the size of the HTML its
-// revision was derived from (the start page's too, read once); with the
-// caller's revision no chapter is read and none has a size.
-func TestDiscover_ChapterSizes(t *testing.T) {
-	start := navPage(li("a.html", "A"), li("/", "Home"), li("b.html", "B"))
-	site := &pages{html: map[string]string{
-		"/":       start,
-		"/a.html": "<p>" + strings.Repeat("a", 3000) + "</p>",
-		"/b.html": "<p>b</p>",
-	}}
-	for _, tc := range []struct {
-		name string
-		spec Spec
-		want []int64
-	}{
-		{"derived revisions", Spec{}, []int64{3007, int64(len(start)), 8}},
-		{"the caller's revision", Spec{Revision: "r1"}, []int64{0, 0, 0}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			res, _, err := discover(t, site, tc.spec, Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []int64
-			for _, c := range res.Chapters {
-				got = append(got, c.Bytes)
-			}
-			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-				t.Errorf("sizes %v, want %v", got, tc.want)
-			}
-		})
-	}
-}

@@ -91,12 +91,12 @@ func (f *fetcher) revisions(ctx context.Context, chapters []Chapter, start *page
 	for range min(f.cfg.Concurrency, len(chapters)) {
 		wg.Go(func() {
 			for i := range next {
-				rev, size, err := f.revision(ctx, chapters[i].URL, start)
+				rev, err := f.revision(ctx, chapters[i].URL, start)
 				if err != nil {
 					cancel(fmt.Errorf("chapter %d (%s): %w", i, redactURL(chapters[i].URL), err))
 					continue
 				}
-				chapters[i].Revision, chapters[i].Bytes = rev, size
+				chapters[i].Revision = rev
 			}
 		})
 	}
@@ -117,8 +117,7 @@ feed:
 // hashes changes it, so no chapter is taken for another.
 const revisionVersion = "c1-"
 
-// revision is the revision of the chapter at raw, and the size of its HTML.
-func (f *fetcher) revision(ctx context.Context, raw string, start *page) (string, int64, error) {
+func (f *fetcher) revision(ctx context.Context, raw string, start *page) (string, error) {
 	var body []byte
 	var final *url.URL
 	if start != nil && spec.CanonicalURL(start.url.String()) == spec.CanonicalURL(raw) {
@@ -126,7 +125,7 @@ func (f *fetcher) revision(ctx context.Context, raw string, start *page) (string
 	} else {
 		var err error
 		if body, final, err = f.get(ctx, raw); err != nil {
-			return "", 0, err
+			return "", err
 		}
 	}
 	h := sha256.New()
@@ -134,17 +133,17 @@ func (f *fetcher) revision(ctx context.Context, raw string, start *page) (string
 	fmt.Fprintf(h, "html %x\n", sum)
 	doc, err := html.Parse(strings.NewReader(string(body)))
 	if err != nil {
-		return "", 0, fmt.Errorf("parsing %s: %w", redactURL(raw), err)
+		return "", fmt.Errorf("parsing %s: %w", redactURL(raw), err)
 	}
 	base := baseHref(doc, final)
 	for _, ref := range loads(doc, base) {
 		id, err := f.resourceIdentity(ctx, ref)
 		if err != nil {
-			return "", 0, err
+			return "", err
 		}
 		fmt.Fprintf(h, "%s %s\n", ref, id)
 	}
-	return revisionVersion + hex.EncodeToString(h.Sum(nil))[:32], int64(len(body)), nil
+	return revisionVersion + hex.EncodeToString(h.Sum(nil))[:32], nil
 }
 
 var loadSel = cascadia.MustCompile(`link[rel~="stylesheet"][href], script[src], img[src]`)

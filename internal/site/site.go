@@ -63,9 +63,6 @@ type Chapter struct {
 	URL      string
 	Title    string
 	Revision string
-	// Bytes is the size of the chapter's HTML as the discovery read it
-	// for its revision; 0 when it was not read (Spec.Revision).
-	Bytes int64
 }
 
 // Result is a discovery's outcome.

@@ -110,10 +110,8 @@ func (s *siteReader) Discover(ctx context.Context, sp spec.Site) (export.Discove
 		return export.Discovery{}, err
 	}
 	chapters := make([]spec.Chapter, len(res.Chapters))
-	sizes := make([]int64, len(res.Chapters))
 	for i, c := range res.Chapters {
 		chapters[i] = spec.Chapter{URL: c.URL, Title: c.Title, Revision: c.Revision}
-		sizes[i] = c.Bytes
 	}
-	return export.Discovery{Chapters: chapters, Bytes: sizes, Nav: res.Generator, Requests: res.Requests, Elapsed: res.Elapsed}, nil
+	return export.Discovery{Chapters: chapters, Nav: res.Generator, Requests: res.Requests, Elapsed: res.Elapsed}, nil
 }
