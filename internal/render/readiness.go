@@ -564,19 +564,14 @@ func waitQuietVirtual(ctx context.Context, t *chromedp.Target, w *pageWatch, qui
 			step = frameInterval
 		}
 		for granted := time.Duration(0); granted < quiet; granted += step {
+			// gaveUp passes on every error but the end of networkIdleMax.
 			if err := grantVirtualTime(ictx, t, min(step, quiet-granted)); err != nil {
-				if ictx.Err() != nil || ctx.Err() != nil {
-					return false, gaveUp(err)
-				}
-				return false, err
+				return false, gaveUp(err)
 			}
 			if probe && frame != nil {
 				done, err := idle.idle(ictx, t, w)
 				if err != nil {
-					if ictx.Err() != nil || ctx.Err() != nil {
-						return false, gaveUp(err)
-					}
-					return false, err
+					return false, gaveUp(err)
 				}
 				if done {
 					return true, w.checkCrashed()
