@@ -85,6 +85,10 @@ type Options struct {
 	// Conformance says what the file claims in its XMP metadata, and what
 	// it needs for the claim (conformance.go).
 	Conformance Conformance
+	// Analysis is what Analyze read of some of the parts (by path), which
+	// they are not read for again; nil: every part is read here. An
+	// Analysis serves one Assemble.
+	Analysis *Analysis
 }
 
 // Stats describe an assembled manual.
@@ -126,7 +130,12 @@ func Inspect(path string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	info := Info{Pages: len(p.pages), Title: p.title, Lang: p.lang}
+	return p.info(), nil
+}
+
+// info is what Inspect tells of a.
+func (a *analyzed) info() Info {
+	info := Info{Pages: len(a.pages), Title: a.title, Lang: a.lang}
 	var conv func(items []*outlineItem) []Heading
 	conv = func(items []*outlineItem) []Heading {
 		var hs []Heading
@@ -140,8 +149,42 @@ func Inspect(path string) (Info, error) {
 		}
 		return hs
 	}
-	info.Outline = conv(p.outline)
-	return info, nil
+	info.Outline = conv(a.outline)
+	return info
+}
+
+// Analysis is what Analyze read of a manual's parts, which Assemble
+// reuses (Options.Analysis): a manual with a table of contents needs its
+// chapters' page counts before it is assembled, and each chapter is then
+// read once, not twice.
+type Analysis struct {
+	byPath map[string]*analyzed
+}
+
+// PartError is the error of the part at index Part.
+type PartError struct {
+	Part int
+	Err  error
+}
+
+func (e *PartError) Error() string { return "part " + strconv.Itoa(e.Part) + ": " + e.Err.Error() }
+func (e *PartError) Unwrap() error { return e.Err }
+
+// Analyze reads the parts, several at once (inParallel): what Inspect
+// tells of each, in the parts' order, and the analysis for Assemble. The
+// error is a *PartError, the first bad part's in the parts' order.
+func Analyze(ctx context.Context, parts []Part) (*Analysis, []Info, error) {
+	read, err := analyzeAll(ctx, parts, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	an := &Analysis{byPath: make(map[string]*analyzed, len(parts))}
+	infos := make([]Info, len(parts))
+	for i, a := range read {
+		infos[i] = a.info()
+		an.byPath[a.Path] = a
+	}
+	return an, infos, nil
 }
 
 // target is a place in a part: a page (0-based, within the part) and the
@@ -167,6 +210,20 @@ type analyzed struct {
 	dests   map[string]target // the PDF's own named destinations
 	outline []*outlineItem
 	xref    xref // the file's cross-reference, which copyPart reads the file by again
+	// marks has bit n set when object n is an anchor or heading mark,
+	// which copyPart drops without reading it again.
+	marks []uint64
+}
+
+func (a *analyzed) setMark(n int) {
+	if w := n / 64; w >= len(a.marks) {
+		a.marks = append(a.marks, make([]uint64, w+1-len(a.marks))...)
+	}
+	a.marks[n/64] |= 1 << (n % 64)
+}
+
+func (a *analyzed) isMark(n int) bool {
+	return n/64 < len(a.marks) && a.marks[n/64]&(1<<(n%64)) != 0
 }
 
 // pageRef is a page object and what it inherits from the page tree.
@@ -234,6 +291,9 @@ func analyze(part Part) (*analyzed, error) {
 				return nil, err
 			}
 			if id, ok := anchorOf(r, an); ok {
+				if rf, ok := av.(ref); ok {
+					a.setMark(rf.num)
+				}
 				if h, isHeading := headingOf(id); isHeading {
 					if len(headings) < maxOutlineEntries {
 						h.dest = rectTarget(i, an)
@@ -266,21 +326,44 @@ func analyze(part Part) (*analyzed, error) {
 	return a, nil
 }
 
-// analyzeAll analyzes the parts (inParallel). The error is the first
-// part's that failed, in the parts' order.
-func analyzeAll(ctx context.Context, parts []Part) ([]*analyzed, error) {
+// analyzeAll analyzes the parts (inParallel), but those that done holds,
+// which it takes (done may be nil). The error is a *PartError, the first
+// bad part's in the parts' order.
+func analyzeAll(ctx context.Context, parts []Part, done *Analysis) ([]*analyzed, error) {
 	out := make([]*analyzed, len(parts))
 	errs := make([]error, len(parts))
-	inParallel(ctx, len(parts), func(i int) { out[i], errs[i] = analyze(parts[i]) })
+	var todo []int
+	for i, p := range parts {
+		if a := done.take(p.Path); a != nil {
+			a.Part = p
+			out[i] = a
+			continue
+		}
+		todo = append(todo, i)
+	}
+	inParallel(ctx, len(todo), func(k int) {
+		i := todo[k]
+		out[i], errs[i] = analyze(parts[i])
+	})
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	for i, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("part %d: %w", i, err)
+			return nil, &PartError{Part: i, Err: err}
 		}
 	}
 	return out, nil
+}
+
+// take returns the analysis of the part at path, once (nil: none).
+func (an *Analysis) take(path string) *analyzed {
+	if an == nil {
+		return nil
+	}
+	a := an.byPath[path]
+	delete(an.byPath, path)
+	return a
 }
 
 // maxKeptXrefEntries bounds the cross-reference entries the parts keep
@@ -302,15 +385,6 @@ func keepXrefs(parts []*analyzed) {
 	for _, a := range parts {
 		a.xref = xref{}
 	}
-}
-
-// InspectAll inspects the files (Inspect), several at once (inParallel):
-// what it read of each, or why it could not.
-func InspectAll(paths []string) ([]Info, []error) {
-	infos := make([]Info, len(paths))
-	errs := make([]error, len(paths))
-	inParallel(context.Background(), len(paths), func(i int) { infos[i], errs[i] = Inspect(paths[i]) })
-	return infos, errs
 }
 
 // inParallel calls f for 0 to n-1, as many at once as Go has processors:
@@ -636,7 +710,7 @@ func Assemble(ctx context.Context, out io.Writer, parts []Part, opts Options) (S
 	}
 	opts.Tagged = opts.Tagged || opts.Conformance.UA
 	m := &manual{byURL: map[string]int{}, byChapter: map[int]int{}}
-	analyzed, err := analyzeAll(ctx, parts)
+	analyzed, err := analyzeAll(ctx, parts, opts.Analysis)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -914,6 +988,12 @@ func (m *manual) annotations(c *copier, part int, page *dict, pageIndex map[int]
 	}
 	var out array
 	for _, av := range list {
+		if rf, ok := av.(ref); ok && m.tree == nil && m.parts[part].isMark(rf.num) {
+			// An anchor mark the analysis read: dropped unread (a
+			// tagged manual reads it again for its structure key).
+			c.drop[rf.num] = true
+			continue
+		}
 		an, err := c.r.dict(av)
 		if err != nil {
 			return nil, err
@@ -1198,8 +1278,7 @@ func (c *copier) drain() error {
 		if err != nil {
 			return err
 		}
-		data := io.NewSectionReader(c.r.f, o.streamAt, o.streamSize)
-		if err := c.w.stream(num, rv.(*dict), data, o.streamSize); err != nil {
+		if err := c.w.stream(num, rv.(*dict), c.r.section(o.streamAt, o.streamSize)); err != nil {
 			return err
 		}
 	}
@@ -1246,7 +1325,7 @@ func openOverlay(path string, w *writer, pages int, artifact bool) (*overlay, er
 	o := &overlay{r: r, pages: a.pages, c: &copier{r: r, w: w, remap: map[int]int{}}}
 	o.before = ref{w.alloc(), 0}
 	o.after = ref{w.alloc(), 0}
-	if err := w.stream(o.before.num, &dict{}, strings.NewReader("q\n"), 2); err != nil {
+	if err := w.stream(o.before.num, &dict{}, []byte("q\n")); err != nil {
 		return nil, err
 	}
 	draw := "\nQ\nq /" + string(overlayName) + " Do Q\n"
@@ -1255,7 +1334,7 @@ func openOverlay(path string, w *writer, pages int, artifact bool) (*overlay, er
 		// content (ISO 32000-1, 14.8.2.2): a screen reader skips them.
 		draw = "\nQ\n/Artifact <</Type /Pagination>> BDC q /" + string(overlayName) + " Do Q EMC\n"
 	}
-	if err := w.stream(o.after.num, &dict{}, strings.NewReader(draw), int64(len(draw))); err != nil {
+	if err := w.stream(o.after.num, &dict{}, []byte(draw)); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -1364,7 +1443,7 @@ func (o *overlay) form(g int) (int, error) {
 		d.set(kv.k, v)
 	}
 	num := o.c.w.alloc()
-	if err := o.c.w.stream(num, d, io.NewSectionReader(o.r.f, content.streamAt, content.streamSize), content.streamSize); err != nil {
+	if err := o.c.w.stream(num, d, o.r.section(content.streamAt, content.streamSize)); err != nil {
 		return 0, err
 	}
 	return num, o.c.drain()

@@ -60,7 +60,7 @@ func writeMetadata(w *writer, title, producer string, c Conformance) (int, error
 	d.set("Subtype", name("XML"))
 	num := w.alloc()
 	s := b.String()
-	return num, w.stream(num, d, strings.NewReader(s), int64(len(s)))
+	return num, w.stream(num, d, []byte(s))
 }
 
 const pdfuaidExtension = `<rdf:Description rdf:about="" xmlns:pdfaExtension="http://www.aiim.org/pdfa/ns/extension/" xmlns:pdfaSchema="http://www.aiim.org/pdfa/ns/schema#" xmlns:pdfaProperty="http://www.aiim.org/pdfa/ns/property#">
@@ -95,7 +95,7 @@ func writeOutputIntent(w *writer) (int, error) {
 	pd := &dict{}
 	pd.set("N", number("3"))
 	pdNum := w.alloc()
-	if err := w.stream(pdNum, pd, bytes.NewReader(icc), int64(len(icc))); err != nil {
+	if err := w.stream(pdNum, pd, icc); err != nil {
 		return 0, err
 	}
 	d := &dict{}

@@ -14,10 +14,10 @@ import (
 	"github.com/pdfexport/pdfexport/internal/assemble"
 )
 
-// TestInspectAll_EachFileItsOwn: the files are read several at once, and
-// each answer is that file's, in the order given: what Inspect reads of
-// it, or its own error.
-func TestInspectAll_EachFileItsOwn(t *testing.T) {
+// TestAnalyze_EachFileItsOwn: the files are read several at once, and
+// each answer is that file's, in the order given (what Inspect reads of
+// it); a bad file's error names the first bad part and wraps its cause.
+func TestAnalyze_EachFileItsOwn(t *testing.T) {
 	good, notPDF, missing := partFiles(t, "<html>not a PDF</html>")
 	want, err := assemble.Inspect(good)
 	if err != nil {
@@ -26,21 +26,38 @@ func TestInspectAll_EachFileItsOwn(t *testing.T) {
 	if want.Pages == 0 {
 		t.Fatal("testdata/chapter.pdf has no pages")
 	}
-	paths := []string{good, notPDF, good, missing, good}
-	infos, errs := assemble.InspectAll(paths)
-	if len(infos) != len(paths) || len(errs) != len(paths) {
-		t.Fatalf("%d infos and %d errors for %d files", len(infos), len(errs), len(paths))
+	parts := func(paths ...string) []assemble.Part {
+		var ps []assemble.Part
+		for i, p := range paths {
+			ps = append(ps, assemble.Part{Path: p, Chapter: i})
+		}
+		return ps
 	}
-	for _, i := range []int{0, 2, 4} {
-		if errs[i] != nil || !reflect.DeepEqual(infos[i], want) {
-			t.Errorf("file %d: %+v, %v; want %+v", i, infos[i], errs[i], want)
+	an, infos, err := assemble.Analyze(context.Background(), parts(good, good, good))
+	if err != nil || an == nil {
+		t.Fatalf("Analyze: %v", err)
+	}
+	if len(infos) != 3 {
+		t.Fatalf("%d infos for 3 files", len(infos))
+	}
+	for i, info := range infos {
+		if !reflect.DeepEqual(info, want) {
+			t.Errorf("file %d: %+v; want %+v", i, info, want)
 		}
 	}
-	if !errors.Is(errs[1], assemble.ErrMalformed) {
-		t.Errorf("not a PDF: %v, want ErrMalformed", errs[1])
-	}
-	if !errors.Is(errs[3], fs.ErrNotExist) {
-		t.Errorf("missing file: %v, want fs.ErrNotExist", errs[3])
+	for _, tc := range []struct {
+		paths []string
+		part  int
+		cause error
+	}{
+		{[]string{good, notPDF, good, missing}, 1, assemble.ErrMalformed},
+		{[]string{good, good, missing, notPDF}, 2, fs.ErrNotExist},
+	} {
+		_, _, err := assemble.Analyze(context.Background(), parts(tc.paths...))
+		var pe *assemble.PartError
+		if !errors.As(err, &pe) || pe.Part != tc.part || !errors.Is(err, tc.cause) {
+			t.Errorf("Analyze(%v): %v, want part %d's %v", tc.paths, err, tc.part, tc.cause)
+		}
 	}
 }
 

@@ -1,21 +1,22 @@
 package assemble
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
-	"sync"
+	"syscall"
 )
 
 // This file reads the PDFs Chromium prints (Skia's writer): a classic
 // cross-reference table, no object or cross-reference streams, every object
-// reachable by its offset. It parses one object at a time from the file, so
-// reading a chapter costs the memory of its largest dictionary, never of
-// its content: stream data is left in the file and copied from there.
+// reachable by its offset. It parses one object at a time from the file
+// mapped into memory, so reading a chapter costs the heap its largest
+// dictionary takes, never its content: stream data stays in the mapping
+// (the page cache) and is copied from there.
 
 // ErrUnsupported: the PDF uses a feature this reader does not read (a
 // cross-reference stream, an object stream). Chromium never writes one.
@@ -218,28 +219,67 @@ type object struct {
 	streamSize int64
 }
 
-// reader reads the objects of one PDF file by number.
+// reader reads the objects of one PDF file by number, from the file mapped
+// into memory: a part's pages and annotations are thousands of small
+// objects, and a read each from the file cost more than parsing them. The
+// mapping is the page cache's, not the heap's; nothing read from it
+// outlives Close (the lexer copies what it returns).
 type reader struct {
-	f       *os.File
+	data    []byte // the file, mapped read-only
 	size    int64
 	offsets []int64 // by object number; 0: free or absent
 	trailer *dict
+	stacks  stacks
 }
 
-func openPDF(path string) (*reader, error) {
+// mapFile maps the file at path read-only.
+func mapFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	r := &reader{f: f}
+	defer f.Close() // the mapping outlives the descriptor
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() == 0 {
+		return nil, fmt.Errorf("%w: an empty file", ErrMalformed)
+	}
+	if st.Size() != int64(int(st.Size())) {
+		return nil, fmt.Errorf("%w: a file of %d bytes", ErrUnsupported, st.Size())
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mapping %s: %w", path, err)
+	}
+	return data, nil
+}
+
+func openPDF(path string) (*reader, error) {
+	data, err := mapFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &reader{data: data, size: int64(len(data))}
 	if err := r.init(); err != nil {
-		f.Close()
+		r.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return r, nil
 }
 
-func (r *reader) Close() error { return r.f.Close() }
+func (r *reader) Close() error {
+	data := r.data
+	r.data = nil
+	if data == nil {
+		return nil
+	}
+	return syscall.Munmap(data)
+}
+
+// section is the file's data of size bytes at offset at.
+func (r *reader) section(at, size int64) []byte { return r.data[at : at+size : at+size] }
 
 // xref is what openPDF reads of a file's cross-reference sections.
 type xref struct {
@@ -257,36 +297,25 @@ func reopenPDF(path string, x xref) (*reader, error) {
 	if x.offsets == nil {
 		return openPDF(path)
 	}
-	f, err := os.Open(path)
+	data, err := mapFile(path)
 	if err != nil {
 		return nil, err
 	}
-	if st, err := f.Stat(); err != nil || st.Size() != x.size {
-		f.Close()
+	if int64(len(data)) != x.size {
+		_ = syscall.Munmap(data)
 		return openPDF(path)
 	}
-	return &reader{f: f, size: x.size, offsets: x.offsets, trailer: x.trailer}, nil
+	return &reader{data: data, size: x.size, offsets: x.offsets, trailer: x.trailer}, nil
 }
 
 func (r *reader) init() error {
-	st, err := r.f.Stat()
-	if err != nil {
-		return err
-	}
-	r.size = st.Size()
-	tail := int64(1024)
-	if tail > r.size {
-		tail = r.size
-	}
-	buf := make([]byte, tail)
-	if _, err := r.f.ReadAt(buf, r.size-tail); err != nil && err != io.EOF {
-		return err
-	}
+	tail := min(int64(1024), r.size)
+	buf := r.data[r.size-tail:]
 	i := bytes.LastIndex(buf, []byte("startxref"))
 	if i < 0 {
 		return fmt.Errorf("%w: no startxref", ErrMalformed)
 	}
-	lx := newLexer(bytes.NewReader(buf[i+len("startxref"):]))
+	lx := newLexer(buf[i+len("startxref"):])
 	tok, err := lx.token()
 	if err != nil {
 		return fmt.Errorf("%w: startxref: %v", ErrMalformed, err)
@@ -320,7 +349,7 @@ func (r *reader) init() error {
 // readXref reads one cross-reference section at offset at; entries already
 // known (from a newer section) are kept.
 func (r *reader) readXref(at int64) (*dict, error) {
-	lx := newLexer(io.NewSectionReader(r.f, at, r.size-at))
+	lx := newLexer(r.data[at:])
 	tok, err := lx.token()
 	if err != nil {
 		return nil, fmt.Errorf("%w: cross-reference table: %v", ErrMalformed, err)
@@ -388,23 +417,19 @@ func (r *reader) readObject(n int, streams bool) (object, error) {
 		return object{val: keyword("null"), streamAt: -1}, nil // a reference to a free object is null
 	}
 	at := r.offsets[n]
-	br := objectBuffers.Get().(*bufio.Reader)
-	br.Reset(io.NewSectionReader(r.f, at, r.size-at))
-	defer func() {
-		br.Reset(nil) // keeps no file of a closed reader
-		objectBuffers.Put(br)
-	}()
-	lx := &lexer{r: br}
+	lx := lexer{b: r.data[at:], stacks: r.stacks}
+	lx.peeked = lx.peeked[:0] // what the last object's lexer looked ahead at is not this one's
 	num, err1 := lx.token()
 	_, err2 := lx.token()
 	obj, err3 := lx.token()
-	if err := errors.Join(err1, err2, err3); err != nil || string(obj) != "obj" || string(num) != strconv.Itoa(n) {
+	if err := errors.Join(err1, err2, err3); err != nil || string(obj) != "obj" || !isNumberOf(num, n) {
 		if err == nil {
 			err = fmt.Errorf("expected %d 0 obj, found %q %q", n, num, obj)
 		}
 		return object{}, fmt.Errorf("%w: object %d: %v", ErrMalformed, n, err)
 	}
 	v, err := lx.value()
+	r.stacks = lx.stacks // grown, for the next object
 	if err != nil {
 		return object{}, fmt.Errorf("%w: object %d: %v", ErrMalformed, n, err)
 	}
@@ -425,7 +450,7 @@ func (r *reader) readObject(n int, streams bool) (object, error) {
 	if err != nil || c != '\n' {
 		return object{}, fmt.Errorf("%w: object %d: no end of line after stream", ErrMalformed, n)
 	}
-	o.streamAt = at + lx.offset
+	o.streamAt = at + int64(lx.pos)
 	lv := d.get("Length")
 	if lr, ok := lv.(ref); ok {
 		lo, err := r.readObject(lr.num, false)
@@ -442,9 +467,11 @@ func (r *reader) readObject(n int, streams bool) (object, error) {
 	return o, nil
 }
 
-// objectBuffers are the read buffers of readObject: a part's pages and
-// annotations are thousands of small objects, each read on its own.
-var objectBuffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+// isNumberOf reports whether tok is n as written in an object's header.
+func isNumberOf(tok []byte, n int) bool {
+	var buf [20]byte
+	return bytes.Equal(tok, strconv.AppendInt(buf[:0], int64(n), 10))
+}
 
 // resolve follows a reference; other values are returned as they are.
 func (r *reader) resolve(v value) (value, error) {
@@ -492,14 +519,49 @@ func (r *reader) intValue(v value) (int64, error) {
 	return strconv.ParseInt(string(n), 10, 64)
 }
 
-// lexer splits PDF syntax into tokens and values.
+// lexer splits PDF syntax into tokens and values. Its tokens are slices of
+// b, valid only while b is; the values it makes are copies.
 type lexer struct {
-	r      *bufio.Reader
-	offset int64 // bytes consumed
-	peeked [][]byte
+	b   []byte
+	pos int // bytes consumed
+	stacks
 }
 
-func newLexer(r io.Reader) *lexer { return &lexer{r: bufio.NewReaderSize(r, 4096)} }
+// stacks hold the entries of the dictionaries and arrays a lexer is
+// reading; a reader keeps them from one object to the next.
+type stacks struct {
+	peeked [][]byte
+	keys   []name
+	vals   []value
+	items  []value
+}
+
+// common are values read over and over, boxed once: the names of
+// Chromium's pages, links and fonts, and the keywords, by their tokens.
+var common = func() map[string]value {
+	m := map[string]value{"true": keyword("true"), "false": keyword("false"), "null": keyword("null")}
+	for _, n := range []name{"Type", "Subtype", "Annot", "Link", "Rect", "Border", "A", "S", "URI", "F",
+		"Dest", "XYZ", "GoTo", "Page", "Pages", "Parent", "Kids", "Count", "MediaBox", "CropBox", "Resources",
+		"Contents", "Font", "XObject", "ExtGState", "Pattern", "Shading", "ColorSpace", "ProcSet", "PDF", "Text",
+		"ImageB", "ImageC", "ImageI", "Length", "Filter", "FlateDecode", "DCTDecode", "StructParents", "StructParent",
+		"Annots", "Group", "Transparency", "CS", "DeviceRGB", "BaseFont", "FontDescriptor", "Encoding", "ToUnicode",
+		"DescendantFonts", "CIDToGIDMap", "Identity", "Identity-H", "W", "Width", "Height", "BitsPerComponent",
+		"Image", "Form", "BBox", "Resources", "SMask", "Decode", "DecodeParms", "Predictor", "Colors", "Columns",
+		"K", "P", "Pg", "Obj", "OBJR", "StructElem", "MCID", "Span", "Figure", "Alt", "ActualText"} {
+		m["/"+string(n)] = n
+	}
+	return m
+}()
+
+// nameOf is the name a token (its slash included) writes.
+func nameOf(tok []byte) name {
+	if v, ok := common[string(tok)]; ok {
+		return v.(name)
+	}
+	return name(tok[1:])
+}
+
+func newLexer(b []byte) *lexer { return &lexer{b: b} }
 
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f' || c == 0
@@ -514,20 +576,16 @@ func isDelim(c byte) bool {
 }
 
 func (l *lexer) readByte() (byte, error) {
-	c, err := l.r.ReadByte()
-	if err == nil {
-		l.offset++
+	if l.pos >= len(l.b) {
+		return 0, io.EOF
 	}
-	return c, err
-}
-
-func (l *lexer) unread() {
-	_ = l.r.UnreadByte()
-	l.offset--
+	c := l.b[l.pos]
+	l.pos++
+	return c, nil
 }
 
 // maxToken bounds one token (a string, a name, a number), so a hostile
-// file cannot make the reader buffer without end.
+// file cannot make one value hold much of it.
 const maxToken = 1 << 20
 
 // token returns the next token: a delimiter ("<<", ">>", "[", "]"), a whole
@@ -538,97 +596,86 @@ func (l *lexer) token() ([]byte, error) {
 		l.peeked = l.peeked[:n-1]
 		return t, nil
 	}
-	var c byte
-	var err error
+	b := l.b
+	i := l.pos
 	for {
-		if c, err = l.readByte(); err != nil {
-			return nil, err
+		if i >= len(b) {
+			l.pos = i
+			return nil, io.EOF
 		}
+		c := b[i]
 		if c == '%' {
-			for c != '\n' && c != '\r' {
-				if c, err = l.readByte(); err != nil {
-					return nil, err
-				}
+			for i < len(b) && b[i] != '\n' && b[i] != '\r' {
+				i++
 			}
 			continue
 		}
 		if !isSpace(c) {
 			break
 		}
+		i++
 	}
+	start := i
+	c := b[i]
+	i++
 	switch c {
 	case '[', ']', '{', '}':
-		return []byte{c}, nil
+		l.pos = i
+		return b[start:i], nil
 	case '<', '>':
-		d, err := l.readByte()
-		if err == nil && d == c {
-			return []byte{c, c}, nil
-		}
-		if err == nil {
-			l.unread()
+		if i < len(b) && b[i] == c {
+			l.pos = i + 1
+			return b[start : i+1], nil
 		}
 		if c == '>' {
-			return []byte{c}, nil
+			l.pos = i
+			return b[start:i], nil
 		}
-		tok := []byte{'<'}
-		for {
-			d, err := l.readByte()
-			if err != nil {
-				return nil, err
-			}
-			tok = append(tok, d)
-			if d == '>' {
-				return tok, nil
-			}
-			if len(tok) > maxToken {
-				return nil, fmt.Errorf("hex string longer than %d bytes", maxToken)
-			}
+		end := bytes.IndexByte(b[i:], '>')
+		if end < 0 {
+			l.pos = len(b)
+			return nil, io.ErrUnexpectedEOF
 		}
+		if end+2 > maxToken {
+			return nil, fmt.Errorf("hex string longer than %d bytes", maxToken)
+		}
+		l.pos = i + end + 1
+		return b[start:l.pos], nil
 	case '(':
-		tok := []byte{'('}
 		depth := 1
 		for depth > 0 {
-			d, err := l.readByte()
-			if err != nil {
-				return nil, err
+			if i >= len(b) {
+				l.pos = i
+				return nil, io.ErrUnexpectedEOF
 			}
-			tok = append(tok, d)
-			switch d {
+			switch b[i] {
 			case '\\':
-				e, err := l.readByte()
-				if err != nil {
-					return nil, err
+				i++
+				if i >= len(b) {
+					l.pos = i
+					return nil, io.ErrUnexpectedEOF
 				}
-				tok = append(tok, e)
 			case '(':
 				depth++
 			case ')':
 				depth--
 			}
-			if len(tok) > maxToken {
+			i++
+			if i-start > maxToken {
 				return nil, fmt.Errorf("string longer than %d bytes", maxToken)
 			}
 		}
-		return tok, nil
+		l.pos = i
+		return b[start:i], nil
 	}
-	tok := []byte{c}
-	for {
-		d, err := l.readByte()
-		if err == io.EOF {
-			return tok, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if isSpace(d) || isDelim(d) {
-			l.unread()
-			return tok, nil
-		}
-		tok = append(tok, d)
-		if len(tok) > maxToken {
+	for i < len(b) && !isSpace(b[i]) && !isDelim(b[i]) {
+		i++
+		if i-start > maxToken {
 			return nil, fmt.Errorf("token longer than %d bytes", maxToken)
 		}
 	}
+	l.pos = i
+	return b[start:i], nil
 }
 
 func (l *lexer) push(t []byte) { l.peeked = append(l.peeked, t) }
@@ -648,13 +695,18 @@ func (l *lexer) valueAt(depth int) (value, error) {
 	}
 	switch {
 	case string(tok) == "<<":
-		d := &dict{}
+		// The entries gather on the lexer's stacks and are copied into
+		// slices of their exact size: most dictionaries are small, and
+		// growing them entry by entry cost more than reading them.
+		mark := len(l.keys)
+		defer func() { l.keys, l.vals = l.keys[:mark], l.vals[:mark] }()
 		for {
 			k, err := l.token()
 			if err != nil {
 				return nil, err
 			}
 			if string(k) == ">>" {
+				d := &dict{keys: slices.Clone(l.keys[mark:]), vals: slices.Clone(l.vals[mark:])}
 				return d, nil
 			}
 			if len(k) == 0 || k[0] != '/' {
@@ -664,35 +716,36 @@ func (l *lexer) valueAt(depth int) (value, error) {
 			if err != nil {
 				return nil, err
 			}
-			d.keys = append(d.keys, name(k[1:]))
-			d.vals = append(d.vals, v)
+			l.keys = append(l.keys, nameOf(k))
+			l.vals = append(l.vals, v)
 		}
 	case string(tok) == "[":
-		var a array
+		mark := len(l.items)
+		defer func() { l.items = l.items[:mark] }()
 		for {
 			t, err := l.token()
 			if err != nil {
 				return nil, err
 			}
 			if string(t) == "]" {
-				if a == nil {
-					a = array{}
-				}
-				return a, nil
+				return array(append(make([]value, 0, len(l.items)-mark), l.items[mark:]...)), nil
 			}
 			l.push(t)
 			v, err := l.valueAt(depth + 1)
 			if err != nil {
 				return nil, err
 			}
-			a = append(a, v)
+			l.items = append(l.items, v)
 		}
 	case tok[0] == '/':
+		if v, ok := common[string(tok)]; ok {
+			return v, nil
+		}
 		return name(tok[1:]), nil
 	case tok[0] == '(' || tok[0] == '<':
-		return str(tok), nil
+		return str(bytes.Clone(tok)), nil
 	case string(tok) == "true" || string(tok) == "false" || string(tok) == "null":
-		return keyword(tok), nil
+		return common[string(tok)], nil
 	case isInteger(tok):
 		// "N G R" is a reference; anything else leaves N a number.
 		t2, err := l.token()

@@ -31,7 +31,8 @@ func (w *writer) write(b []byte) (int, error) {
 }
 
 func (w *writer) writeString(s string) error {
-	_, err := w.write([]byte(s))
+	n, err := w.w.WriteString(s)
+	w.n += int64(n)
 	return err
 }
 
@@ -46,20 +47,15 @@ func (w *writer) object(num int, v value) error {
 	return w.begin(num, v, func() error { return w.writeString("\nendobj\n") })
 }
 
-// stream writes object num, a stream whose dictionary is d and whose data,
-// size bytes, comes from data.
-func (w *writer) stream(num int, d *dict, data io.Reader, size int64) error {
-	d.set("Length", number(strconv.FormatInt(size, 10)))
+// stream writes object num, a stream whose dictionary is d and whose data
+// is data.
+func (w *writer) stream(num int, d *dict, data []byte) error {
+	d.set("Length", number(strconv.Itoa(len(data))))
 	return w.begin(num, d, func() error {
 		if err := w.writeString("\nstream\n"); err != nil {
 			return err
 		}
-		n, err := io.Copy(w.w, io.LimitReader(data, size))
-		w.n += n
-		if err == nil && n != size {
-			err = fmt.Errorf("%w: stream data ends after %d of %d bytes", ErrMalformed, n, size)
-		}
-		if err != nil {
+		if _, err := w.write(data); err != nil {
 			return err
 		}
 		return w.writeString("\nendstream\nendobj\n")

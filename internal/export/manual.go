@@ -425,9 +425,11 @@ func (h *Handler) assembleManual(ctx context.Context, p job, settings spec.Print
 	}
 	decorated := settings.HeaderHTML != "" || settings.FooterHTML != ""
 	var overlay string
+	var analysis *assemble.Analysis // the chapters as inspected, which the assembly reads no more
 	if settings.TOC || decorated {
 		_, inspected := startStep(ctx, "manual.inspect")
-		infos, err := inspectParts(parts)
+		var infos []partInfo
+		analysis, infos, err = inspectParts(ctx, parts)
 		inspected(err)
 		if err != nil {
 			return render.Stats{}, err
@@ -464,7 +466,8 @@ func (h *Handler) assembleManual(ctx context.Context, p job, settings spec.Print
 			out = &limitWriter{w: pw, left: h.cfg.MaxBytes}
 		}
 		st, asmErr = assemble.Assemble(ctx, out, parts, assemble.Options{Title: title, Outline: settings.Outline, Overlay: overlay,
-			Tagged: settings.Structure, Lang: settings.Lang, Conformance: assemble.Conformance{UA: settings.PDFUA, PDFA: settings.PDFA}})
+			Tagged: settings.Structure, Lang: settings.Lang, Conformance: assemble.Conformance{UA: settings.PDFUA, PDFA: settings.PDFA},
+			Analysis: analysis})
 		pw.CloseWithError(asmErr) // nil: EOF
 	}()
 	sinkErr := sink(ctx, pr)
@@ -559,18 +562,18 @@ type partInfo struct {
 	pages            int
 }
 
-func inspectParts(parts []assemble.Part) ([]partInfo, error) {
-	infos := make([]partInfo, len(parts))
-	paths := make([]string, len(parts))
-	for i, p := range parts {
-		paths[i] = p.Path
+func inspectParts(ctx context.Context, parts []assemble.Part) (*assemble.Analysis, []partInfo, error) {
+	an, read, err := assemble.Analyze(ctx, parts)
+	var bad *assemble.PartError
+	switch {
+	case errors.As(err, &bad):
+		return nil, nil, fmt.Errorf("chapter %d: %w: %w", bad.Part, bad.Err, asynq.SkipRetry)
+	case err != nil:
+		return nil, nil, err
 	}
-	read, errs := assemble.InspectAll(paths)
+	infos := make([]partInfo, len(parts))
 	for i, part := range parts {
-		info, err := read[i], errs[i]
-		if err != nil {
-			return nil, fmt.Errorf("chapter %d: %w: %w", i, err, asynq.SkipRetry)
-		}
+		info := read[i]
 		infos[i] = partInfo{title: part.Title, url: part.URL, lang: info.Lang, pages: info.Pages}
 		if infos[i].title == "" {
 			infos[i].title = info.Title
@@ -579,7 +582,7 @@ func inspectParts(parts []assemble.Part) ([]partInfo, error) {
 			infos[i].title = "Chapter " + strconv.Itoa(i+1)
 		}
 	}
-	return infos, nil
+	return an, infos, nil
 }
 
 // decorations prints the running headers and footers of the whole manual
