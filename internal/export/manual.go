@@ -8,6 +8,7 @@ import (
 	"html"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -684,11 +685,42 @@ func langAttr(lang string, entries []partInfo) string {
 // because its own length moved the page numbers it lists.
 const maxTOCPasses = 3
 
+// The table of contents' layout, in points: its heading (20pt text, 12pt
+// below) and each entry (11pt text, 4pt below), which tocPagesAtLeast
+// counts with a line at least 1.1 times its text's size.
+const (
+	tocHeadingPt = 20*1.1 + 12
+	tocEntryPt   = 11*1.1 + 4
+)
+
+// tocPagesAtLeast is how many pages a table of contents of n entries
+// takes at least with settings: entries of one line each, none broken
+// across pages, on the page's height within its margins at its scale. A
+// title that wraps only makes it more.
+func tocPagesAtLeast(settings spec.PrintSettings, n int) int {
+	height := settings.PaperHeightIn
+	if settings.Landscape {
+		height = settings.PaperWidthIn
+	}
+	scale := settings.Scale
+	if scale <= 0 {
+		scale = 1
+	}
+	avail := (height*72 - (settings.MarginTopMM+settings.MarginBottomMM)*72/25.4) / scale
+	first := math.Floor((avail - tocHeadingPt) / tocEntryPt)
+	perPage := math.Floor(avail / tocEntryPt)
+	if first < 1 || perPage < 1 || float64(n) <= first {
+		return 1
+	}
+	return 1 + int(math.Ceil((float64(n)-first)/perPage))
+}
+
 // tableOfContents prints the manual's table of contents, its page numbers
-// the final ones: the first pass assumes it takes one page, and a pass
-// that finds otherwise prints it again with the length it found.
+// the final ones: the first pass assumes the fewest pages it can take
+// (tocPagesAtLeast), and a pass that finds otherwise prints it again with
+// the length it found.
 func (h *Handler) tableOfContents(ctx context.Context, settings spec.PrintSettings, dir string, entries []partInfo) (assemble.Part, int, error) {
-	tocPages := 1
+	tocPages := tocPagesAtLeast(settings, len(entries))
 	path := filepath.Join(dir, "contents.pdf")
 	for pass := 1; ; pass++ {
 		var b strings.Builder
