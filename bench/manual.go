@@ -322,9 +322,10 @@ func nodeRounds(ctx context.Context, e *benchEnv, res *manualResult, whole manua
 // judged are the rows section M's targets judge: the medians over
 // m.rounds of the first export, the first --site export and, per round,
 // the faster of Gotenberg's (b) and (c) (best is the zero row without
-// -gotenberg), and what they are medians of ("" for one round). Without
-// rounds (no --site rows) they are this run's: whole and Gotenberg's rows.
-func (m *manualResult) judged(whole manualRow) (first, site, best manualRow, rounds string) {
+// -gotenberg), what they are medians of ("" for one round), and the
+// ratios the targets judge. Without rounds (no --site rows) they are this
+// run's: whole and Gotenberg's rows.
+func (m *manualResult) judged(whole manualRow) (first, site, best manualRow, j judgedRatios, rounds string) {
 	if len(m.rounds) == 0 {
 		if len(m.site) > 0 {
 			site = m.site[0]
@@ -332,7 +333,7 @@ func (m *manualResult) judged(whole manualRow) (first, site, best manualRow, rou
 		if m.gotenberg != nil && len(m.gotenberg.rows) >= 3 {
 			best = fasterRow(m.gotenberg.rows[1:])
 		}
-		return whole, site, best, ""
+		return whole, site, best, ratiosOf([]nodeRound{{first: whole, site: site, gotenberg: []manualRow{best}}}), ""
 	}
 	if len(m.rounds) > 1 {
 		rounds = fmt.Sprintf(" (median of %d rounds)", len(m.rounds))
@@ -347,8 +348,38 @@ func (m *manualResult) judged(whole manualRow) (first, site, best manualRow, rou
 	first, site = medianRow(firsts), medianRow(sites)
 	if len(bests) == len(m.rounds) {
 		best = medianRow(bests)
+		j = ratiosOf(m.rounds)
 	}
-	return first, site, best, rounds
+	return first, site, best, j, rounds
+}
+
+// judgedRatios are the ratios section M's targets judge: the pipeline's
+// first export from chapters and its first --site export against the
+// faster Gotenberg, on wall and CPU.
+type judgedRatios struct {
+	firstWall, firstCPU, siteWall, siteCPU float64
+}
+
+// ratiosOf are the medians over rounds of each round's ratios, its rows
+// against the faster Gotenberg of the same round: the machine's speed
+// drifts by 15–25 % over minutes (the same export's CPU-seconds with it),
+// and a round's rows are measured one right after another, so their
+// ratio keeps what the code does and a ratio of the rounds' medians, rows
+// measured minutes apart, does not. Every round needs its Gotenberg rows.
+func ratiosOf(rounds []nodeRound) judgedRatios {
+	var fw, fc, sw, sc []float64
+	for _, r := range rounds {
+		if len(r.gotenberg) == 0 {
+			return judgedRatios{}
+		}
+		best := fasterRow(r.gotenberg)
+		if best.wallMS == 0 || best.cpu == 0 {
+			return judgedRatios{}
+		}
+		fw, fc = append(fw, r.first.wallMS/best.wallMS), append(fc, r.first.cpu/best.cpu)
+		sw, sc = append(sw, r.site.wallMS/best.wallMS), append(sc, r.site.cpu/best.cpu)
+	}
+	return judgedRatios{median(fw), median(fc), median(sw), median(sc)}
 }
 
 // roundsMarkdown is the table of the rounds of the rows the targets judge.
@@ -358,12 +389,21 @@ func (m *manualResult) roundsMarkdown() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nThe rows the targets judge, in %d rounds (the first is the rows above; in the others every chapter prints anew, "+
-		"the --site export with a fresh `revision`, so that its discovery reads the navigation alone, about 0.2 s less than the first round's); "+
-		"the summary takes the median of each, and of the faster Gotenberg per round.\n\n", len(m.rounds))
-	b.WriteString("| round | what | wall s | CPU-s | pages | |\n|---|---|---|---|---|---|\n")
+		"the --site export with a fresh `revision`, so that its discovery reads the navigation alone, about 0.2 s less than the first round's; "+
+		"in each, Gotenberg (c) right after the pipeline's rows). The summary shows the median of each row, and judges the median of each round's "+
+		"ratios to its faster Gotenberg (the ratio column), which the machine's drift over minutes moves less.\n\n", len(m.rounds))
+	b.WriteString("| round | what | wall s | CPU-s | pages | ratio to the faster Gotenberg (wall · CPU) | |\n|---|---|---|---|---|---|---|\n")
 	for k, r := range m.rounds {
-		for _, row := range append([]manualRow{r.first, r.site}, r.gotenberg...) {
-			fmt.Fprintf(&b, "| %d | %s | %.1f | %.1f | %d | %s |\n", k+1, row.label, row.wallMS/1000, row.cpu, row.pages, row.note)
+		var best manualRow
+		if len(r.gotenberg) > 0 {
+			best = fasterRow(r.gotenberg)
+		}
+		for i, row := range append([]manualRow{r.first, r.site}, r.gotenberg...) {
+			against := ""
+			if i < 2 && best.wallMS > 0 && best.cpu > 0 {
+				against = fmt.Sprintf("%.2f× · %.2f×", row.wallMS/best.wallMS, row.cpu/best.cpu)
+			}
+			fmt.Fprintf(&b, "| %d | %s | %.1f | %.1f | %d | %s | %s |\n", k+1, row.label, row.wallMS/1000, row.cpu, row.pages, against, row.note)
 		}
 	}
 	return b.String()
@@ -533,15 +573,15 @@ func (m *manualResult) rows() []row {
 		two = []row{{"M", "↳ the same on 2 workers (" + t.note + ")", fmt.Sprintf("%.1f s · CPU %.1f s", t.wallMS/1000, t.cpu),
 			"1 worker", ratio(t.wallMS, whole.wallMS), "—"}}
 	}
-	firstMed, siteMed, best, rounds := m.judged(whole)
-	two = append(append(m.gotenberg.summaryRows(firstMed, again, best, rounds), m.short.rows()...), two...)
+	firstMed, siteMed, best, judged, rounds := m.judged(whole)
+	two = append(append(m.gotenberg.summaryRows(firstMed, again, best, judged, rounds), m.short.rows()...), two...)
 	if len(m.site) == 3 {
 		first, changed, same := m.site[0], m.site[1], m.site[2]
 		siteRows := []row{{"M", fmt.Sprintf("whole manual by --site: Node.js docs, chapters from the navigation → %d pages (%s)", first.pages, first.note),
 			fmt.Sprintf("%.1f s · CPU %.1f s", first.wallMS/1000, first.cpu),
 			fmt.Sprintf("peer per page + merge %.1f s · CPU %.1f s", peerRow.wallMS/1000, peerRow.cpu),
 			ratio(first.wallMS, peerRow.wallMS), "≤ 0.5× wall " + verdict(first.wallMS <= 0.5*peerRow.wallMS)}}
-		siteRows = append(siteRows, m.gotenberg.siteRows(siteMed, best, rounds)...)
+		siteRows = append(siteRows, m.gotenberg.siteRows(siteMed, best, judged, rounds)...)
 		siteRows = append(siteRows,
 			row{"M", "↳ next release, one page changed (" + changed.note + ")", fmt.Sprintf("%.1f s · CPU %.1f s", changed.wallMS/1000, changed.cpu),
 				fmt.Sprintf("peer per page + merge %.1f s", peerRow.wallMS/1000), ratio(changed.wallMS, peerRow.wallMS), "≤ 0.1× wall " + verdict(changed.wallMS <= 0.1*peerRow.wallMS)},
