@@ -232,7 +232,10 @@ type reader struct {
 	stacks  stacks
 }
 
-// mapFile maps the file at path read-only.
+// mapFile maps the file at path read-only. The files are a manual's
+// own: its chapters downloaded into its private directory and the table
+// of contents and overlay printed there, which nothing writes while they
+// are mapped (a file cut short under its mapping would fault the reader).
 func mapFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
