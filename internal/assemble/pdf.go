@@ -549,7 +549,7 @@ var common = func() map[string]value {
 		"ImageB", "ImageC", "ImageI", "Length", "Filter", "FlateDecode", "DCTDecode", "StructParents", "StructParent",
 		"Annots", "Group", "Transparency", "CS", "DeviceRGB", "BaseFont", "FontDescriptor", "Encoding", "ToUnicode",
 		"DescendantFonts", "CIDToGIDMap", "Identity", "Identity-H", "W", "Width", "Height", "BitsPerComponent",
-		"Image", "Form", "BBox", "Resources", "SMask", "Decode", "DecodeParms", "Predictor", "Colors", "Columns",
+		"Image", "Form", "BBox", "SMask", "Decode", "DecodeParms", "Predictor", "Colors", "Columns",
 		"K", "P", "Pg", "Obj", "OBJR", "StructElem", "MCID", "Span", "Figure", "Alt", "ActualText"} {
 		m["/"+string(n)] = n
 	}

@@ -685,13 +685,28 @@ func langAttr(lang string, entries []partInfo) string {
 // because its own length moved the page numbers it lists.
 const maxTOCPasses = 3
 
-// The table of contents' layout, in points: its heading (20pt text, 12pt
-// below) and each entry (11pt text, 4pt below), which tocPagesAtLeast
-// counts with a line at least 1.1 times its text's size.
+// The table of contents' layout, in points: its heading's text and the
+// space below it, each entry's text and the space below it. tocStyle
+// prints them; tocPagesAtLeast counts them with a line at least
+// tocMinLineHeight times its text's size.
 const (
-	tocHeadingPt = 20*1.1 + 12
-	tocEntryPt   = 11*1.1 + 4
+	tocHeadingFontPt, tocHeadingGapPt = 20, 12
+	tocEntryFontPt, tocEntryGapPt     = 11, 4
+	tocMinLineHeight                  = 1.1
+
+	tocHeadingPt = tocHeadingFontPt*tocMinLineHeight + tocHeadingGapPt
+	tocEntryPt   = tocEntryFontPt*tocMinLineHeight + tocEntryGapPt
 )
+
+// tocStyle is the table of contents' style sheet.
+var tocStyle = fmt.Sprintf(`body{font-family:sans-serif;font-size:%dpt;margin:0}
+h1{font-size:%dpt;margin:0 0 %dpt}
+ol{list-style:none;margin:0;padding:0}
+li{display:flex;align-items:baseline;margin:0 0 %dpt;break-inside:avoid}
+li a{color:inherit;text-decoration:none;flex:0 1 auto}
+li .dots{flex:1 1 auto;border-bottom:1px dotted #888;margin:0 4pt}
+li .page{flex:0 0 auto;font-variant-numeric:tabular-nums}
+`, tocEntryFontPt, tocHeadingFontPt, tocHeadingGapPt, tocEntryGapPt)
 
 // tocPagesAtLeast is how many pages a table of contents of n entries
 // takes at least with settings: entries of one line each, none broken
@@ -725,14 +740,7 @@ func (h *Handler) tableOfContents(ctx context.Context, settings spec.PrintSettin
 	for pass := 1; ; pass++ {
 		var b strings.Builder
 		b.WriteString(`<!doctype html><html` + langAttr(settings.Lang, entries) + `><head><meta charset="utf-8"><title>Contents</title><style>
-body{font-family:sans-serif;font-size:11pt;margin:0}
-h1{font-size:20pt;margin:0 0 12pt}
-ol{list-style:none;margin:0;padding:0}
-li{display:flex;align-items:baseline;margin:0 0 4pt;break-inside:avoid}
-li a{color:inherit;text-decoration:none;flex:0 1 auto}
-li .dots{flex:1 1 auto;border-bottom:1px dotted #888;margin:0 4pt}
-li .page{flex:0 0 auto;font-variant-numeric:tabular-nums}
-</style></head><body><h1>Contents</h1><ol>`)
+` + tocStyle + `</style></head><body><h1>Contents</h1><ol>`)
 		page := tocPages + 1
 		for i, e := range entries {
 			fmt.Fprintf(&b, `<li><a href="%s">%s</a><span class="dots"></span><a class="page" href="%s">%d</a></li>`,
