@@ -3,9 +3,13 @@ package assemble_test
 import (
 	"context"
 	"io"
+	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pdfcpu/pdfcpu/pkg/api"
 
 	"github.com/pdfexport/pdfexport/internal/assemble"
 )
@@ -15,8 +19,10 @@ import (
 // untagged, tagged, and as PDF/UA with PDF/A-2b: the cost of keeping the
 // structure trees; and untagged after Analyze, as a manual with a table
 // of contents is (its chapters' pages counted first), the analysis
-// reused. It reports the peak heap in use while assembling (sampled)
-// beside Go's allocation counts; BENCHMARKS.md has the figures.
+// reused. The peer's merge is the same chapters merged with pdfcpu, as
+// the bench's peer (convert each page, then merge) does. Each reports
+// the process's CPU-seconds per manual and the peak heap in use while
+// assembling (sampled); BENCHMARKS.md has the figures.
 //
 //	go test -run '^$' -bench BenchmarkAssemble_NodeManual -benchtime 3x ./internal/assemble/
 func BenchmarkAssemble_NodeManual(b *testing.B) {
@@ -36,7 +42,7 @@ func BenchmarkAssemble_NodeManual(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			bc.opts.Title = "Node.js"
 			var st assemble.Stats
-			peak := heapPeak()
+			peak, cpu := heapPeak(), processCPU()
 			for b.Loop() {
 				opts := bc.opts
 				if bc.analyze {
@@ -51,11 +57,39 @@ func BenchmarkAssemble_NodeManual(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(cpu()/float64(b.N), "cpu-s/op")
 			b.ReportMetric(float64(peak()>>20), "peak-heap-MiB")
 			b.ReportMetric(float64(st.Pages), "pages")
 			b.ReportMetric(float64(st.Bytes>>20), "MiB-written")
 		})
 	}
+	b.Run("peer_pdfcpu_merge", func(b *testing.B) {
+		paths := make([]string, len(parts))
+		for i, p := range parts {
+			paths[i] = p.Path
+		}
+		out := filepath.Join(b.TempDir(), "merged.pdf")
+		peak, cpu := heapPeak(), processCPU()
+		for b.Loop() {
+			if err := api.MergeCreateFile(paths, out, false, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(cpu()/float64(b.N), "cpu-s/op")
+		b.ReportMetric(float64(peak()>>20), "peak-heap-MiB")
+	})
+}
+
+// processCPU returns a function that reports the CPU-seconds (user and
+// system) this process used since processCPU was called.
+func processCPU() func() float64 {
+	now := func() float64 {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	}
+	start := now()
+	return func() float64 { return now() - start }
 }
 
 // heapPeak samples the heap in use every 5 ms until the returned function
