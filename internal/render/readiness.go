@@ -531,7 +531,9 @@ func waitQuiet(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time
 // leaves room for none. With frame (a tab whose frames the render gives),
 // the budget is granted one frame interval at a time, each followed by a
 // frame, so the page gets the frames of its quiet period as well
-// (TestRender_PagesGetAnimationFrames). With probe as well, the page is
+// (TestRender_PagesGetAnimationFrames); without (Chromium's own frames,
+// the full browser), the budget is followed by two of Chromium's frames
+// (awaitChromiumFrames). With probe as well, the page is
 // checked after each interval's budget, before its frame, and the period
 // ends once the page is idle (idle.go).
 func waitQuietVirtual(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time.Duration, frame func() error, probe bool) (endedIdle bool, err error) {
@@ -581,6 +583,8 @@ func waitQuietVirtual(ctx context.Context, t *chromedp.Target, w *pageWatch, qui
 				if err := frame(); err != nil {
 					return false, err
 				}
+			} else if err := awaitChromiumFrames(ictx, t); err != nil {
+				return false, gaveUp(err)
 			}
 		}
 		if err := w.checkCrashed(); err != nil {
@@ -593,6 +597,32 @@ func waitQuietVirtual(ctx context.Context, t *chromedp.Target, w *pageWatch, qui
 			return false, nil
 		}
 	}
+}
+
+// chromiumFramesWait bounds awaitChromiumFrames: a page that is not
+// drawn (a hidden tab) gets no animation frame.
+const chromiumFramesWait = 100 * time.Millisecond
+
+// awaitChromiumFrames waits, at most chromiumFramesWait, until the page
+// has had two animation frames of Chromium's own: with them a virtual quiet
+// period that passed in a moment of real time still gives a page the
+// frames that work chained to its load (a requestAnimationFrame inside
+// another) get on screen. A tab whose frames the render gives gets them
+// from the render instead.
+func awaitChromiumFrames(ctx context.Context, t *chromedp.Target) error {
+	fctx, cancel := context.WithTimeout(ctx, chromiumFramesWait)
+	defer cancel()
+	_, err := cdp.Call(fctx, t, runtime.Evaluate, runtime.EvaluateParams{
+		Expression:   `new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`,
+		AwaitPromise: new(true), ReturnByValue: new(true),
+	})
+	if err != nil {
+		// No frame came in time, or the document went (a page that
+		// navigates itself): the page prints as it is then, and a
+		// crashed one fails on the crash check after.
+		return ctx.Err()
+	}
+	return nil
 }
 
 // loadClockStep is the virtual time runClock grants at a time.
