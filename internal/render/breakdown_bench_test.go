@@ -195,6 +195,7 @@ func BenchmarkRenderBreakdown(b *testing.B) {
 		{"ours-no-spare", func(r *Renderer) { r.hooks.noSpareTab = true }},
 		{"ours-real-clock-quiet", func(r *Renderer) { r.hooks.realClockQuiet = true }},
 		{"ours-whole-quiet", func(r *Renderer) { r.hooks.noIdleProbe = true }},
+		{"ours-layout-after-print", func(r *Renderer) { r.hooks.keepLayoutAfterPrint = true }},
 		{"ours-serial-guard", func(r *Renderer) { r.hooks.serialGuard = true }},
 		{"ours-close-tab-then-context", func(r *Renderer) { r.hooks.closeTabThenContext = true }},
 		{"ours-no-guard", func(r *Renderer) { r.hooks.skipTabGuard = true }},

@@ -108,7 +108,10 @@
 //     into a running renderer process of its own browser context when there
 //     is one (never into another context's); on its own it changes nothing,
 //     since every render has a new context, but it is what lets a session
-//     keep its renderer (below).
+//     keep its renderer (below);
+//   - spares the page the layout Chromium does after each print, when
+//     nothing of the page can see how (below, "The layout after the
+//     print").
 //
 // BenchmarkRenderDesign compares this design with the peer's bare tab and
 // with the previous design, on the headless shell and the full browser, and
@@ -121,6 +124,27 @@
 // the tab guard then sees their requests too. The full browser isolates them
 // in their own processes, where only the egress proxy sees their requests.
 // Both builds are tested for isolation and egress.
+//
+// # The layout after the print
+//
+// Page.printToPDF ends by laying the whole page out again for the screen
+// (LocalFrame::EndPrinting), though the tab closes next: a Node.js API
+// page's print spent 5–90 ms of its renderer's main thread on it, about 7 %
+// of that thread over the manual (a Chromium trace of 12 pages). Where the
+// page cannot see the difference, a render makes that layout skip the
+// body's contents (print.go, skipLayoutAfterPrint): the page adopts a style
+// sheet that locks them (content-visibility: hidden) in any media but
+// print, and the render lifts the print media it emulated, so that the
+// sheet applies only once the print is over. The print itself is in print
+// media, set by Chromium, and its PDF is the same byte for byte but for its
+// dates (TestRender_LayoutAfterPrint). From the lift to the print the page is
+// in screen media, so this is done only when nothing of the page runs in
+// between: a tab under BeginFrame control (no frame, so no animation frame,
+// observer or media query listener), a static page or one whose clock the
+// quiet period stopped (so no timer; not a page with wait_for), print media
+// asked, no request in flight, and no beforeprint handler on the window
+// (Chromium runs those before the print starts; afterprint handlers run
+// after the PDF is made).
 //
 // # Sessions
 //

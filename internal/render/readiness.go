@@ -368,6 +368,13 @@ func (w *pageWatch) requestCount() int {
 	return w.requests
 }
 
+// inflightCount is the number of the page's requests in flight.
+func (w *pageWatch) inflightCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.inflight)
+}
+
 // wake makes a wait re-check its condition.
 func (w *pageWatch) wake() {
 	select {

@@ -675,6 +675,10 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	stages.next("render.network_idle")
 	quiet := networkQuiet
 	var waitForFrame func() error // frame, for the wait_for stage
+	// still: no script of the page runs before the print unless the
+	// render runs it (a static page, or one whose virtual clock the quiet
+	// period stopped).
+	var still bool
 	if settings.WaitFor != "" {
 		// The page says when it is ready: its expression replaces the
 		// guess that a quiet network means nothing more will come.
@@ -690,6 +694,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 		// layout, which the fonts wait below forces; waiting for quiet
 		// would only add its length to the render.
 		quiet = 0
+		still = true
 		if frame != nil {
 			// Nor can a frame change a static page without lazy images
 			// or animations: it gets none.
@@ -719,6 +724,9 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	}
 	if err := quietWait(); err != nil {
 		return err
+	}
+	if quiet > 0 && !r.hooks.realClockQuiet {
+		still = true // waitQuietVirtual stopped the page's clock
 	}
 	r.mark("network idle")
 	requested := w.requestCount()
@@ -818,6 +826,12 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 			settings.Outline, settings.Tagged = true, true
 		}
 	}
+	if still && tabCtx != nil && settings.Media == "print" && !r.hooks.keepLayoutAfterPrint {
+		*stage = "preparing the print"
+		if err := skipLayoutAfterPrint(ctx, t, w); err != nil {
+			return err
+		}
+	}
 	*stage = "printing"
 	stages.next("render.print")
 	r.mark("checks")
@@ -829,6 +843,9 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	}
 	err = printPDF(ctx, t, settings, limits{r.cfg.MaxPages, r.cfg.MaxBytes}, streamed, st, stage)
 	r.mark("streamed")
+	if err == nil && r.hooks.printed != nil {
+		r.hooks.printed(ctx, t)
+	}
 	return err
 }
 

@@ -16,6 +16,7 @@ import (
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/chromedp"
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/chromium"
 	"github.com/pdfexport/pdfexport/internal/egress"
@@ -163,6 +164,13 @@ type testHooks struct {
 	// noIdleProbe waits every quiet period out, as before idle.go
 	// (TestRender_OutputUnchanged and the benchmarks compare).
 	noIdleProbe bool
+	// keepLayoutAfterPrint lets Chromium lay the whole page out again
+	// after its print, as before skipLayoutAfterPrint (the benchmarks and
+	// TestRender_LayoutAfterPrint compare).
+	keepLayoutAfterPrint bool
+	// printed, if set, is called with the tab of a render once its PDF is
+	// streamed, before the tab closes (tests read the page's state).
+	printed func(ctx context.Context, t *chromedp.Target)
 	// chromiumFrames leaves a render's tab to Chromium's own frames, as
 	// before frames.go (TestRender_OutputUnchanged and the benchmarks
 	// compare).
