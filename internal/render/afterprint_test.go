@@ -61,7 +61,8 @@ func TestRender_LayoutAfterPrint(t *testing.T) {
 			return
 		}
 		var s string
-		if err := json.Unmarshal(res.Result.Value, &s); err == nil {
+		err = json.Unmarshal(res.Result.Value, &s)
+		if err == nil {
 			err = json.Unmarshal([]byte(s), &state)
 		}
 		if err != nil {
