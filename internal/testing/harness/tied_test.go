@@ -51,7 +51,9 @@ func TestStartTied_ChildDiesWithTestBinary(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestTiedChild$", "-test.count=1"}, tt.args...)...)
-			cmd.Env = append(os.Environ(), childEnv+"=1")
+			// The child dies without its cleanup: its temporary
+			// directories go under this test's, which this test removes.
+			cmd.Env = append(os.Environ(), childEnv+"=1", "TMPDIR="+t.TempDir())
 			out, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
