@@ -39,6 +39,7 @@ func TestRender_LayoutAfterPrint(t *testing.T) {
 		"/beforeprint": `<!doctype html><body><h1>Before print</h1><script>addEventListener('beforeprint', () => ` + mediaProbe + `)</script>`,
 		"/attribute":   `<!doctype html><body onbeforeprint="` + strings.ReplaceAll(mediaProbe, `'`, `&#39;`) + `"><h1>Attribute</h1><script>0</script>`,
 		"/waitfor":     `<!doctype html><body><h1>Wait for</h1><script>window.ready = true</script>`,
+		"/channel":     `<!doctype html><body><h1>Channel</h1><script>new MessageChannel().port1.onmessage = () => {}</script>`,
 	}
 	site := newSite(t, func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
@@ -85,6 +86,8 @@ func TestRender_LayoutAfterPrint(t *testing.T) {
 		{name: "in a session", r: onDemand, src: Source{URL: site.URL + "/script", Session: "s"}, s: settings(spec.Options{Outline: true}), locked: true, text: "Scripted"},
 		{name: "a beforeprint listener", r: onDemand, src: Source{URL: site.URL + "/beforeprint"}, s: settings(spec.Options{}), text: "MEDIA-PRINT"},
 		{name: "an onbeforeprint attribute", r: onDemand, src: Source{URL: site.URL + "/attribute"}, s: settings(spec.Options{}), text: "MEDIA-PRINT"},
+		{name: "a message channel (idle probe busy)", r: onDemand, src: Source{URL: site.URL + "/channel"}, s: settings(spec.Options{}), text: "Channel"},
+		{name: "scripted HTML (no idle probe)", r: onDemand, src: Source{HTML: `<h1>Content</h1><script>document.title = 'x'</script>`}, s: settings(spec.Options{}), text: "Content"},
 		{name: "screen media", r: onDemand, src: Source{HTML: `<p>on screen</p>`}, s: screen, text: "on screen"},
 		{name: "wait_for on the real clock", r: onDemand, src: Source{URL: site.URL + "/waitfor"}, s: settings(spec.Options{WaitFor: "window.ready"}), text: "Wait for"},
 		{name: "Chromium's frames", r: ownFrames, src: Source{HTML: `<p>own frames</p>`}, s: settings(spec.Options{}), text: "own frames"},

@@ -142,9 +142,11 @@
 // between: a tab under BeginFrame control (no frame, so no animation frame,
 // observer or media query listener), a static page or one whose clock the
 // quiet period stopped (so no timer; not a page with wait_for), print media
-// asked, no request in flight, and no beforeprint handler on the window
-// (Chromium runs those before the print starts; afterprint handlers run
-// after the PDF is made).
+// asked, no request in flight, for a page that runs script an idle probe
+// that saw it use nothing that runs its code from outside (a worker,
+// socket, message channel, frame and the like), and no beforeprint handler
+// on the window (Chromium runs those before the print starts; afterprint
+// handlers run after the PDF is made).
 //
 // # Sessions
 //

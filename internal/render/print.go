@@ -286,16 +286,19 @@ func isPDFDelim(c byte) bool {
 // page may run there, so the caller does this only when none can: no frame
 // is made but the render's (so no animation frame, observer or media query
 // listener runs), the page's clock is stopped or it runs no script, and
-// (checked here) no request is in flight and the window has no beforeprint
-// handler, which Chromium runs before the print starts. An afterprint
-// handler runs after the PDF is made. A page that fools the check (its own
-// getEventListeners) only gives its own beforeprint handlers screen media.
-func skipLayoutAfterPrint(ctx context.Context, t *chromedp.Target, w *pageWatch) error {
+// (checked here) no request is in flight, a scripted page's idle probe
+// (idle.go) saw it use nothing that runs its code from outside (a worker,
+// socket, message channel, frame and the like), and the window has no
+// beforeprint handler, which Chromium runs before the print starts. An
+// afterprint handler runs after the PDF is made. A page that fools the
+// checks (its own getEventListeners, or a probe it replaced) only gives its
+// own handlers screen media.
+func skipLayoutAfterPrint(ctx context.Context, t *chromedp.Target, w *pageWatch, scripted bool) error {
 	if w.inflightCount() > 0 {
 		return nil
 	}
 	res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{
-		Expression: lockAfterPrintExpr, ReturnByValue: new(true), IncludeCommandLineAPI: new(true),
+		Expression: fmt.Sprintf("(%s)(%t)", lockAfterPrintExpr, scripted), ReturnByValue: new(true), IncludeCommandLineAPI: new(true),
 	})
 	if err != nil {
 		return fmt.Errorf("%w: preparing the print: %v", ErrNavigation, err)
@@ -310,15 +313,20 @@ func skipLayoutAfterPrint(ctx context.Context, t *chromedp.Target, w *pageWatch)
 	return nil
 }
 
-// lockAfterPrintExpr adopts the sheet of skipLayoutAfterPrint unless the
-// window has a beforeprint handler (getEventListeners: the command line
-// API, which leaves names the page defined as they are) or the document no
-// body; true if it did.
-const lockAfterPrintExpr = `(() => {
+// lockAfterPrintExpr, called with whether the page runs script, adopts the
+// sheet of skipLayoutAfterPrint unless the idle probe of a scripted page is
+// missing or says it is busy, the window has a beforeprint handler
+// (getEventListeners: the command line API, which leaves names the page
+// defined as they are) or the document has no body; true if it did.
+const lockAfterPrintExpr = `(scripted) => {
+	if (scripted) {
+		const probe = window[Symbol.for('pdfexport.idle')];
+		if (typeof probe !== 'function' || String(probe()).startsWith('busy')) return false;
+	}
 	if (typeof getEventListeners !== 'function' || !document.body) return false;
 	if (getEventListeners(window).beforeprint?.length || window.onbeforeprint != null) return false;
 	const sheet = new CSSStyleSheet();
 	sheet.replaceSync('@media not print { body { content-visibility: hidden !important } }');
 	document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
 	return true;
-})()`
+}`

@@ -675,10 +675,10 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	stages.next("render.network_idle")
 	quiet := networkQuiet
 	var waitForFrame func() error // frame, for the wait_for stage
-	// still: no script of the page runs before the print unless the
-	// render runs it (a static page, or one whose virtual clock the quiet
-	// period stopped).
-	var still bool
+	// still: no timer of the page runs before the print (a static page,
+	// or one whose virtual clock the quiet period stopped); scripted: the
+	// page runs script.
+	var still, scripted bool
 	if settings.WaitFor != "" {
 		// The page says when it is ready: its expression replaces the
 		// guess that a quiet network means nothing more will come.
@@ -726,7 +726,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 		return err
 	}
 	if quiet > 0 && !r.hooks.realClockQuiet {
-		still = true // waitQuietVirtual stopped the page's clock
+		still, scripted = true, true // waitQuietVirtual stopped the page's clock
 	}
 	r.mark("network idle")
 	requested := w.requestCount()
@@ -828,7 +828,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	}
 	if still && tabCtx != nil && settings.Media == "print" && !r.hooks.keepLayoutAfterPrint {
 		*stage = "preparing the print"
-		if err := skipLayoutAfterPrint(ctx, t, w); err != nil {
+		if err := skipLayoutAfterPrint(ctx, t, w, scripted); err != nil {
 			return err
 		}
 	}
