@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"image"
@@ -63,8 +64,9 @@ func benchRender(b *testing.B, r *Renderer, src Source, s spec.PrintSettings) St
 	return st
 }
 
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
+// median is the middle value of v (the upper of the two middle ones).
+func median[T cmp.Ordered](v []T) T {
+	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
 }

@@ -254,23 +254,18 @@ func BenchmarkRenderBreakdown(b *testing.B) {
 			}
 		}
 	}
-	med := func(v []float64) float64 {
-		s := slices.Clone(v)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
 	for _, d := range docs {
 		var out strings.Builder
 		fmt.Fprintf(&out, "\n%s: median ms (wall · browser CPU) per step, %d renders each\n", d.name, len(samples[key{d.name, "ours"}].total))
 		for _, s := range systems {
 			sm := samples[key{d.name, s.name}]
-			fmt.Fprintf(&out, "| %s | total %.0f · %.0f |", s.name, med(sm.total), med(sm.totalCPU))
+			fmt.Fprintf(&out, "| %s | total %.0f · %.0f |", s.name, median(sm.total), median(sm.totalCPU))
 			for i, st := range sm.steps {
-				fmt.Fprintf(&out, " %s %.1f · %.1f |", st, med(sm.wall[i]), med(sm.cpu[i]))
+				fmt.Fprintf(&out, " %s %.1f · %.1f |", st, median(sm.wall[i]), median(sm.cpu[i]))
 			}
 			out.WriteString("\n")
-			b.ReportMetric(med(sm.total), d.name+"-"+s.name+"-ms")
-			b.ReportMetric(med(sm.totalCPU), d.name+"-"+s.name+"-cpu-ms")
+			b.ReportMetric(median(sm.total), d.name+"-"+s.name+"-ms")
+			b.ReportMetric(median(sm.totalCPU), d.name+"-"+s.name+"-cpu-ms")
 		}
 		fmt.Fprint(os.Stderr, out.String()) // b.Log truncates long benchmark output
 	}

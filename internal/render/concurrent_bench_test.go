@@ -154,21 +154,16 @@ func BenchmarkConcurrentRenders(b *testing.B) {
 		}
 		round++
 	}
-	med := func(v []float64) float64 {
-		s := slices.Clone(v)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
 	var out strings.Builder
 	bare := got["bare-shell"]
 	fmt.Fprintf(&out, "\ngospec, %d clients, bursts of %d, %v between a client's renders, %d bursts each: medians\n", clients, burst, gap, round)
 	for _, sys := range systems {
 		f := got[sys.name]
 		fmt.Fprintf(&out, "| %s | %.2f renders/s (%.2f× bare) | browser %.3f CPU-s/render (%.2f× bare) | Go %.3f CPU-s/render |\n",
-			sys.name, med(f.rate), med(f.rate)/med(bare.rate), med(f.cpu), med(f.cpu)/med(bare.cpu), med(f.goCPU))
-		b.ReportMetric(med(f.rate), sys.name+"-renders/s")
-		b.ReportMetric(med(f.cpu), sys.name+"-browser-cpu-s")
-		b.ReportMetric(med(f.goCPU), sys.name+"-go-cpu-s")
+			sys.name, median(f.rate), median(f.rate)/median(bare.rate), median(f.cpu), median(f.cpu)/median(bare.cpu), median(f.goCPU))
+		b.ReportMetric(median(f.rate), sys.name+"-renders/s")
+		b.ReportMetric(median(f.cpu), sys.name+"-browser-cpu-s")
+		b.ReportMetric(median(f.goCPU), sys.name+"-go-cpu-s")
 	}
 	fmt.Fprint(os.Stderr, out.String())
 }

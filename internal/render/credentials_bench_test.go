@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -132,18 +131,13 @@ func BenchmarkSourceCredentials(b *testing.B) {
 			samples[v.name].wall = append(samples[v.name].wall, w)
 		}
 	}
-	med := func(x []float64) float64 {
-		s := append([]float64(nil), x...)
-		sort.Float64s(s)
-		return s[len(s)/2]
-	}
 	for _, v := range variants {
-		b.ReportMetric(med(samples[v.name].cpu), v.name+"-cpu-s")
-		b.ReportMetric(med(samples[v.name].self), v.name+"-of-which-go-cpu-s")
-		b.ReportMetric(med(samples[v.name].wall)*1000, v.name+"-ms")
+		b.ReportMetric(median(samples[v.name].cpu), v.name+"-cpu-s")
+		b.ReportMetric(median(samples[v.name].self), v.name+"-of-which-go-cpu-s")
+		b.ReportMetric(median(samples[v.name].wall)*1000, v.name+"-ms")
 	}
-	b.ReportMetric(med(samples["intercepted"].cpu)/med(samples["peer"].cpu), "cpu-intercepted/peer")
-	b.ReportMetric(med(samples["intercepted"].wall)/med(samples["peer"].wall), "wall-intercepted/peer")
-	b.ReportMetric(med(samples["intercepted"].cpu)/med(samples["opaque"].cpu), "cpu-intercepted/opaque")
-	b.ReportMetric(med(samples["intercepted"].wall)/med(samples["opaque"].wall), "wall-intercepted/opaque")
+	b.ReportMetric(median(samples["intercepted"].cpu)/median(samples["peer"].cpu), "cpu-intercepted/peer")
+	b.ReportMetric(median(samples["intercepted"].wall)/median(samples["peer"].wall), "wall-intercepted/peer")
+	b.ReportMetric(median(samples["intercepted"].cpu)/median(samples["opaque"].cpu), "cpu-intercepted/opaque")
+	b.ReportMetric(median(samples["intercepted"].wall)/median(samples["opaque"].wall), "wall-intercepted/opaque")
 }

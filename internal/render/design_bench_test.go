@@ -163,19 +163,12 @@ func BenchmarkRenderDesign(b *testing.B) {
 			}
 		}
 	}
-	med := func(v []float64) float64 {
-		d := make([]time.Duration, len(v))
-		for i, x := range v {
-			d[i] = time.Duration(x * 1e9)
-		}
-		return median(d).Seconds()
-	}
 	for _, d := range docs {
-		cpu := func(design string) float64 { return med(samples[d.name+"/"+design].cpu) }
+		cpu := func(design string) float64 { return median(samples[d.name+"/"+design].cpu) }
 		for _, ds := range designs {
 			sm := samples[d.name+"/"+ds.name]
-			b.ReportMetric(med(sm.cpu), fmt.Sprintf("%s-%s-cpu-s", d.name, ds.name))
-			b.ReportMetric(med(sm.wall)*1000, fmt.Sprintf("%s-%s-ms", d.name, ds.name))
+			b.ReportMetric(median(sm.cpu), fmt.Sprintf("%s-%s-cpu-s", d.name, ds.name))
+			b.ReportMetric(median(sm.wall)*1000, fmt.Sprintf("%s-%s-ms", d.name, ds.name))
 		}
 		b.ReportMetric(cpu("ours-shell")/cpu("bare-shell"), d.name+"-ours-shell/bare-shell")
 		b.ReportMetric(cpu("ours-full")/cpu("bare-full"), d.name+"-ours-full/bare-full")

@@ -725,8 +725,8 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	if err := quietWait(); err != nil {
 		return err
 	}
-	if quiet > 0 && !r.hooks.realClockQuiet {
-		still, scripted = true, true // waitQuietVirtual stopped the page's clock
+	if quietOnVirtualClock(quiet, r.hooks.realClockQuiet) {
+		still, scripted = true, true // the quiet period stopped the page's clock
 	}
 	r.mark("network idle")
 	requested := w.requestCount()

@@ -106,11 +106,6 @@ func BenchmarkSessionPages(b *testing.B) {
 		}
 		return t
 	}
-	med := func(v []float64) float64 {
-		s := slices.Clone(v)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
 	// ours was sampled once per variant and page; its j-th block of
 	// samples pairs with variant j.
 	oursOf := func(j int) sample {
@@ -131,9 +126,9 @@ func BenchmarkSessionPages(b *testing.B) {
 		for i := range o.cpu {
 			ratios[i] = w.cpu[i] / max(o.cpu[i], 1)
 		}
-		fmt.Fprintf(&out, "| ours | CPU-s %.2f | wall s %.2f | median page CPU ms %.0f |\n", sum(o.cpu)/1000, sum(o.wall)/1000, med(o.cpu))
+		fmt.Fprintf(&out, "| ours | CPU-s %.2f | wall s %.2f | median page CPU ms %.0f |\n", sum(o.cpu)/1000, sum(o.wall)/1000, median(o.cpu))
 		fmt.Fprintf(&out, "| %s | CPU-s %.2f | wall s %.2f | median page CPU ms %.0f | CPU vs ours: sums %.3f×, median page %.3f× |\n",
-			v.name, sum(w.cpu)/1000, sum(w.wall)/1000, med(w.cpu), sum(w.cpu)/sum(o.cpu), med(ratios))
+			v.name, sum(w.cpu)/1000, sum(w.wall)/1000, median(w.cpu), sum(w.cpu)/sum(o.cpu), median(ratios))
 		b.ReportMetric(sum(o.cpu)/1000/float64(len(pages)), "ours-cpu-s/page")
 		b.ReportMetric(sum(w.cpu)/1000/float64(len(pages)), v.name+"-cpu-s/page")
 		b.ReportMetric(sum(w.cpu)/sum(o.cpu), v.name+"-cpu-vs-ours")
