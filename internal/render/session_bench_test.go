@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,21 +13,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pdfexport/pdfexport/bench/peer"
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
 // BenchmarkSessionPages renders the pages of Debian's Node.js API
 // documentation as a manual's chapters are rendered (one session, one page
-// at a time, anchors and headings marked, the chapters' print settings),
-// each page once as the Renderer does and once with each variant, in
-// alternating order page by page (ABBA), so that the machine's drift falls
-// on both alike. It reports the browser tree's CPU per page (schedstat of
-// every process, the renderer's included) and the wall time, and each
-// variant against ours: the median of the per-page ratios and the ratio of
-// the sums. The design's baseline is ours, since the variants are what it
-// would be without one of its parts; the peer's bare tab is section M's
-// and BenchmarkRenderBreakdown's.
+// at a time, anchors and headings marked, the chapters' print settings):
+// each page once as the Renderer does, once with each variant (ours
+// without one of its parts), and once by the peer's bare tab (a tab in a
+// shared browser context printing the same page, on the same binary), the
+// order turning by one system from page to page, so that the machine's
+// drift falls on all alike. It reports each system's browser tree CPU
+// (meterTree: processes that exit during a render included) and wall time
+// per page, and its ratio to
+// ours: of the sums, and the median of the per-page ratios.
 //
 //	go test -run '^$' -bench BenchmarkSessionPages -benchtime 1x ./internal/render/
 //
@@ -59,43 +61,66 @@ func BenchmarkSessionPages(b *testing.B) {
 	}
 	s := spec.ChapterSettings(spec.Options{Outline: true}.Settings())
 	s.Outline, s.Tagged = false, false // the chapters of a manual with an outline mark their headings
-	pid := r.current().pid
-	type sample struct{ cpu, wall []float64 }  // per page, ms
-	samples := make([]sample, len(variants)+1) // [0]: ours
+	p, err := peer.Start(context.Background(), r.cfg.ChromiumPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(p.Close)
 	renders := 0
 	do := func(page, session string) {
 		if _, err := r.Render(context.Background(), Source{URL: srv.URL + "/" + page, MarkAnchors: true, MarkHeadings: true, Session: session}, s, discard); err != nil {
 			b.Fatalf("%s: %v", page, err)
 		}
 	}
-	render := func(page string) (cpu, wall float64) {
-		// A session ends after sessionMaxRenders: a new one before that,
-		// started by a render that is not counted, so that no counted
-		// render pays for starting a renderer process.
-		const perSession = sessionMaxRenders - 4
-		session := fmt.Sprintf("bench-%d", renders/perSession)
+	// A session ends after sessionMaxRenders: a new one before that,
+	// started by a render that is not counted (prepare), so that no
+	// counted render pays for starting a renderer process.
+	const perSession = sessionMaxRenders - 4
+	session := func() string { return fmt.Sprintf("bench-%d", renders/perSession) }
+	prepare := func() {
 		if renders%perSession == 0 {
-			do(pages[0], session)
+			do(pages[0], session())
 		}
-		renders++
-		before, start := schedNS(pid), time.Now()
-		do(page, session)
-		return stepCPU(before, schedNS(pid)), ms(time.Since(start))
 	}
+	ours := func(page string) {
+		do(page, session())
+		renders++
+	}
+	// The systems: ours, each variant, and the peer's bare tab (a tab in
+	// a shared context printing the page, on the same binary). Each
+	// renders every page once, the order turning by one system a page.
+	type system struct {
+		name    string
+		pid     int
+		prepare func() // before the render, not counted (nil: none)
+		render  func(page string)
+		cpu     []float64 // per page, ms: the browser tree's (meterTree)
+		wall    []float64
+	}
+	systems := []*system{{name: "ours", pid: r.current().pid, prepare: prepare, render: ours}}
+	for _, v := range variants {
+		systems = append(systems, &system{name: v.name, pid: r.current().pid, prepare: prepare, render: func(page string) {
+			v.set(r, true)
+			defer v.set(r, false)
+			ours(page)
+		}})
+	}
+	systems = append(systems, &system{name: "peer bare tab", pid: p.PID(), render: func(page string) {
+		if err := barePrint(p, &stepLog{wallOnly: true}, Source{URL: srv.URL + "/" + page}, s); err != nil {
+			b.Fatalf("peer %s: %v", page, err)
+		}
+	}})
 	for b.Loop() {
 		for i, page := range pages {
-			for j, v := range variants {
-				order := []int{0, j + 1}
-				if i%2 == 1 {
-					order = []int{j + 1, 0}
+			for k := range systems {
+				sy := systems[(i+k)%len(systems)]
+				if sy.prepare != nil {
+					sy.prepare()
 				}
-				for _, k := range order {
-					v.set(r, k != 0)
-					cpu, wall := render(page)
-					v.set(r, false)
-					samples[k].cpu = append(samples[k].cpu, cpu)
-					samples[k].wall = append(samples[k].wall, wall)
-				}
+				meter, start := meterTree(sy.pid), time.Now()
+				sy.render(page)
+				sy.wall = append(sy.wall, ms(time.Since(start)))
+				sy.cpu = append(sy.cpu, meter())
 			}
 		}
 	}
@@ -106,32 +131,53 @@ func BenchmarkSessionPages(b *testing.B) {
 		}
 		return t
 	}
-	// ours was sampled once per variant and page; its j-th block of
-	// samples pairs with variant j.
-	oursOf := func(j int) sample {
-		var o sample
-		for i := range samples[0].cpu {
-			if i%len(variants) == j {
-				o.cpu = append(o.cpu, samples[0].cpu[i])
-				o.wall = append(o.wall, samples[0].wall[i])
-			}
-		}
-		return o
-	}
 	var out strings.Builder
-	fmt.Fprintf(&out, "\n%d Node.js pages in sessions, each by ours and by each variant (ABBA): CPU ms and wall ms\n", len(pages))
-	for j, v := range variants {
-		o, w := oursOf(j), samples[j+1]
+	fmt.Fprintf(&out, "\n%d Node.js pages, each rendered once by each system, the order turning page by page; CPU-s and wall s summed\n", len(pages))
+	o := systems[0]
+	for _, sy := range systems {
 		ratios := make([]float64, len(o.cpu))
 		for i := range o.cpu {
-			ratios[i] = w.cpu[i] / max(o.cpu[i], 1)
+			ratios[i] = sy.cpu[i] / max(o.cpu[i], 1)
 		}
-		fmt.Fprintf(&out, "| ours | CPU-s %.2f | wall s %.2f | median page CPU ms %.0f |\n", sum(o.cpu)/1000, sum(o.wall)/1000, median(o.cpu))
-		fmt.Fprintf(&out, "| %s | CPU-s %.2f | wall s %.2f | median page CPU ms %.0f | CPU vs ours: sums %.3f×, median page %.3f× |\n",
-			v.name, sum(w.cpu)/1000, sum(w.wall)/1000, median(w.cpu), sum(w.cpu)/sum(o.cpu), median(ratios))
-		b.ReportMetric(sum(o.cpu)/1000/float64(len(pages)), "ours-cpu-s/page")
-		b.ReportMetric(sum(w.cpu)/1000/float64(len(pages)), v.name+"-cpu-s/page")
-		b.ReportMetric(sum(w.cpu)/sum(o.cpu), v.name+"-cpu-vs-ours")
+		fmt.Fprintf(&out, "| %s | CPU-s %.2f | wall s %.2f | median page CPU ms %.0f | CPU against ours: sums %.3f×, median page %.3f× |\n",
+			sy.name, sum(sy.cpu)/1000, sum(sy.wall)/1000, median(sy.cpu), sum(sy.cpu)/sum(o.cpu), median(ratios))
+		b.ReportMetric(sum(sy.cpu)/1000/float64(len(pages)), strings.ReplaceAll(sy.name, " ", "-")+"-cpu-s/page")
+		b.ReportMetric(sum(sy.wall)/1000/float64(len(pages)), strings.ReplaceAll(sy.name, " ", "-")+"-s/page")
 	}
 	fmt.Fprint(os.Stderr, out.String())
+}
+
+// meterTree samples the on-CPU time of every process of pid's tree every
+// 5 ms until the returned function is called, which returns the CPU ms
+// the tree used meanwhile: each process's last sample less its first (0
+// for one started meanwhile). A process that exits keeps its time up to
+// its last sample, where a tree's sum at two moments loses it (the peer's
+// tabs each run in a renderer process that ends with the tab).
+func meterTree(pid int) (stop func() float64) {
+	first, last := schedNS(pid), map[int]int64{}
+	maps.Copy(last, first)
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				maps.Copy(last, schedNS(pid))
+			}
+		}
+	}()
+	return func() float64 {
+		close(done)
+		<-finished
+		maps.Copy(last, schedNS(pid))
+		var ns int64
+		for p, n := range last {
+			ns += n - first[p] // first[p] is 0 for a process started meanwhile
+		}
+		return float64(ns) / 1e6
+	}
 }
