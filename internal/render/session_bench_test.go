@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -48,7 +49,10 @@ func BenchmarkSessionPages(b *testing.B) {
 	}
 	srv := httptest.NewServer(http.FileServer(http.Dir(nodeDocs)))
 	b.Cleanup(srv.Close)
-	r := benchRenderer(b, Config{AllowedHosts: allowlist.MustParse(strings.TrimPrefix(srv.URL, "http://"))})
+	// One browser for the whole run: the meters follow its process tree,
+	// which a recycled browser (MaxRendersPerBrowser) would leave, its
+	// later renders then metered at nothing.
+	r := benchRenderer(b, Config{AllowedHosts: allowlist.MustParse(strings.TrimPrefix(srv.URL, "http://")), MaxRendersPerBrowser: math.MaxInt32})
 	type variant struct {
 		name string
 		set  func(r *Renderer, on bool)
