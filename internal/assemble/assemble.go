@@ -40,14 +40,12 @@ const AnchorPrefix = "https://anchor.pdfexport.invalid/"
 
 // HeadingMarkPrefix starts the URL of a heading mark: an anchor mark
 // whose escaped id starts with NUL (no element's id can), then
+// "h/<n>/<level>?<text>", and "&<id>,<id>…" for the anchors the mark
+// carries (each part escaped); an earlier release printed
 // "h/<n>/<level>/<text>". A chapter printed without Chromium's outline
 // carries one per heading; its outline is built from them
 // (outlineOfHeadings), and they are dropped with the anchor marks.
 const HeadingMarkPrefix = AnchorPrefix + "%00h/"
-
-// headingMarkID is what a heading mark's id starts with once unescaped
-// (anchorOf).
-var headingMarkID, _ = url.PathUnescape(strings.TrimPrefix(HeadingMarkPrefix, AnchorPrefix))
 
 // ChapterURL is the URL a generated page (the table of contents) links
 // chapter i (0-based) with; Assemble turns it into a link to the chapter.
@@ -290,20 +288,21 @@ func analyze(part Part) (*analyzed, error) {
 			if err != nil {
 				return nil, err
 			}
-			if id, ok := anchorOf(r, an); ok {
+			if id, uri, ok := anchorOf(r, an); ok {
 				if rf, ok := av.(ref); ok {
 					a.setMark(rf.num)
 				}
-				if h, isHeading := headingOf(id); isHeading {
+				if h, isHeading := headingOf(uri); isHeading {
+					for _, id := range h.anchors {
+						a.anchor(id, rectTarget(i, an))
+					}
 					if len(headings) < maxOutlineEntries {
 						h.dest = rectTarget(i, an)
 						headings = append(headings, h)
 					}
 					continue
 				}
-				if _, seen := a.anchors[id]; !seen {
-					a.anchors[id] = rectTarget(i, an)
-				}
+				a.anchor(id, rectTarget(i, an))
 			}
 		}
 	}
@@ -411,10 +410,12 @@ func inParallel(ctx context.Context, n int, f func(i int)) {
 }
 
 // headingMark is a heading mark read from a page: its place in the
-// document, its level and text, and where it was printed.
+// document, its level and text, the ids of the anchors it carries, and
+// where it was printed.
 type headingMark struct {
 	n, level int
 	title    string
+	anchors  []string
 	dest     target
 }
 
@@ -422,26 +423,64 @@ type headingMark struct {
 // mark, in characters: the renderer's bound.
 const maxHeadingTitle = 300
 
-// headingOf parses the unescaped id of a heading mark.
-func headingOf(id string) (headingMark, bool) {
-	rest, ok := strings.CutPrefix(id, headingMarkID)
+// headingOf parses the URI of a heading mark (HeadingMarkPrefix), its
+// escapes kept: the parts are unescaped one by one, since a text or an id
+// may hold any character.
+func headingOf(uri string) (headingMark, bool) {
+	rest, ok := strings.CutPrefix(uri, HeadingMarkPrefix)
 	if !ok {
 		return headingMark{}, false
 	}
-	parts := strings.SplitN(rest, "/", 3)
-	if len(parts) != 3 {
+	var h headingMark
+	var place, title string
+	if p, query, ok := strings.Cut(rest, "?"); ok {
+		text, ids, _ := strings.Cut(query, "&")
+		var err error
+		if title, err = url.PathUnescape(text); err != nil {
+			return headingMark{}, false
+		}
+		for e := range strings.SplitSeq(ids, ",") {
+			if id, err := url.PathUnescape(e); err == nil && id != "" {
+				h.anchors = append(h.anchors, id)
+			}
+		}
+		place = p
+	} else {
+		// An earlier release's: "<n>/<level>/<text>", unescaped whole.
+		whole, err := url.PathUnescape(rest)
+		if err != nil {
+			return headingMark{}, false
+		}
+		var found bool
+		if place, title, found = splitPlace(whole); !found {
+			return headingMark{}, false
+		}
+	}
+	ns, ls, ok := strings.Cut(place, "/")
+	if !ok {
 		return headingMark{}, false
 	}
-	n, err1 := strconv.Atoi(parts[0])
-	level, err2 := strconv.Atoi(parts[1])
-	if err1 != nil || err2 != nil || n < 0 || level < 1 || level > 6 || parts[2] == "" {
+	var err1, err2 error
+	h.n, err1 = strconv.Atoi(ns)
+	h.level, err2 = strconv.Atoi(ls)
+	if err1 != nil || err2 != nil || h.n < 0 || h.level < 1 || h.level > 6 || title == "" {
 		return headingMark{}, false
 	}
-	title := parts[2]
 	if r := []rune(title); len(r) > maxHeadingTitle { // the renderer's bound; a page's own mark may pass it
 		title = string(r[:maxHeadingTitle])
 	}
-	return headingMark{n: n, level: level, title: title}, true
+	h.title = title
+	return h, true
+}
+
+// splitPlace splits "<n>/<level>/<text>" into "<n>/<level>" and the text,
+// which may hold slashes.
+func splitPlace(s string) (place, text string, ok bool) {
+	parts := strings.SplitN(s, "/", 3)
+	if len(parts) != 3 {
+		return "", "", false
+	}
+	return parts[0] + "/" + parts[1], parts[2], true
 }
 
 // outlineOfHeadings is the outline a page's headings make, in document
@@ -518,14 +557,23 @@ func (a *analyzed) walkPages(r *reader, node value, inherited *dict, depth int, 
 	return nil
 }
 
-// anchorOf reports the element id an anchor mark names.
-func anchorOf(r *reader, an *dict) (string, bool) {
-	u, ok := linkURI(r, an)
-	if !ok || !strings.HasPrefix(u, AnchorPrefix) {
-		return "", false
+// anchorOf reports the element id an anchor mark names, and the mark's
+// URI.
+func anchorOf(r *reader, an *dict) (id, uri string, ok bool) {
+	uri, ok = linkURI(r, an)
+	if !ok || !strings.HasPrefix(uri, AnchorPrefix) {
+		return "", "", false
 	}
-	id, err := url.PathUnescape(strings.TrimPrefix(u, AnchorPrefix))
-	return id, err == nil
+	id, err := url.PathUnescape(strings.TrimPrefix(uri, AnchorPrefix))
+	return id, uri, err == nil
+}
+
+// anchor records where the element id was printed, unless an earlier
+// mark of the part said so.
+func (a *analyzed) anchor(id string, t target) {
+	if _, seen := a.anchors[id]; !seen {
+		a.anchors[id] = t
+	}
 }
 
 // linkURI is the URI a link annotation opens.
@@ -1009,7 +1057,7 @@ func (m *manual) annotations(c *copier, part int, page *dict, pageIndex map[int]
 				droppedKeys[int(k)] = true
 			}
 		}
-		if _, isAnchor := anchorOf(c.r, an); isAnchor {
+		if _, _, isAnchor := anchorOf(c.r, an); isAnchor {
 			drop()
 			continue
 		}

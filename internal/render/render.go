@@ -48,11 +48,13 @@ type Source struct {
 	MarkAnchors bool
 	// MarkHeadings marks every rendered heading (h1–h6, role=heading) the
 	// same way, with a link to HeadingMarkPrefix plus its place in the
-	// document, its level and its text (headingMarkExpr): a chapter of an
+	// document, its level and its text (marks.go): a chapter of an
 	// untagged manual, whose outline the assembly builds from the marks,
 	// so that the chapter prints without Chromium's tagged structure
 	// (which Chromium's own outline needs, and which costs about a sixth
-	// of a long page's print).
+	// of a long page's print). With MarkAnchors, a heading's mark also
+	// carries the ids of the heading, of the elements in it and of the
+	// elements that open with it, which then get no mark of their own.
 	MarkHeadings bool
 	// Session, when not empty, lets the renders that name it run one
 	// after another in one browser context (session.go): each in a new
@@ -78,88 +80,6 @@ const HeadingMarkPrefix = AnchorPrefix + "%00h/"
 // UndeterminedLang is the language (BCP 47 "und") MarkAnchors gives a
 // page without one.
 const UndeterminedLang = "und"
-
-// markStyle is the inline style (a JavaScript string literal) of an
-// anchor or heading mark: an empty 1×1 box positioned absolutely, so that
-// the layout does not change and Chromium still prints its link.
-const markStyle = "'position:absolute!important;display:block!important;width:1px!important;height:1px!important;margin:0!important;padding:0!important;border:0!important;overflow:hidden!important;'"
-
-// markAnchorsExpr adds the anchor marks. Void elements (an img, an input)
-// cannot hold one, so theirs goes before them.
-const markAnchorsExpr = `(() => {
-	if (!document.documentElement.lang) document.documentElement.lang = '` + UndeterminedLang + `';
-	const prefix = ` + "`" + AnchorPrefix + "`" + `;
-	const seen = new Set();
-	// One mark made and its style parsed once; each anchor gets a copy
-	// (half the script's time on a page of 563 anchors).
-	const mark = document.createElement('a');
-	mark.setAttribute('aria-hidden', 'true');
-	mark.style.cssText = ` + markStyle + `;
-	let n = 0;
-	for (const el of document.querySelectorAll('[id], a[name]')) {
-		const id = el.id || el.getAttribute('name');
-		if (!id || seen.has(id)) continue;
-		seen.add(id);
-		const a = mark.cloneNode(false);
-		a.href = prefix + encodeURIComponent(id);
-		const voidEl = /^(AREA|BASE|BR|COL|EMBED|HR|IMG|INPUT|LINK|META|SOURCE|TRACK|WBR|svg|SVG)$/.test(el.tagName) || el instanceof SVGElement;
-		if (voidEl || !el.parentNode) {
-			if (el.parentNode && !(el.parentNode instanceof SVGElement)) el.parentNode.insertBefore(a, el);
-		} else {
-			el.insertBefore(a, el.firstChild);
-		}
-		n++;
-	}
-	return n;
-})()`
-
-// headingMarkExpr adds the heading marks: for each heading in document
-// order that is rendered and has text, a mark as markAnchorsExpr's, first
-// in the heading, to HeadingMarkPrefix + "<n>/<level>/<text>" (n its place,
-// level 1–6 from the tag or aria-level, text escaped). The text is what a
-// reader sees of the heading: aria-hidden and unrendered parts left out,
-// white space folded, at most maxHeadingText characters. At most
-// maxHeadingMarks headings are marked.
-var headingMarkExpr = fmt.Sprintf(`(() => {
-	const prefix = %q;
-	const text = (el) => {
-		let out = '';
-		const walk = (n) => {
-			for (const c of n.childNodes) {
-				if (c.nodeType === Node.TEXT_NODE) { out += c.data; continue; }
-				if (c.nodeType !== Node.ELEMENT_NODE || c.getAttribute('aria-hidden') === 'true') continue;
-				if (c.checkVisibility && !c.checkVisibility()) continue;
-				if (c.tagName === 'IMG') { out += ' ' + (c.getAttribute('alt') || '') + ' '; continue; }
-				walk(c);
-			}
-		};
-		walk(el);
-		return Array.from(out.replace(/\s+/g, ' ').trim().toWellFormed()).slice(0, %d).join('');
-	};
-	let n = 0;
-	for (const el of document.querySelectorAll('h1, h2, h3, h4, h5, h6, [role=heading]')) {
-		if (n >= %d) break;
-		if (el.closest('[aria-hidden=true]') || (el.checkVisibility && !el.checkVisibility())) continue;
-		let level = /^H[1-6]$/.test(el.tagName) ? +el.tagName[1] : 2;
-		const aria = parseInt(el.getAttribute('aria-level'), 10);
-		if (aria >= 1 && aria <= 6) level = aria;
-		const t = text(el);
-		if (!t) continue;
-		const a = document.createElement('a');
-		a.href = prefix + n + '/' + level + '/' + encodeURIComponent(t);
-		a.setAttribute('aria-hidden', 'true');
-		a.style.cssText = %s;
-		el.insertBefore(a, el.firstChild);
-		n++;
-	}
-	return n;
-})()`, HeadingMarkPrefix, maxHeadingText, maxHeadingMarks, markStyle)
-
-// Bounds of the heading marks of one page.
-const (
-	maxHeadingText  = 300
-	maxHeadingMarks = 20000
-)
 
 // Stats describe one render.
 type Stats struct {
@@ -805,24 +725,31 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 		return err // before printing: nothing reaches the sink
 	}
 
-	if src.MarkAnchors {
-		*stage = "marking anchors"
+	if src.MarkAnchors || src.MarkHeadings {
+		*stage = "marking anchors and headings"
 		stages.next("render.anchor_marks")
-		if _, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: markAnchorsExpr, ReturnByValue: new(true)}); err != nil {
-			return fmt.Errorf("%w: marking anchors: %v", ErrNavigation, err)
+		var failed marksFailed
+		if r.hooks.anchorMarksApart {
+			failed, err = addMarks(ctx, t, false, src.MarkHeadings)
+			if err == nil {
+				var anchors marksFailed
+				anchors, err = addMarks(ctx, t, src.MarkAnchors, false)
+				failed.Anchors = anchors.Anchors
+			}
+		} else {
+			failed, err = addMarks(ctx, t, src.MarkAnchors, src.MarkHeadings)
 		}
-	}
-	if src.MarkHeadings {
-		*stage = "marking headings"
-		res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: headingMarkExpr, ReturnByValue: new(true)})
 		if err != nil {
-			return fmt.Errorf("%w: marking headings: %v", ErrNavigation, err)
+			return err
 		}
-		if res.ExceptionDetails != nil {
+		if src.MarkAnchors && failed.Anchors != "" {
+			r.log.Info("marking anchors failed; links from other chapters to the page's elements find no target", "err", failed.Anchors)
+		}
+		if src.MarkHeadings && failed.Headings != "" {
 			// The page broke the script (it replaced what the script
 			// calls): Chromium's tagged print gives the outline instead,
 			// which the assembly takes before any mark.
-			r.log.Info("marking headings failed; the page prints tagged with Chromium's outline", "err", exceptionText(res.ExceptionDetails))
+			r.log.Info("marking headings failed; the page prints tagged with Chromium's outline", "err", failed.Headings)
 			settings.Outline, settings.Tagged = true, true
 		}
 	}

@@ -168,6 +168,10 @@ type testHooks struct {
 	// after its print, as before skipLayoutAfterPrint (the benchmarks and
 	// TestRender_LayoutAfterPrint compare).
 	keepLayoutAfterPrint bool
+	// anchorMarksApart gives every anchor a mark of its own, as before
+	// heading marks carried their headings' anchors (the benchmarks
+	// compare).
+	anchorMarksApart bool
 	// printed, if set, is called with the tab of a render once its PDF is
 	// streamed, before the tab closes (tests read the page's state).
 	printed func(ctx context.Context, t *chromedp.Target)

@@ -59,6 +59,7 @@ func BenchmarkSessionPages(b *testing.B) {
 	}
 	variants := []variant{
 		{"layout-after-print", func(r *Renderer, on bool) { r.hooks.keepLayoutAfterPrint = on }},
+		{"anchor-marks-apart", func(r *Renderer, on bool) { r.hooks.anchorMarksApart = on }},
 	}
 	if want := os.Getenv("SESSION_VARIANTS"); want != "" {
 		variants = slices.DeleteFunc(variants, func(v variant) bool { return !slices.Contains(strings.Split(want, ","), v.name) })

@@ -19,7 +19,7 @@ import (
 //	├─ render.network_idle  no request in flight (again after layout and after wait_for)
 //	├─ render.fonts         document.fonts.ready
 //	├─ render.wait_for      the payload's wait_for expression
-//	├─ render.anchor_marks  a manual's chapter: its anchors marked (MarkAnchors)
+//	├─ render.anchor_marks  a manual's chapter: its anchors and headings marked
 //	├─ render.print         Page.printToPDF until the stream handle
 //	└─ render.stream        IO.read chunks into the sink (the caller's spans below it)
 //

@@ -187,8 +187,13 @@ func (p Envelope) chapterHash(i int) string {
 		// (ChapterHeadingMarks). A worker of an earlier release keys the
 		// same chapter without it, so neither takes the other's print.
 		Headings bool `json:"headings,omitempty"`
+		// HeadingAnchors: its heading marks carry the anchors of their
+		// headings, which get no marks of their own; an assembly of an
+		// earlier release would find no such anchor, so the chapter is
+		// keyed apart from its earlier prints.
+		HeadingAnchors bool `json:"heading_anchors,omitempty"`
 	}{V: PayloadVersion, Kind: "chapter", Settings: ChapterSettings(p.Options.Settings()), Anchors: true,
-		Headings: ChapterHeadingMarks(p.Options)}
+		Headings: ChapterHeadingMarks(p.Options), HeadingAnchors: ChapterHeadingMarks(p.Options)}
 	canonical.Source.Revision = c.Revision
 	if c.HTML != "" {
 		sum := sha256.Sum256([]byte(c.HTML))
