@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,14 +73,27 @@ const carriedPage = `<!doctype html><html><head><style>.p { break-before: page }
 // section that opens with it) or it has a mark of its own (an element with
 // text before its heading, an element that is no heading's, the first of
 // two elements with one id), and only the ids no heading carries get
-// marks of their own.
+// marks of their own; a heading holding more ids than its mark's URL may
+// carry gives the rest marks of their own.
 func TestRender_HeadingMarksCarryAnchors(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	// /many: a heading holding more ids than its mark's URL may carry.
+	var many strings.Builder
+	many.WriteString("<!doctype html><h1>Many ids")
+	const manyIDs = 3000
+	for i := range manyIDs {
+		fmt.Fprintf(&many, `<a id="an-id-long-enough-to-fill-the-mark-%04d"></a>`, i)
+	}
+	many.WriteString("</h1>")
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if req.URL.Path == "/many" {
+			_, _ = io.WriteString(w, many.String())
+			return
+		}
 		_, _ = io.WriteString(w, carriedPage)
 	})}
 	go func() { _ = srv.Serve(ln) }()
@@ -89,12 +104,12 @@ func TestRender_HeadingMarksCarryAnchors(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Close() })
-	print := func(headings bool) *analyzed {
+	print := func(page string, headings bool) *analyzed {
 		t.Helper()
 		path := filepath.Join(t.TempDir(), "chapter.pdf")
 		settings := spec.Options{Outline: true}.Settings()
 		settings.Outline, settings.Tagged = false, false // as a chapter with heading marks prints
-		_, err := r.Render(context.Background(), render.Source{URL: "http://" + ln.Addr().String() + "/", MarkAnchors: true, MarkHeadings: headings}, settings,
+		_, err := r.Render(context.Background(), render.Source{URL: "http://" + ln.Addr().String() + page, MarkAnchors: true, MarkHeadings: headings}, settings,
 			func(_ context.Context, pdf io.Reader) error {
 				b, err := io.ReadAll(pdf)
 				if err != nil {
@@ -121,7 +136,7 @@ func TestRender_HeadingMarksCarryAnchors(t *testing.T) {
 		}
 		return n
 	}
-	with, without := print(true), print(false)
+	with, without := print("/", true), print("/", false)
 	if len(with.pages) != 10 {
 		t.Fatalf("%d pages, want 10 (the test needs a page per target)", len(with.pages))
 	}
@@ -148,5 +163,20 @@ func TestRender_HeadingMarksCarryAnchors(t *testing.T) {
 	}
 	if got := marks(without); got != 7 {
 		t.Errorf("%d marks without heading marks, want 7: one per printed id (the hidden one and the second twice none)", got)
+	}
+
+	// The ids past what the heading's mark may carry get marks of their
+	// own: every one lands, and the mark stays a link Chromium prints.
+	full := print("/many", true)
+	for i := range manyIDs {
+		if id := fmt.Sprintf("an-id-long-enough-to-fill-the-mark-%04d", i); full.named(id) == nil {
+			t.Fatalf("anchor %q of the heading with many ids was lost", id)
+		}
+	}
+	if len(full.outline) != 1 {
+		t.Fatalf("the heading with many ids has %d outline entries, want 1 (its mark printed)", len(full.outline))
+	}
+	if got := marks(full); got <= 1 || got >= manyIDs {
+		t.Errorf("%d marks for a heading with %d ids: want the mark to carry some and the rest to have their own", got, manyIDs)
 	}
 }

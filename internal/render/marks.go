@@ -19,10 +19,13 @@ import (
 // the layout does not change and Chromium still prints its link.
 const markStyle = "'position:absolute!important;display:block!important;width:1px!important;height:1px!important;margin:0!important;padding:0!important;border:0!important;overflow:hidden!important;'"
 
-// Bounds of the heading marks of one page.
+// Bounds of the heading marks of one page. A heading's mark carries ids
+// while its URL stays within maxHeadingMarkURL characters (Chromium takes
+// no URL past 2 MiB); the ids past that get marks of their own.
 const (
-	maxHeadingText  = 300
-	maxHeadingMarks = 20000
+	maxHeadingText    = 300
+	maxHeadingMarks   = 20000
+	maxHeadingMarkURL = 64 << 10
 )
 
 // marksScript adds the marks; ANCHORS and HEADINGS (booleans) say which.
@@ -43,7 +46,7 @@ const (
 // elements (an img, an input) cannot hold one, so theirs goes before them.
 //
 // With both, a heading's mark carries, after "&", the comma-separated
-// escaped ids of the heading itself, of the elements in it, and of the
+// escaped ids (within maxHeadingMarkURL) of the heading itself, of the elements in it, and of the
 // elements that open with it (each with nothing before the next but white
 // space, as a section that starts with its heading), which get no mark of their
 // own: each mark is one more positioned box, which every page of the
@@ -111,12 +114,15 @@ const marksScript = `(() => {
 				let href = headingPrefix + marks.length + '/' + level + '?' + encodeURIComponent(t);
 				if (ANCHORS) {
 					const ids = [];
+					let room = %d - href.length;
 					const take = (e) => {
 						const id = e.matches(anchored) ? idOf(e) : '';
-						if (id && first.get(id) === e && !carried.has(id)) {
-							carried.add(id);
-							ids.push(encodeURIComponent(id));
-						}
+						if (!id || first.get(id) !== e || carried.has(id)) return;
+						const enc = encodeURIComponent(id);
+						if (enc.length + 1 > room) return; // a mark of its own
+						room -= enc.length + 1;
+						carried.add(id);
+						ids.push(enc);
 					};
 					for (let e = el; e.parentElement && e !== document.body; e = e.parentElement) {
 						take(e);
@@ -162,7 +168,7 @@ var marksExprs = func() (e [2][2]string) {
 	for a, anchors := range []bool{false, true} {
 		for h, headings := range []bool{false, true} {
 			e[a][h] = fmt.Sprintf("(() => { const ANCHORS = %t, HEADINGS = %t; return "+marksScript+"; })()",
-				anchors, headings, AnchorPrefix, HeadingMarkPrefix, markStyle, maxHeadingText, maxHeadingMarks)
+				anchors, headings, AnchorPrefix, HeadingMarkPrefix, markStyle, maxHeadingText, maxHeadingMarks, maxHeadingMarkURL)
 		}
 	}
 	return e
