@@ -5,17 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/assemble"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
@@ -33,44 +29,17 @@ func printChapters(t testing.TB, dir string, pages ...string) (parts []assemble.
 	if _, err := os.Stat(filepath.Join(nodeDocs, "dns.html")); err != nil {
 		t.Fatalf("the Node.js docs are missing (make setup installs Debian's nodejs): %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.FileServer(http.Dir(nodeDocs)), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	r, err := render.New(render.Config{ChromiumPath: testsupport.ChromiumPath(t), Timeout: time.Minute,
-		AllowedHosts: allowlist.MustParse(ln.Addr().String()), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	base = "http://" + ln.Addr().String() + "/"
+	r, base := assemble.StartSite(t, http.FileServer(http.Dir(nodeDocs)))
 	for i, p := range pages {
 		path := filepath.Join(dir, p+".pdf")
 		_, err := r.Render(context.Background(), render.Source{URL: base + p, MarkAnchors: true}, spec.Options{Outline: true}.Settings(),
-			func(_ context.Context, pdf io.Reader) error {
-				f, err := os.Create(path)
-				if err != nil {
-					return err
-				}
-				_, err = io.Copy(f, pdf)
-				return errorsJoin(err, f.Close())
-			})
+			testsupport.FileSink(path))
 		if err != nil {
 			t.Fatalf("printing %s: %v", p, err)
 		}
 		parts = append(parts, assemble.Part{Path: path, URL: spec.CanonicalURL(base + p), Chapter: i})
 	}
 	return parts, base
-}
-
-func errorsJoin(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // TestAssemble_NodeDocs: four linked pages of the Node.js docs become one

@@ -4,17 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
@@ -76,10 +71,6 @@ const carriedPage = `<!doctype html><html><head><style>.p { break-before: page }
 // marks of their own; a heading holding more ids than its mark's URL may
 // carry gives the rest marks of their own.
 func TestRender_HeadingMarksCarryAnchors(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// /many: a heading holding more ids than its mark's URL may carry.
 	var many strings.Builder
 	many.WriteString("<!doctype html><h1>Many ids")
@@ -88,35 +79,21 @@ func TestRender_HeadingMarksCarryAnchors(t *testing.T) {
 		fmt.Fprintf(&many, `<a id="an-id-long-enough-to-fill-the-mark-%04d"></a>`, i)
 	}
 	many.WriteString("</h1>")
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r, base := StartSite(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		if req.URL.Path == "/many" {
 			_, _ = io.WriteString(w, many.String())
 			return
 		}
 		_, _ = io.WriteString(w, carriedPage)
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	r, err := render.New(render.Config{ChromiumPath: testsupport.ChromiumPath(t), Timeout: time.Minute,
-		AllowedHosts: allowlist.MustParse(ln.Addr().String()), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
+	}))
 	print := func(page string, headings bool) *analyzed {
 		t.Helper()
 		path := filepath.Join(t.TempDir(), "chapter.pdf")
 		settings := spec.Options{Outline: true}.Settings()
 		settings.Outline, settings.Tagged = false, false // as a chapter with heading marks prints
-		_, err := r.Render(context.Background(), render.Source{URL: "http://" + ln.Addr().String() + page, MarkAnchors: true, MarkHeadings: headings}, settings,
-			func(_ context.Context, pdf io.Reader) error {
-				b, err := io.ReadAll(pdf)
-				if err != nil {
-					return err
-				}
-				return os.WriteFile(path, b, 0o600)
-			})
+		_, err := r.Render(context.Background(), render.Source{URL: base + page, MarkAnchors: true, MarkHeadings: headings}, settings,
+			testsupport.FileSink(path))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +113,7 @@ func TestRender_HeadingMarksCarryAnchors(t *testing.T) {
 		}
 		return n
 	}
-	with, without := print("/", true), print("/", false)
+	with, without := print("", true), print("", false)
 	if len(with.pages) != 10 {
 		t.Fatalf("%d pages, want 10 (the test needs a page per target)", len(with.pages))
 	}
@@ -167,7 +144,7 @@ func TestRender_HeadingMarksCarryAnchors(t *testing.T) {
 
 	// The ids past what the heading's mark may carry get marks of their
 	// own: every one lands, and the mark stays a link Chromium prints.
-	full := print("/many", true)
+	full := print("many", true)
 	for i := range manyIDs {
 		if id := fmt.Sprintf("an-id-long-enough-to-fill-the-mark-%04d", i); full.named(id) == nil {
 			t.Fatalf("anchor %q of the heading with many ids was lost", id)

@@ -35,13 +35,7 @@ func TestPostProcess_RefusesToLoseWhatWasPrinted(t *testing.T) {
 	print := func(name string, o spec.Options) (string, int) {
 		path := filepath.Join(dir, name)
 		st, err := r.Render(context.Background(), render.Source{HTML: "<h1>One</h1><p style='break-after:page'>a</p><h1>Two</h1>"}, o.Settings(),
-			func(_ context.Context, pdf io.Reader) error {
-				b, err := io.ReadAll(pdf)
-				if err != nil {
-					return err
-				}
-				return os.WriteFile(path, b, 0o600)
-			})
+			testsupport.FileSink(path))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -163,11 +163,12 @@ const marksScript = `(() => {
 	return failed;
 })()`
 
-// marksExprs are marksScript's four forms, by [anchors][headings].
-var marksExprs = func() (e [2][2]string) {
-	for a, anchors := range []bool{false, true} {
-		for h, headings := range []bool{false, true} {
-			e[a][h] = fmt.Sprintf("(() => { const ANCHORS = %t, HEADINGS = %t; return "+marksScript+"; })()",
+// marksExprs are marksScript's four forms, by {anchors, headings}.
+var marksExprs = func() map[[2]bool]string {
+	e := map[[2]bool]string{}
+	for _, anchors := range []bool{false, true} {
+		for _, headings := range []bool{false, true} {
+			e[[2]bool{anchors, headings}] = fmt.Sprintf("(() => { const ANCHORS = %t, HEADINGS = %t; return "+marksScript+"; })()",
 				anchors, headings, AnchorPrefix, HeadingMarkPrefix, markStyle, maxHeadingText, maxHeadingMarks, maxHeadingMarkURL)
 		}
 	}
@@ -182,13 +183,7 @@ type marksFailed struct {
 
 // addMarks adds the marks src asks for to the page of t.
 func addMarks(ctx context.Context, t *chromedp.Target, anchors, headings bool) (marksFailed, error) {
-	b2i := func(b bool) int {
-		if b {
-			return 1
-		}
-		return 0
-	}
-	res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: marksExprs[b2i(anchors)][b2i(headings)], ReturnByValue: new(true)})
+	res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: marksExprs[[2]bool{anchors, headings}], ReturnByValue: new(true)})
 	if err != nil {
 		return marksFailed{}, fmt.Errorf("%w: marking anchors and headings: %v", ErrNavigation, err)
 	}

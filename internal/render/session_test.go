@@ -268,14 +268,7 @@ func TestRender_HeadingMarks(t *testing.T) {
 	print := func(path string) assemble.Info {
 		t.Helper()
 		file := filepath.Join(t.TempDir(), "page.pdf")
-		sink := func(_ context.Context, pdf io.Reader) error {
-			b, err := io.ReadAll(pdf)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(file, b, 0o600)
-		}
-		if _, err := r.Render(context.Background(), Source{URL: s.URL + path, MarkAnchors: true, MarkHeadings: true}, settings(spec.Options{}), sink); err != nil {
+		if _, err := r.Render(context.Background(), Source{URL: s.URL + path, MarkAnchors: true, MarkHeadings: true}, settings(spec.Options{}), testsupport.FileSink(file)); err != nil {
 			t.Fatal(err)
 		}
 		info, err := assemble.Inspect(file)

@@ -1,6 +1,9 @@
 package testsupport
 
 import (
+	"context"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,4 +35,17 @@ func PDFText(t testing.TB, pdf []byte) string {
 		t.Fatalf("pdftotext: %v\n%s", err, out)
 	}
 	return string(out)
+}
+
+// FileSink is a render sink (render.Renderer.Render's) that writes the
+// PDF to path.
+func FileSink(path string) func(context.Context, io.Reader) error {
+	return func(_ context.Context, pdf io.Reader) error {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, pdf)
+		return errors.Join(err, f.Close())
+	}
 }
