@@ -10,8 +10,9 @@ import (
 )
 
 // TestCheckWords: scripts/check-words.sh (make lint) refuses a tracker's
-// reference anywhere in the tree and a measured figure in a production
-// comment, and lets the same words pass where they belong (a test, a
+// reference anywhere in the tree and, in a production comment, a measured
+// figure, a ratio, a section number of BENCHMARKS.md or a word that marks
+// an earlier design kept in the code, and lets the same words pass where they belong (a test, a
 // benchmark) or where they mean something else.
 func TestCheckWords(t *testing.T) {
 	// The words apart from their numbers, so that this file is not
@@ -40,6 +41,23 @@ func TestCheckWords(t *testing.T) {
 		{"a verb, not a reference", "docs/X.md", "Each token may issue requests; issues are tracked elsewhere.\n", false},
 		{"a bound, not a measurement", "a.go", "package a\n\n// at most 256 MiB; 5 ms windows\n", false},
 		{"an upstream issue URL", "a.go", "package a\n\n// https://github.com/hibiken/asynq/issues/123\n", false},
+		{"a section and a ratio in a production comment", "a.go", "package a\n\n// (BENCHMARKS.md section 7: 1.3x the bare tab)\n", true},
+		{"a ratio in a production comment", "a.go", "package a\n\n// about 0.82× of the full browser's\n", true},
+		{"a whole ratio in a production comment", "a.go", "package a\n\n// a tab reused is 3x faster\n", true},
+		{"a ratio in words in a production comment", "a.go", "package a\n\n// costs 25–35 times its size on the heap\n", true},
+		{"a section of BENCHMARKS in a production comment", "a.go", "package a\n\n// see section 7G of BENCHMARKS\n", true},
+		{"a bare section number in a production comment", "b/a.go", "package a\n\n// make bench compares them (section 7)\n", true},
+		{"a scenario of BENCHMARKS in a production comment", "a.go", "package a\n\n// (BENCHMARKS.md, scenario 6)\n", true},
+		{"as before in a production comment", "a.go", "package a\n\n// negative: every ring wakes, as before\n", true},
+		{"the earlier design in a production comment", "a.go", "package a\n\n// kept from the earlier design for the shell\n", true},
+		{"a plain pointer to BENCHMARKS", "a.go", "package a\n\n// the figures are in BENCHMARKS.md\n", false},
+		{"an RFC section", "a.go", "package a\n\n// (RFC 6265 section 5.1.4)\n", false},
+		{"a product in code, not in a comment", "a.go", "package a\n\nconst d = 1 * time.Second // a second\n\nvar r = 1.3 * x\n", false},
+		{"hex, srcset and paper sizes", "a.go", "package a\n\n// hex (0x); srcset (\"a.png 1x, b.png 2x\"); 8.27 x 11.7 in, 210 x 297 mm or 595 x\n", false},
+		{"an earlier release, not an earlier design", "a.go", "package a\n\n// a worker of an earlier release keys the chapter apart\n", false},
+		{"a ratio and a section in a test", "a_test.go", "package a\n\n// BENCHMARKS.md section 7: 1.3x the bare tab, as before\n", false},
+		{"a ratio and a section in the bench program", "bench/a.go", "package main\n\n// BENCHMARKS.md section 7: 1.3x the bare tab, as before\n", false},
+		{"a section number in a doc", "docs/X.md", "BENCHMARKS.md section 7 has 1.3x the bare tab.\n", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
