@@ -19,7 +19,7 @@ import (
 // request's key (Payload.ArtifactKey, the worker's own derivation)
 // and records the export as completed with CompleteStored: one Redis
 // command, instead of the queued task's enqueue, pick-up, gate, result
-// and final record (BENCHMARKS.md, section 10). The export has a task id
+// and final record (BENCHMARKS.md has the figures). The export has a task id
 // like any other (StoredPrefix + a UUID), so Status, Wait, Artifact,
 // Cancel (ErrFinal), the API's GET /v1/exports/{id}, its download and
 // `enqueue status` answer for it during Retention.

@@ -106,7 +106,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Coalesce is the shortest time between two wake-ups by rings of one
 	// waiter: the rings of a burst within it cost one poll (0:
-	// DefaultCoalesce; negative: every ring wakes, as before).
+	// DefaultCoalesce; negative: every ring wakes, none coalesced).
 	Coalesce time.Duration
 }
 
@@ -114,7 +114,7 @@ type Config struct {
 // 200 a second, and delays only the pick-up of a task enqueued within 5 ms
 // of the previous wake-up. A window as long as the gap between a steady
 // load's enqueues delays nearly every pick-up of that load by up to the
-// window (BENCHMARKS.md section 12, "under load", has the figures): the
+// window (BENCHMARKS.md has the figures, under load): the
 // window must stay short against the gaps of a steady load, long against
 // those of a burst.
 const DefaultCoalesce = 5 * time.Millisecond

@@ -26,12 +26,12 @@ import (
 // key without trying each, and keys rotate: the first key seals, every key
 // of the list opens.
 //
-// Without SECRETS_KEY the values are stored in clear, as before sealing
-// existed; values stored in clear (by an enqueuer without the key, or
-// before the key was set) are read whether or not this process has keys, so
-// exports queued before the key was set keep working. Refusing them would
-// not protect against anyone who can write to Redis: such a writer can
-// enqueue exports of its own anyway.
+// Without SECRETS_KEY the values are stored in clear. Values stored in
+// clear (by an enqueuer without the key, or before the key was set) are
+// read whether or not this process has keys, so exports queued before the
+// key was set keep working. Refusing them would not protect against anyone
+// who can write to Redis: such a writer can enqueue exports of its own
+// anyway.
 
 // sealedPrefix starts a sealed value; a clear one is JSON, "{…".
 const sealedPrefix = "sealed:v1:"
