@@ -18,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
 
@@ -42,124 +43,168 @@ func (c *batchCounts) line() string {
 	return s
 }
 
+// batchFlags are the flags of enqueue batch.
+type batchFlags struct {
+	file, queue string
+	ratePerSec  float64
+	force       bool
+	wait        waitFlag
+	opts        exportclient.Options
+	progress    string
+}
+
+func (f *batchFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.file, "file", "", "CSV with columns manual_id,version,url (header optional); a url of chapters:PATH exports the whole manual PATH lists (as export --chapters), one of site:URL the manual that site's navigation lists (as export --site); - reads stdin")
+	fs.Float64Var(&f.ratePerSec, "rate", 0, "enqueue at most N tasks per second (0: no limit); also accepts N/s")
+	fs.BoolVar(&f.force, "force", false, "re-render artifacts that are already stored")
+	fs.Var(&f.wait, "wait", "wait until every task finished (--wait=DUR bounds the wait)")
+	fs.StringVar(&f.queue, "queue", "batch", "queue for the tasks")
+	fs.StringVar(&f.opts.Paper, "paper", "", "paper for every row: A4 (default), Letter, Legal, A3, A5")
+	fs.BoolVar(&f.opts.Landscape, "landscape", false, "landscape for every row")
+	fs.BoolVar(&f.opts.Outline, "outline", false, "document outline for every row (implies tagged)")
+	fs.BoolVar(&f.opts.Tagged, "tagged", false, "tagged PDF for every row")
+	fs.BoolVar(&f.opts.FastWebView, "fast-web-view", false, "linearized PDF (fast web view) for every row")
+	fs.StringVar(&f.opts.WaitFor, "wait-for", "", "readiness expression for every row")
+	fs.StringVar(&f.progress, "progress", "auto", "auto (bar on a terminal, a line every 5s otherwise), bar, lines")
+}
+
 func runBatch(ctx context.Context, e env, args []string) int {
 	fs := flag.NewFlagSet("batch", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	var (
-		file, queue string
-		ratePerSec  float64
-		force       bool
-		wait        waitFlag
-		opts        exportclient.Options
-		progress    string
-	)
-	fs.StringVar(&file, "file", "", "CSV with columns manual_id,version,url (header optional); a url of chapters:PATH exports the whole manual PATH lists (as export --chapters), one of site:URL the manual that site's navigation lists (as export --site); - reads stdin")
-	fs.Float64Var(&ratePerSec, "rate", 0, "enqueue at most N tasks per second (0: no limit); also accepts N/s")
-	fs.BoolVar(&force, "force", false, "re-render artifacts that are already stored")
-	fs.Var(&wait, "wait", "wait until every task finished (--wait=DUR bounds the wait)")
-	fs.StringVar(&queue, "queue", "batch", "queue for the tasks")
-	fs.StringVar(&opts.Paper, "paper", "", "paper for every row: A4 (default), Letter, Legal, A3, A5")
-	fs.BoolVar(&opts.Landscape, "landscape", false, "landscape for every row")
-	fs.BoolVar(&opts.Outline, "outline", false, "document outline for every row (implies tagged)")
-	fs.BoolVar(&opts.Tagged, "tagged", false, "tagged PDF for every row")
-	fs.BoolVar(&opts.FastWebView, "fast-web-view", false, "linearized PDF (fast web view) for every row")
-	fs.StringVar(&opts.WaitFor, "wait-for", "", "readiness expression for every row")
-	fs.StringVar(&progress, "progress", "auto", "auto (bar on a terminal, a line every 5s otherwise), bar, lines")
+	var f batchFlags
+	f.register(fs)
 	if err := fs.Parse(normalizeRate(args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
 		return exitInvalid
 	}
-	if file == "" {
-		fmt.Fprintln(e.stderr, "enqueue batch: --file is required (a CSV path, or - for stdin)")
-		return exitInvalid
+	in, closeIn, code := f.open(e)
+	if in == nil {
+		return code
 	}
-	if ratePerSec < 0 {
-		fmt.Fprintln(e.stderr, "enqueue batch: --rate must be ≥ 0")
-		return exitInvalid
-	}
-	var in io.Reader = e.stdin
-	if file != "-" {
-		f, err := os.Open(file)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "enqueue batch: --file: %v\n", err)
-			return exitInvalid
-		}
-		defer f.Close()
-		in = f
-	}
+	defer closeIn()
 	client, cfg, code := newClient(e)
 	if client == nil {
 		return code
 	}
 	defer client.Close()
-	var store storage.Backend
-	var err error
-	if !force {
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		store, err = storage.Open(sctx, cfg.Storage())
-		cancel()
-		if err != nil {
-			fmt.Fprintf(e.stderr, "enqueue batch: storage %s: %v\n", cfg.StorageURL, err)
-			return exitUnavailable
+	run := &batchRun{client: client, queue: f.queue, limiter: rate.NewLimiter(rate.Inf, 1)}
+	if !f.force {
+		if run.store, code = openBatchStore(ctx, e, cfg); run.store == nil {
+			return code
 		}
 	}
+	if f.ratePerSec > 0 {
+		run.limiter = rate.NewLimiter(rate.Limit(f.ratePerSec), 1)
+	}
 
-	rows, total, badRows := readBatch(in, opts, force)
-	var counts batchCounts
-	counts.rows.Store(int64(total))
+	rows, total, badRows := readBatch(in, f.opts, f.force)
+	run.counts.rows.Store(int64(total))
 	for _, b := range badRows {
-		counts.badRows.Add(1)
+		run.counts.badRows.Add(1)
 		fmt.Fprintln(e.stderr, b)
 	}
-	report := startProgress(ctx, e, progress, len(rows), &counts)
-
-	limiter := rate.NewLimiter(rate.Inf, 1)
-	if ratePerSec > 0 {
-		limiter = rate.NewLimiter(rate.Limit(ratePerSec), 1)
+	run.report = startProgress(ctx, e, f.progress, len(rows), &run.counts)
+	taskIDs, unavailable := run.enqueueAll(ctx, rows)
+	if f.wait.set && len(taskIDs) > 0 {
+		waitAll(ctx, client, taskIDs, f.wait.d, &run.counts, run.report)
 	}
-	var taskIDs []string
-	unavailable := false
+	run.report.stop()
+	fmt.Fprintf(e.stdout, "batch: %s\n", run.counts.line())
+	return run.counts.exitCode(ctx, unavailable)
+}
+
+// open checks --file and --rate and opens the file (stdin for -); in is nil
+// when one is bad, with the exit code.
+func (f *batchFlags) open(e env) (in io.Reader, closeIn func(), code int) {
+	if f.file == "" {
+		fmt.Fprintln(e.stderr, "enqueue batch: --file is required (a CSV path, or - for stdin)")
+		return nil, nil, exitInvalid
+	}
+	if f.ratePerSec < 0 {
+		fmt.Fprintln(e.stderr, "enqueue batch: --rate must be ≥ 0")
+		return nil, nil, exitInvalid
+	}
+	if f.file == "-" {
+		return e.stdin, func() {}, exitOK
+	}
+	file, err := os.Open(f.file)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "enqueue batch: --file: %v\n", err)
+		return nil, nil, exitInvalid
+	}
+	return file, func() { file.Close() }, exitOK
+}
+
+// openBatchStore opens the storage the rows' artifacts are looked up in; nil
+// when it cannot, with the exit code.
+func openBatchStore(ctx context.Context, e env, cfg config.Config) (storage.Backend, int) {
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	store, err := storage.Open(sctx, cfg.Storage())
+	if err != nil {
+		fmt.Fprintf(e.stderr, "enqueue batch: storage %s: %v\n", cfg.StorageURL, err)
+		return nil, exitUnavailable
+	}
+	return store, exitOK
+}
+
+// batchRun is one run of enqueue batch: where its rows go and what it
+// counts of them.
+type batchRun struct {
+	client  *exportclient.Client
+	store   storage.Backend // nil with --force: no row is looked up
+	queue   string
+	limiter *rate.Limiter
+	counts  batchCounts
+	report  *progressReporter
+}
+
+// enqueueAll enqueues the rows whose artifact is not stored, at the
+// limiter's rate, until ctx ends. unavailable: an enqueue found Redis
+// unreachable.
+func (r *batchRun) enqueueAll(ctx context.Context, rows []batchRow) (taskIDs []string, unavailable bool) {
 	for _, row := range rows {
 		if ctx.Err() != nil {
 			break
 		}
-		if store != nil && row.req.Site == nil { // a site's key is known after its discovery
-			_, err := store.Stat(ctx, row.req.Payload().ArtifactKey())
+		if r.store != nil && row.req.Site == nil { // a site's key is known after its discovery
+			_, err := r.store.Stat(ctx, row.req.Payload().ArtifactKey())
 			if err == nil {
-				counts.stored.Add(1)
-				report.step()
+				r.counts.stored.Add(1)
+				r.report.step()
 				continue
 			}
 		}
-		if err := limiter.Wait(ctx); err != nil {
+		if err := r.limiter.Wait(ctx); err != nil {
 			break
 		}
-		job, err := client.Enqueue(ctx, row.req, exportclient.Queue(queue))
+		job, err := r.client.Enqueue(ctx, row.req, exportclient.Queue(r.queue))
 		if err != nil {
 			if errors.Is(err, exportclient.ErrInvalid) {
-				counts.badRows.Add(1)
+				r.counts.badRows.Add(1)
 			} else {
-				counts.enqueueFailed.Add(1)
+				r.counts.enqueueFailed.Add(1)
 				unavailable = unavailable || errors.Is(err, exportclient.ErrUnavailable)
 			}
-			report.printf("line %d: %v", row.line, err)
-			report.step()
+			r.report.printf("line %d: %v", row.line, err)
+			r.report.step()
 			continue
 		}
 		taskIDs = append(taskIDs, job.TaskID)
-		counts.enqueued.Add(1)
-		report.step()
+		r.counts.enqueued.Add(1)
+		r.report.step()
 	}
-	if wait.set && len(taskIDs) > 0 {
-		waitAll(ctx, client, taskIDs, wait.d, &counts, report)
-	}
-	report.stop()
-	fmt.Fprintf(e.stdout, "batch: %s\n", counts.line())
+	return taskIDs, unavailable
+}
+
+// exitCode is the batch's exit code: failed when a row or a task failed
+// (unavailable when Redis was and nothing was enqueued) or ctx ended.
+func (c *batchCounts) exitCode(ctx context.Context, unavailable bool) int {
 	switch {
-	case counts.badRows.Load() > 0 || counts.enqueueFailed.Load() > 0 || counts.taskFailed.Load() > 0:
-		if unavailable && counts.enqueued.Load() == 0 {
+	case c.badRows.Load() > 0 || c.enqueueFailed.Load() > 0 || c.taskFailed.Load() > 0:
+		if unavailable && c.enqueued.Load() == 0 {
 			return exitUnavailable
 		}
 		return exitFailed

@@ -51,65 +51,31 @@ func (w *waitFlag) Set(s string) error {
 	return nil
 }
 
+// exportFlags are the flags of enqueue export: the request they fill and
+// the files and values the request is made from.
+type exportFlags struct {
+	req                    exportclient.Request
+	htmlFile, queue        string
+	chaptersFile           string
+	site                   exportclient.Site
+	siteInclude            stringList
+	siteExclude            stringList
+	headerFile, footerFile string
+	marginMM, scale        string
+	noBackground, jsonOut  bool
+	wait                   waitFlag
+	srcHeaders, srcCookies stringList
+	doc                    docFlags
+	envelopeVersion        int
+}
+
 func runExport(ctx context.Context, e env, args []string) int {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	var (
-		req                    exportclient.Request
-		htmlFile, queue        string
-		chaptersFile           string
-		site                   exportclient.Site
-		siteInclude            stringList
-		siteExclude            stringList
-		headerFile, footerFile string
-		marginMM, scale        string
-		noBackground, jsonOut  bool
-		wait                   waitFlag
-	)
-	fs.StringVar(&req.ManualID, "manual", "", "manual id (required), e.g. ops-guide")
-	fs.StringVar(&req.Version, "version", "", "manual version (required), e.g. 2026.11.3")
-	fs.StringVar(&req.URL, "url", "", "http(s) URL of the printable page (host must be on ALLOWED_HOSTS)")
-	fs.StringVar(&htmlFile, "html-file", "", "print this HTML file instead of a URL (- for stdin, at most 2 MiB)")
-	fs.StringVar(&chaptersFile, "chapters", "", `export a whole manual: this file lists its chapters in order, one "URL [rev=REVISION] [title]" a line (- for stdin)`)
-	fs.StringVar(&site.URL, "site", "", "export a whole manual straight from a docs site: the chapters, in order, from this start page's navigation (Sphinx, MkDocs, Docusaurus, Antora, a navigation landmark), each reprinted only when its content changed; --manual defaults to the site's host, --version to latest")
-	fs.StringVar(&site.Nav, "site-nav", "", "with --site: where its navigation is: sphinx, mkdocs, docusaurus, antora, sitemap, or a CSS selector of its links (default: told from the page)")
-	fs.Var(&siteInclude, "site-include", "with --site: only chapters whose path matches this glob (* within a segment, ** across; repeatable)")
-	fs.Var(&siteExclude, "site-exclude", "with --site: no chapter whose path matches this glob (repeatable)")
-	fs.IntVar(&site.MaxChapters, "site-max-chapters", 0, "with --site: keep the first N chapters (default all, at most 1000)")
-	fs.StringVar(&site.Revision, "site-revision", "", "with --site: every chapter's revision (the site build's commit), instead of one derived from each page's content")
-	fs.BoolVar(&req.Options.TOC, "toc", false, "with --chapters or --site: a table of contents with the final page numbers before the first chapter")
-	fs.BoolVar(&req.Options.FastWebView, "fast-web-view", false, "linearize the PDF (qpdf --linearize) so a viewer shows page 1 before the whole file arrived")
-	fs.StringVar(&req.Options.Paper, "paper", "", "paper: A4 (default), Letter, Legal, A3, A5")
-	fs.BoolVar(&req.Options.Landscape, "landscape", false, "landscape orientation")
-	fs.StringVar(&marginMM, "margin-mm", "", "all four margins in mm (default 10)")
-	fs.StringVar(&scale, "scale", "", "rendering scale 0.1–2 (default 1)")
-	fs.BoolVar(&noBackground, "no-background", false, "do not print background colours and images")
-	fs.StringVar(&headerFile, "header-html-file", "", "HTML header template (classes pageNumber, totalPages, title, date)")
-	fs.StringVar(&footerFile, "footer-html-file", "", "HTML footer template")
-	fs.BoolVar(&req.Options.Outline, "outline", false, "embed a document outline (bookmarks); implies --tagged")
-	fs.BoolVar(&req.Options.Tagged, "tagged", false, "tagged (accessible) PDF: slower and larger; with --chapters, one structure tree for the manual")
-	fs.StringVar(&req.Options.Lang, "lang", "", "with --chapters and --tagged or --pdf-ua: the manual's language (BCP 47, e.g. de-CH); default the first chapter's")
-	fs.BoolVar(&req.Options.PDFUA, "pdf-ua", false, "with --chapters: claim PDF/UA-1 (implies --tagged) and warn about what the chapters lack")
-	fs.StringVar(&req.Options.PDFA, "pdf-a", "", `with --chapters: claim PDF/A at this level ("2b"); not with encryption`)
-	fs.StringVar(&req.Options.WaitFor, "wait-for", "", "JavaScript expression that must be true before printing, e.g. window.__PDF_READY__===true")
-	fs.StringVar(&req.Options.Media, "media", "", "CSS media: print (default) or screen")
-	fs.StringVar(&req.Options.PageRanges, "page-ranges", "", "pages to print, e.g. 1-5,8")
-	fs.BoolVar(&req.Options.PreferCSSPageSize, "prefer-css-page-size", false, "let CSS @page size win over --paper")
-	fs.BoolVar(&req.Options.FailOnResourceErrors, "fail-on-resource-errors", false, "fail, storing nothing, when an image, style sheet or other sub-resource failed, answered >= 400 or was blocked")
-	fs.BoolVar(&req.Options.FailOnConsoleErrors, "fail-on-console-errors", false, "fail, storing nothing, on an uncaught JavaScript exception or a console.error line")
-	var srcHeaders, srcCookies stringList
-	fs.Var(&srcHeaders, "source-header", `"Name: value" sent with every request to --url's host and port (repeatable); value may be env:VAR or file:PATH, which keeps it out of the process list`)
-	fs.Var(&srcCookies, "source-cookie", `"name=value" or "name=value; path=/p" sent to --url's host and port (repeatable); value may be env:VAR or file:PATH`)
-	var doc docFlags
-	doc.register(fs)
-	fs.BoolVar(&req.Force, "force", false, "re-render even if this artifact is already stored")
-	fs.StringVar(&req.RequestID, "request-id", "", "correlation id logged by the worker")
-	fs.StringVar(&req.CallbackURL, "callback", "", "POST the outcome here once the export is final (host on CALLBACK_ALLOWED_HOSTS)")
-	fs.StringVar(&queue, "queue", "default", "queue: critical, default or batch")
-	var envelopeVersion int
-	fs.IntVar(&envelopeVersion, "envelope-version", 0, "write the envelope as at least this version (docs/COMPATIBILITY.md), so that no older worker takes it; default: what its fields need")
-	fs.Var(&wait, "wait", "wait for the result (--wait waits up to 10m, --wait=DUR up to DUR)")
-	fs.BoolVar(&jsonOut, "json", false, "print JSON (the result document with --wait)")
+	var f exportFlags
+	f.registerSource(fs)
+	f.registerPrint(fs)
+	f.registerTask(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -120,30 +86,117 @@ func runExport(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stderr, "enqueue export: unexpected argument %q\n", fs.Arg(0))
 		return exitInvalid
 	}
-	if code := fillOptions(e, &req, htmlFile, headerFile, footerFile, marginMM, scale, noBackground); code != exitOK {
+	if code := f.fillRequest(e); code != exitOK {
 		return code
 	}
-	if chaptersFile != "" {
+	client, _, code := newClient(e)
+	if client == nil {
+		return code
+	}
+	defer client.Close()
+	return f.enqueue(ctx, e, client)
+}
+
+// registerSource registers the flags that say what to print and the
+// credentials its requests carry.
+func (f *exportFlags) registerSource(fs *flag.FlagSet) {
+	fs.StringVar(&f.req.ManualID, "manual", "", "manual id (required), e.g. ops-guide")
+	fs.StringVar(&f.req.Version, "version", "", "manual version (required), e.g. 2026.11.3")
+	fs.StringVar(&f.req.URL, "url", "", "http(s) URL of the printable page (host must be on ALLOWED_HOSTS)")
+	fs.StringVar(&f.htmlFile, "html-file", "", "print this HTML file instead of a URL (- for stdin, at most 2 MiB)")
+	fs.StringVar(&f.chaptersFile, "chapters", "", `export a whole manual: this file lists its chapters in order, one "URL [rev=REVISION] [title]" a line (- for stdin)`)
+	fs.StringVar(&f.site.URL, "site", "", "export a whole manual straight from a docs site: the chapters, in order, from this start page's navigation (Sphinx, MkDocs, Docusaurus, Antora, a navigation landmark), each reprinted only when its content changed; --manual defaults to the site's host, --version to latest")
+	fs.StringVar(&f.site.Nav, "site-nav", "", "with --site: where its navigation is: sphinx, mkdocs, docusaurus, antora, sitemap, or a CSS selector of its links (default: told from the page)")
+	fs.Var(&f.siteInclude, "site-include", "with --site: only chapters whose path matches this glob (* within a segment, ** across; repeatable)")
+	fs.Var(&f.siteExclude, "site-exclude", "with --site: no chapter whose path matches this glob (repeatable)")
+	fs.IntVar(&f.site.MaxChapters, "site-max-chapters", 0, "with --site: keep the first N chapters (default all, at most 1000)")
+	fs.StringVar(&f.site.Revision, "site-revision", "", "with --site: every chapter's revision (the site build's commit), instead of one derived from each page's content")
+	fs.Var(&f.srcHeaders, "source-header", `"Name: value" sent with every request to --url's host and port (repeatable); value may be env:VAR or file:PATH, which keeps it out of the process list`)
+	fs.Var(&f.srcCookies, "source-cookie", `"name=value" or "name=value; path=/p" sent to --url's host and port (repeatable); value may be env:VAR or file:PATH`)
+}
+
+// registerPrint registers the flags of the print options.
+func (f *exportFlags) registerPrint(fs *flag.FlagSet) {
+	fs.BoolVar(&f.req.Options.TOC, "toc", false, "with --chapters or --site: a table of contents with the final page numbers before the first chapter")
+	fs.BoolVar(&f.req.Options.FastWebView, "fast-web-view", false, "linearize the PDF (qpdf --linearize) so a viewer shows page 1 before the whole file arrived")
+	fs.StringVar(&f.req.Options.Paper, "paper", "", "paper: A4 (default), Letter, Legal, A3, A5")
+	fs.BoolVar(&f.req.Options.Landscape, "landscape", false, "landscape orientation")
+	fs.StringVar(&f.marginMM, "margin-mm", "", "all four margins in mm (default 10)")
+	fs.StringVar(&f.scale, "scale", "", "rendering scale 0.1–2 (default 1)")
+	fs.BoolVar(&f.noBackground, "no-background", false, "do not print background colours and images")
+	fs.StringVar(&f.headerFile, "header-html-file", "", "HTML header template (classes pageNumber, totalPages, title, date)")
+	fs.StringVar(&f.footerFile, "footer-html-file", "", "HTML footer template")
+	fs.BoolVar(&f.req.Options.Outline, "outline", false, "embed a document outline (bookmarks); implies --tagged")
+	fs.BoolVar(&f.req.Options.Tagged, "tagged", false, "tagged (accessible) PDF: slower and larger; with --chapters, one structure tree for the manual")
+	fs.StringVar(&f.req.Options.Lang, "lang", "", "with --chapters and --tagged or --pdf-ua: the manual's language (BCP 47, e.g. de-CH); default the first chapter's")
+	fs.BoolVar(&f.req.Options.PDFUA, "pdf-ua", false, "with --chapters: claim PDF/UA-1 (implies --tagged) and warn about what the chapters lack")
+	fs.StringVar(&f.req.Options.PDFA, "pdf-a", "", `with --chapters: claim PDF/A at this level ("2b"); not with encryption`)
+	fs.StringVar(&f.req.Options.WaitFor, "wait-for", "", "JavaScript expression that must be true before printing, e.g. window.__PDF_READY__===true")
+	fs.StringVar(&f.req.Options.Media, "media", "", "CSS media: print (default) or screen")
+	fs.StringVar(&f.req.Options.PageRanges, "page-ranges", "", "pages to print, e.g. 1-5,8")
+	fs.BoolVar(&f.req.Options.PreferCSSPageSize, "prefer-css-page-size", false, "let CSS @page size win over --paper")
+	fs.BoolVar(&f.req.Options.FailOnResourceErrors, "fail-on-resource-errors", false, "fail, storing nothing, when an image, style sheet or other sub-resource failed, answered >= 400 or was blocked")
+	fs.BoolVar(&f.req.Options.FailOnConsoleErrors, "fail-on-console-errors", false, "fail, storing nothing, on an uncaught JavaScript exception or a console.error line")
+	f.doc.register(fs)
+}
+
+// registerTask registers the flags of the task: its queue, its callback, and
+// whether and how to wait for it.
+func (f *exportFlags) registerTask(fs *flag.FlagSet) {
+	fs.BoolVar(&f.req.Force, "force", false, "re-render even if this artifact is already stored")
+	fs.StringVar(&f.req.RequestID, "request-id", "", "correlation id logged by the worker")
+	fs.StringVar(&f.req.CallbackURL, "callback", "", "POST the outcome here once the export is final (host on CALLBACK_ALLOWED_HOSTS)")
+	fs.StringVar(&f.queue, "queue", "default", "queue: critical, default or batch")
+	fs.IntVar(&f.envelopeVersion, "envelope-version", 0, "write the envelope as at least this version (docs/COMPATIBILITY.md), so that no older worker takes it; default: what its fields need")
+	fs.Var(&f.wait, "wait", "wait for the result (--wait waits up to 10m, --wait=DUR up to DUR)")
+	fs.BoolVar(&f.jsonOut, "json", false, "print JSON (the result document with --wait)")
+}
+
+// fillRequest completes the request from the flags that name files or need
+// parsing; a bad one is reported and gives exitInvalid.
+func (f *exportFlags) fillRequest(e env) int {
+	if code := f.fillOptions(e); code != exitOK {
+		return code
+	}
+	if code := f.fillManual(e); code != exitOK {
+		return code
+	}
+	if err := fillCredentials(&f.req, f.srcHeaders, f.srcCookies); err != nil {
+		fmt.Fprintf(e.stderr, "enqueue export: %v\n", err)
+		return exitInvalid
+	}
+	if err := f.doc.fill(&f.req.Options); err != nil {
+		fmt.Fprintf(e.stderr, "enqueue export: invalid request: %v\n", err)
+		return exitInvalid
+	}
+	return exitOK
+}
+
+// fillManual sets the chapters of --chapters or the site of --site, each the
+// only source of the request when given.
+func (f *exportFlags) fillManual(e env) int {
+	req, site := &f.req, &f.site
+	if f.chaptersFile != "" {
 		if req.URL != "" || req.HTML != "" {
 			fmt.Fprintf(e.stderr, "enqueue export: invalid request: --chapters: give --url, --html-file or --chapters, one of them\n")
 			return exitInvalid
 		}
-		b, err := readLimited(e, chaptersFile, chaptersFileLimit)
+		b, err := readLimited(e, f.chaptersFile, chaptersFileLimit)
 		if err == nil {
 			req.Chapters, err = parseChapters(b)
 		}
 		if err != nil {
-			fmt.Fprintf(e.stderr, "enqueue export: invalid request: --chapters %s: %v\n", chaptersFile, err)
+			fmt.Fprintf(e.stderr, "enqueue export: invalid request: --chapters %s: %v\n", f.chaptersFile, err)
 			return exitInvalid
 		}
 	}
 	if site.URL != "" {
-		if req.URL != "" || req.HTML != "" || chaptersFile != "" {
+		if req.URL != "" || req.HTML != "" || f.chaptersFile != "" {
 			fmt.Fprintf(e.stderr, "enqueue export: invalid request: --site: give --url, --html-file, --chapters or --site, one of them\n")
 			return exitInvalid
 		}
-		site.Include, site.Exclude = siteInclude, siteExclude
-		req.Site = &site
+		site.Include, site.Exclude = f.siteInclude, f.siteExclude
+		req.Site = site
 		if req.ManualID == "" {
 			req.ManualID = siteManualID(site.URL)
 		}
@@ -151,41 +204,32 @@ func runExport(ctx context.Context, e env, args []string) int {
 			req.Version = "latest"
 		}
 	}
-	if err := fillCredentials(&req, srcHeaders, srcCookies); err != nil {
-		fmt.Fprintf(e.stderr, "enqueue export: %v\n", err)
-		return exitInvalid
-	}
-	if err := doc.fill(&req.Options); err != nil {
-		fmt.Fprintf(e.stderr, "enqueue export: invalid request: %v\n", err)
-		return exitInvalid
-	}
-	client, _, code := newClient(e)
-	if client == nil {
-		return code
-	}
-	defer client.Close()
+	return exitOK
+}
 
-	opts := []exportclient.EnqueueOption{exportclient.Queue(queue)}
-	if envelopeVersion != 0 {
-		opts = append(opts, exportclient.EnvelopeVersion(envelopeVersion))
+// enqueue enqueues the request and, with --wait, waits for its end.
+func (f *exportFlags) enqueue(ctx context.Context, e env, client *exportclient.Client) int {
+	opts := []exportclient.EnqueueOption{exportclient.Queue(f.queue)}
+	if f.envelopeVersion != 0 {
+		opts = append(opts, exportclient.EnvelopeVersion(f.envelopeVersion))
 	}
-	enqueued, err := client.Enqueue(ctx, req, opts...)
+	enqueued, err := client.Enqueue(ctx, f.req, opts...)
 	if err != nil {
 		return exitFor(e, err)
 	}
-	if !wait.set {
-		if jsonOut {
+	if !f.wait.set {
+		if f.jsonOut {
 			_ = json.NewEncoder(e.stdout).Encode(map[string]string{"task_id": enqueued.TaskID, "queue": enqueued.Queue, "artifact_key": enqueued.ArtifactKey})
 		} else {
 			fmt.Fprintf(e.stdout, "enqueued %s on %s (artifact %s)\n", enqueued.TaskID, enqueued.Queue, enqueued.ArtifactKey)
 		}
 		return exitOK
 	}
-	wctx, cancel := context.WithTimeout(ctx, wait.d)
+	wctx, cancel := context.WithTimeout(ctx, f.wait.d)
 	defer cancel()
 	stopWatch := func() {}
-	if (len(req.Chapters) > 0 || req.Site != nil) && !jsonOut {
-		stopWatch = watchChapters(wctx, e, client, enqueued.TaskID, len(req.Chapters)) // a site's total comes with its progress
+	if (len(f.req.Chapters) > 0 || f.req.Site != nil) && !f.jsonOut {
+		stopWatch = watchChapters(wctx, e, client, enqueued.TaskID, len(f.req.Chapters)) // a site's total comes with its progress
 	}
 	st, err := client.Wait(wctx, enqueued.TaskID, time.Second) // wakes on the worker's announcement; polls every second besides
 	stopWatch()
@@ -196,7 +240,7 @@ func runExport(ctx context.Context, e env, args []string) int {
 		}
 		return exitFailed
 	}
-	return printFinal(e, st, jsonOut)
+	return printFinal(e, st, f.jsonOut)
 }
 
 // printFinal prints a final status: the result document on success.
@@ -231,49 +275,52 @@ func printFinal(e env, st exportclient.Status, jsonOut bool) int {
 	return exitOK
 }
 
-func fillOptions(e env, req *exportclient.Request, htmlFile, headerFile, footerFile, marginMM, scale string, noBackground bool) int {
+// fillOptions reads the files of --html-file and the header and footer
+// templates, and parses the margin, the scale and --no-background.
+func (f *exportFlags) fillOptions(e env) int {
+	req := &f.req
 	bad := func(flagName, format string, args ...any) int {
 		fmt.Fprintf(e.stderr, "enqueue export: invalid request: --%s: %s\n", flagName, fmt.Sprintf(format, args...))
 		return exitInvalid
 	}
-	if htmlFile != "" {
+	if f.htmlFile != "" {
 		if req.URL != "" {
 			return bad("html-file", "give --url or --html-file, not both")
 		}
-		b, err := readLimited(e, htmlFile, spec.MaxHTMLBytes)
+		b, err := readLimited(e, f.htmlFile, spec.MaxHTMLBytes)
 		if err != nil {
 			return bad("html-file", "%v", err)
 		}
 		req.HTML = string(b)
 	}
-	for _, f := range []struct {
+	for _, t := range []struct {
 		name, path string
 		dst        *string
-	}{{"header-html-file", headerFile, &req.Options.HeaderHTML}, {"footer-html-file", footerFile, &req.Options.FooterHTML}} {
-		if f.path == "" {
+	}{{"header-html-file", f.headerFile, &req.Options.HeaderHTML}, {"footer-html-file", f.footerFile, &req.Options.FooterHTML}} {
+		if t.path == "" {
 			continue
 		}
-		b, err := readLimited(e, f.path, spec.MaxTemplateBytes)
+		b, err := readLimited(e, t.path, spec.MaxTemplateBytes)
 		if err != nil {
-			return bad(f.name, "%v", err)
+			return bad(t.name, "%v", err)
 		}
-		*f.dst = string(b)
+		*t.dst = string(b)
 	}
-	if marginMM != "" {
-		v, err := strconv.ParseFloat(marginMM, 64)
+	if f.marginMM != "" {
+		v, err := strconv.ParseFloat(f.marginMM, 64)
 		if err != nil {
-			return bad("margin-mm", "must be a number of millimetres, got %q", marginMM)
+			return bad("margin-mm", "must be a number of millimetres, got %q", f.marginMM)
 		}
 		req.Options.MarginMM = &exportclient.Margins{Top: &v, Right: &v, Bottom: &v, Left: &v}
 	}
-	if scale != "" {
-		v, err := strconv.ParseFloat(scale, 64)
+	if f.scale != "" {
+		v, err := strconv.ParseFloat(f.scale, 64)
 		if err != nil {
-			return bad("scale", "must be a number between 0.1 and 2, got %q", scale)
+			return bad("scale", "must be a number between 0.1 and 2, got %q", f.scale)
 		}
 		req.Options.Scale = &v
 	}
-	if noBackground {
+	if f.noBackground {
 		req.Options.PrintBackground = new(false)
 	}
 	return exitOK
