@@ -280,111 +280,162 @@ func (f *File) Replace(ctx context.Context, key, ifMatchETag string, r io.Reader
 	return f.put(ctx, key, ifMatchETag, r, o)
 }
 
+// put stores r under key in three steps, so that nothing partial is
+// published: the data and the sidecar go to temp files, then both move into
+// place under the key's lock. ifMatch "" is a Create, else a Replace.
 func (f *File) put(ctx context.Context, key, ifMatch string, r io.Reader, o PutOptions) (Object, error) {
-	full, data, meta, err := f.paths(key)
+	t, md, err := f.prepare(ctx, key, o)
 	if err != nil {
 		return Object{}, err
 	}
-	md, err := cleanMetadata(o.Metadata)
-	if err != nil {
-		return Object{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return Object{}, err
-	}
-	if err := f.mkdirs(filepath.Dir(data)); err != nil {
-		return Object{}, err
-	}
-	if err := f.mkdirs(filepath.Dir(meta)); err != nil {
-		return Object{}, err
-	}
+	var s staged
+	defer s.cleanup()
 
 	// 1. Data to a temp file, hashed on the way.
-	tmp, err := createTemp(f.temp())
+	sc, err := s.writeData(ctx, f.temp(), t.full, r)
 	if err != nil {
-		return Object{}, fmt.Errorf("storage: %s: %w", full, err)
+		return Object{}, err
 	}
-	tmpName := tmp.Name()
-	defer func() {
-		if tmpName != "" {
-			_ = os.Remove(tmpName)
-		}
-	}()
-	h := sha256.New()
-	size, err := writeSynced(tmp, ctxReader{ctx, r}, h)
-	if err != nil {
-		return Object{}, fmt.Errorf("storage: writing %s: %w", full, err)
-	}
-	tfi, err := os.Stat(tmpName)
-	if err != nil {
-		return Object{}, fmt.Errorf("storage: %s: %w", full, err)
-	}
-	st, _ := tfi.Sys().(*syscall.Stat_t)
-	obj := Object{Key: full, URL: fileURL(data), ETag: hex.EncodeToString(h.Sum(nil)), Size: size, Metadata: md}
+	obj := Object{Key: t.full, URL: fileURL(t.data), ETag: sc.ETag, Size: sc.Size, Metadata: md}
 
 	// 2. Sidecar to its own temp file.
-	sc := sidecar{ETag: obj.ETag, Size: size, ContentType: contentType(full, o),
-		ContentDisposition: contentDisposition(o.FileName), Metadata: md, Stored: time.Now().UTC()}
-	if st != nil {
-		sc.Inode = st.Ino
+	sc.ContentType, sc.ContentDisposition = contentType(t.full, o), contentDisposition(o.FileName)
+	sc.Metadata, sc.Stored = md, time.Now().UTC()
+	if s.meta, err = writeTempJSON(f.temp(), sc); err != nil {
+		return Object{}, fmt.Errorf("storage: writing metadata of %s: %w", t.full, err)
 	}
-	metaTmp, err := writeTempJSON(f.temp(), sc)
-	if err != nil {
-		return Object{}, fmt.Errorf("storage: writing metadata of %s: %w", full, err)
-	}
-	defer func() {
-		if metaTmp != "" {
-			_ = os.Remove(metaTmp)
-		}
-	}()
 
 	// 3. Publish under the per-key lock, so a Replace's compare and rename
 	// and a Create's link and sidecar rename never interleave.
-	unlock, err := lockFile(ctx, meta+".lock")
+	if err := f.publish(ctx, &s, t, ifMatch); err != nil {
+		return Object{}, err
+	}
+	return obj, nil
+}
+
+// putTarget is where a put of key publishes: its full key (with the
+// prefix), its data file and its sidecar's path without ".json".
+type putTarget struct{ key, full, data, meta string }
+
+// prepare checks key and the metadata, and makes the directories a put of
+// key writes to.
+func (f *File) prepare(ctx context.Context, key string, o PutOptions) (putTarget, map[string]string, error) {
+	full, data, meta, err := f.paths(key)
 	if err != nil {
-		return Object{}, fmt.Errorf("storage: locking %s: %w", full, err)
+		return putTarget{}, nil, err
+	}
+	md, err := cleanMetadata(o.Metadata)
+	if err != nil {
+		return putTarget{}, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return putTarget{}, nil, err
+	}
+	if err := f.mkdirs(filepath.Dir(data)); err != nil {
+		return putTarget{}, nil, err
+	}
+	if err := f.mkdirs(filepath.Dir(meta)); err != nil {
+		return putTarget{}, nil, err
+	}
+	return putTarget{key: key, full: full, data: data, meta: meta}, md, nil
+}
+
+// staged are the temp files of a put not yet moved into place; a name is ""
+// once its file is published or removed, and cleanup removes the others.
+type staged struct {
+	data, meta string
+}
+
+func (s *staged) cleanup() {
+	if s.meta != "" {
+		_ = os.Remove(s.meta)
+	}
+	if s.data != "" {
+		_ = os.Remove(s.data)
+	}
+}
+
+// writeData copies r into a synced temp file in dir and returns the
+// sidecar's fields the bytes decide: ETag, Size and the file's Inode.
+func (s *staged) writeData(ctx context.Context, dir, full string, r io.Reader) (sidecar, error) {
+	tmp, err := createTemp(dir)
+	if err != nil {
+		return sidecar{}, fmt.Errorf("storage: %s: %w", full, err)
+	}
+	s.data = tmp.Name()
+	h := sha256.New()
+	size, err := writeSynced(tmp, ctxReader{ctx, r}, h)
+	if err != nil {
+		return sidecar{}, fmt.Errorf("storage: writing %s: %w", full, err)
+	}
+	tfi, err := os.Stat(s.data)
+	if err != nil {
+		return sidecar{}, fmt.Errorf("storage: %s: %w", full, err)
+	}
+	sc := sidecar{ETag: hex.EncodeToString(h.Sum(nil)), Size: size}
+	if st, _ := tfi.Sys().(*syscall.Stat_t); st != nil {
+		sc.Inode = st.Ino
+	}
+	return sc, nil
+}
+
+// publish moves the staged files into place under the key's lock: the data
+// by link(2) for a Create (which fails when the name exists) or, after the
+// ETag compare, by rename(2) for a Replace; then the sidecar, then it syncs
+// the directories.
+func (f *File) publish(ctx context.Context, s *staged, t putTarget, ifMatch string) error {
+	unlock, err := lockFile(ctx, t.meta+".lock")
+	if err != nil {
+		return fmt.Errorf("storage: locking %s: %w", t.full, err)
 	}
 	defer unlock()
 	if ifMatch == "" {
-		if err := os.Link(tmpName, data); err != nil {
+		if err := os.Link(s.data, t.data); err != nil {
 			if errors.Is(err, fs.ErrExist) {
-				return Object{}, fmt.Errorf("%w: %s", ErrExists, full)
+				return fmt.Errorf("%w: %s", ErrExists, t.full)
 			}
-			return Object{}, fmt.Errorf("storage: publishing %s: %w", full, err)
+			return fmt.Errorf("storage: publishing %s: %w", t.full, err)
 		}
-	} else {
-		cur, err := f.Stat(ctx, key)
-		if errors.Is(err, ErrNotFound) {
-			return Object{}, fmt.Errorf("%w: %w", ErrPreconditionFailed, err)
-		}
-		if err != nil {
-			return Object{}, err
-		}
-		if cur.ETag != ifMatch {
-			return Object{}, fmt.Errorf("%w: %s has etag %s, not %s", ErrPreconditionFailed, full, cur.ETag, ifMatch)
-		}
-		if err := os.Rename(tmpName, data); err != nil {
-			return Object{}, fmt.Errorf("storage: publishing %s: %w", full, err)
-		}
-		tmpName = ""
+	} else if err := f.replaceData(ctx, s, t, ifMatch); err != nil {
+		return err
 	}
-	if err := os.Rename(metaTmp, meta+".json"); err != nil {
+	if err := os.Rename(s.meta, t.meta+".json"); err != nil {
 		// The object is published; Stat falls back to hashing it.
-		f.log.Warn("storing artifact metadata failed", "key", full, "err", err)
+		f.log.Warn("storing artifact metadata failed", "key", t.full, "err", err)
 	} else {
-		metaTmp = ""
+		s.meta = ""
 	}
-	if tmpName != "" {
-		_ = os.Remove(tmpName)
-		tmpName = ""
+	if s.data != "" {
+		_ = os.Remove(s.data)
+		s.data = ""
 	}
-	if err := syncDir(filepath.Dir(data)); err != nil {
-		return Object{}, fmt.Errorf("storage: syncing directory of %s: %w", full, err)
+	if err := syncDir(filepath.Dir(t.data)); err != nil {
+		return fmt.Errorf("storage: syncing directory of %s: %w", t.full, err)
 	}
-	if err := syncDir(filepath.Dir(meta)); err != nil {
-		f.log.Warn("syncing metadata directory failed", "key", full, "err", err)
+	if err := syncDir(filepath.Dir(t.meta)); err != nil {
+		f.log.Warn("syncing metadata directory failed", "key", t.full, "err", err)
 	}
-	return obj, nil
+	return nil
+}
+
+// replaceData renames the staged data over the key's if the current
+// object's ETag is ifMatch; the caller holds the key's lock.
+func (f *File) replaceData(ctx context.Context, s *staged, t putTarget, ifMatch string) error {
+	cur, err := f.Stat(ctx, t.key)
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w: %w", ErrPreconditionFailed, err)
+	}
+	if err != nil {
+		return err
+	}
+	if cur.ETag != ifMatch {
+		return fmt.Errorf("%w: %s has etag %s, not %s", ErrPreconditionFailed, t.full, cur.ETag, ifMatch)
+	}
+	if err := os.Rename(s.data, t.data); err != nil {
+		return fmt.Errorf("storage: publishing %s: %w", t.full, err)
+	}
+	s.data = ""
+	return nil
 }
 
 // Ping creates, syncs and removes a probe file in the root directory.
