@@ -53,15 +53,7 @@ type export struct {
 }
 
 func run() error {
-	for _, bin := range []string{"bin/worker", "bin/enqueue"} {
-		if _, err := os.Stat(bin); err != nil {
-			return fmt.Errorf("%s missing: run `make build` (make demo does)", bin)
-		}
-	}
-	if err := os.RemoveAll(demoDir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Join(demoDir, "artifacts"), 0o755); err != nil {
+	if err := prepare(); err != nil {
 		return err
 	}
 	redisSrv, err := harness.StartRedis(context.Background(), filepath.Join(demoDir, "redis"), 0)
@@ -72,13 +64,8 @@ func run() error {
 	redisAddr := redisSrv.Addr()
 	fmt.Printf("demo: redis-server on %s\n", redisAddr)
 
-	var workers []*harness.Proc
-	defer func() { // whatever happened: nothing outlives the demo
-		for _, w := range workers {
-			_ = w.Stop(15 * time.Second)
-			w.Kill()
-		}
-	}()
+	var d demo
+	defer d.killWorkers()
 	// The docs site of the whole-manual part: Debian's Node.js API docs.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -87,13 +74,49 @@ func run() error {
 	site := &http.Server{Handler: http.FileServer(http.Dir(nodeDocs)), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = site.Serve(ln) }()
 	defer site.Close()
-	common := []string{
+	d.common = []string{
 		"REDIS_URL=redis://" + redisAddr + "/0",
 		"STORAGE_URL=file://./" + demoDir + "/artifacts",
 		"LOG_FORMAT=json", "LOG_LEVEL=info",
 		"WORKER_CONCURRENCY=8", "RENDER_CONCURRENCY=2",
 		"ALLOWED_HOSTS=" + ln.Addr().String(),
 	}
+	if err := d.startWorkers(); err != nil {
+		return err
+	}
+	if err := d.sameRequests(); err != nil {
+		return err
+	}
+	if err := wholeManual(d.common, "http://"+ln.Addr().String()+"/"); err != nil {
+		return err
+	}
+	return d.stopWorkers()
+}
+
+// prepare checks that the binaries are built and empties the demo's
+// directory.
+func prepare() error {
+	for _, bin := range []string{"bin/worker", "bin/enqueue"} {
+		if _, err := os.Stat(bin); err != nil {
+			return fmt.Errorf("%s missing: run `make build` (make demo does)", bin)
+		}
+	}
+	if err := os.RemoveAll(demoDir); err != nil {
+		return err
+	}
+	return os.MkdirAll(filepath.Join(demoDir, "artifacts"), 0o755)
+}
+
+// demo holds the workers the demo started and the environment they and
+// bin/enqueue share.
+type demo struct {
+	common  []string
+	workers []*harness.Proc
+}
+
+// startWorkers starts two workers, each with its own admin address, and
+// waits until both are ready.
+func (d *demo) startWorkers() error {
 	var adminAddrs []string
 	for i := 1; i <= 2; i++ {
 		port, err := harness.FreePort()
@@ -102,13 +125,13 @@ func run() error {
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		adminAddrs = append(adminAddrs, addr)
-		env := append(append([]string{}, common...), "ADMIN_ADDR="+addr)
+		env := append(append([]string{}, d.common...), "ADMIN_ADDR="+addr)
 		name := fmt.Sprintf("worker-%d", i)
 		w, err := harness.Start(name, filepath.Join(demoDir, name+".log"), "bin/worker", append(os.Environ(), env...))
 		if err != nil {
 			return err
 		}
-		workers = append(workers, w)
+		d.workers = append(d.workers, w)
 	}
 	for i, addr := range adminAddrs {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -119,7 +142,34 @@ func run() error {
 		}
 	}
 	fmt.Printf("demo: 2 workers ready (admin %s)\n", strings.Join(adminAddrs, ", "))
+	return nil
+}
 
+// stopWorkers sends each worker SIGTERM: each must exit 0.
+func (d *demo) stopWorkers() error {
+	for _, w := range d.workers {
+		if err := w.Stop(30 * time.Second); err != nil {
+			return fmt.Errorf("%s after SIGTERM: %w (see %s)", w.Name, err, w.LogPath())
+		}
+	}
+	d.workers = nil
+	fmt.Println("demo: workers stopped cleanly (SIGTERM, exit 0)")
+	return nil
+}
+
+// killWorkers stops what stopWorkers did not: whatever happened, nothing
+// outlives the demo.
+func (d *demo) killWorkers() {
+	for _, w := range d.workers {
+		_ = w.Stop(15 * time.Second)
+		w.Kill()
+	}
+}
+
+// sameRequests runs seven exports at once, six of them the same request,
+// prints their outcomes, and checks that each key was rendered exactly once
+// and that its PDF opens.
+func (d *demo) sameRequests() error {
 	base := []string{"export", "--manual", "acme-orbit-gateway", "--version", "2026.11.3",
 		"--html-file", "examples/manual.html", "--wait-for", "window.__PDF_READY__===true", "--wait=2m", "--json"}
 	var exports []*export
@@ -134,14 +184,24 @@ func run() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ex.run(common)
+			ex.run(d.common)
 		}()
 	}
 	wg.Wait()
 
+	renders, err := printOutcomes(exports)
+	if err != nil {
+		return err
+	}
+	return checkRenderedOnce(renders)
+}
+
+// printOutcomes prints a table of the exports and counts the renders of
+// each artifact key; it fails when an export did.
+func printOutcomes(exports []*export) (renders map[string]int, err error) {
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nREQUEST\tOUTCOME\tARTIFACT KEY\tBYTES\tPAGES\tRENDER MS\tWAITED MS\tTOTAL MS")
-	renders := map[string]int{}
+	renders = map[string]int{}
 	var failures []error
 	for _, ex := range exports {
 		if ex.err != nil {
@@ -160,10 +220,12 @@ func run() error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", ex.name, outcome, r.ArtifactKey, r.Bytes, r.Pages, r.RenderMS, r.WaitedMS, ex.ms)
 	}
 	_ = tw.Flush()
-	if len(failures) > 0 {
-		return errors.Join(failures...)
-	}
+	return renders, errors.Join(failures...)
+}
 
+// checkRenderedOnce checks that each of the two keys was rendered exactly
+// once and that its PDF opens.
+func checkRenderedOnce(renders map[string]int) error {
 	keys := make([]string, 0, len(renders))
 	for k := range renders {
 		keys = append(keys, k)
@@ -185,19 +247,6 @@ func run() error {
 		return fmt.Errorf("got %d distinct artifacts, want 2", len(keys))
 	}
 	fmt.Println("\nEvery key was rendered exactly once; every other request reused it.")
-
-	if err := wholeManual(common, "http://"+ln.Addr().String()+"/"); err != nil {
-		return err
-	}
-
-	// SIGTERM to each worker: each must exit 0.
-	for _, w := range workers {
-		if err := w.Stop(30 * time.Second); err != nil {
-			return fmt.Errorf("%s after SIGTERM: %w (see %s)", w.Name, err, w.LogPath())
-		}
-	}
-	workers = nil
-	fmt.Println("demo: workers stopped cleanly (SIGTERM, exit 0)")
 	return nil
 }
 
