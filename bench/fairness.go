@@ -343,14 +343,14 @@ func (r *fairnessResult) markdown() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("\n## 11. Fairness: interactive exports during a catalogue re-render\n\n")
-	w("bin/worker with its defaults; a batch of distinct %d-page documents on the `batch` queue, and %d interactive\n", fairnessBatchPages, fairnessInteractiveN)
-	w("exports of a distinct %d-page document one after another on `default`, from 2 s into the batch. Latency is\n", fairnessInteractivePages)
-	w("enqueue → final through exportclient; throughput is batch PDFs over the batch's wall time. CPU is the worker\n")
-	w("processes and their Chromium (own + reaped children), per PDF, each kind measured alone. *One lane (before)*\n")
+	w("bin/worker with its defaults; a batch of distinct %d-page documents on the `batch` queue, and %d interactive ", fairnessBatchPages, fairnessInteractiveN)
+	w("exports of a distinct %d-page document one after another on `default`, from 2 s into the batch. Latency is ", fairnessInteractivePages)
+	w("enqueue → final through exportclient; throughput is batch PDFs over the batch's wall time. CPU is the worker ")
+	w("processes and their Chromium (own + reaped children), per PDF, each kind measured alone. *One lane (before)* ")
 	w("is the same binary with `BATCH_QUEUES=`: every queue in one asynq server and one Chromium, as before.\n\n")
-	w("Each cell runs its rounds back to back on one fleet whose two browsers were warmed first; a round is the\n")
-	w("interactive exports idle, the batch alone, then the batch with interactive exports, so its ratios compare one\n")
-	w("stretch of time. *Render* is the result's `render_ms` (tab, load, readiness, print), the rest of the latency is\n")
+	w("Each cell runs its rounds back to back on one fleet whose two browsers were warmed first; a round is the ")
+	w("interactive exports idle, the batch alone, then the batch with interactive exports, so its ratios compare one ")
+	w("stretch of time. *Render* is the result's `render_ms` (tab, load, readiness, print), the rest of the latency is ")
 	w("pick-up, storage and the final announcement.\n\n")
 	w("| design | workers | batch | round | interactive idle p50 / max (render p50) | during batch p50 / max (render p50 / max) | batch alone | batch with interactive | p50 / max of idle, batch of alone | CPU-s per PDF: batch / interactive |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.cells {

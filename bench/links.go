@@ -424,10 +424,10 @@ func (r *linksResult) markdown() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("\n## L. Reader links: a stored PDF answered without the queue\n\n")
-	w("One bin/api process (file storage) answers `GET /v1/manuals/{manual_id}/{version}.pdf` for a stored PDF of %d KiB; the\n", r.pdfBytes>>10)
-	w("limit is Go's `http.FileServer` serving the same file, in a process of its own. Each round has %d keep-alive readers\n", r.readers)
-	w("fetch the whole PDF as fast as they can for %s; rounds are interleaved (file server, signed, public). The load\n", r.roundFor)
-	w("generator runs on the same cores as the server. CPU is the server process's; Redis commands are counted by INFO\n")
+	w("One bin/api process (file storage) answers `GET /v1/manuals/{manual_id}/{version}.pdf` for a stored PDF of %d KiB; the ", r.pdfBytes>>10)
+	w("limit is Go's `http.FileServer` serving the same file, in a process of its own. Each round has %d keep-alive readers ", r.readers)
+	w("fetch the whole PDF as fast as they can for %s; rounds are interleaved (file server, signed, public). The load ", r.roundFor)
+	w("generator runs on the same cores as the server. CPU is the server process's; Redis commands are counted by INFO ")
 	w("commandstats from a CONFIG RESETSTAT.\n\n")
 	w("| server | req/s: median (min–max) over rounds | p50 | p99 | Redis commands/hit | CPU-s per 1,000 hits | vs file server |\n|---|---|---|---|---|---|---|\n")
 	base := r.variants[0].rps.median()
@@ -438,10 +438,10 @@ func (r *linksResult) markdown() string {
 		}
 		w("| %s | %s | %.2f ms | %.2f ms | %s | %.3f | %.2f× |\n", mdCell(v.label), v.rps.mmm(""), v.lat.pct(50), v.lat.pct(99), rc, v.cpuPer1k.median(), v.rps.median()/base)
 	}
-	w("\nPOST /v1/exports of the same request (one at a time, %d each): answered from storage (200, one `SET` of the\n", linkPostSamples)
-	w("stored export's record) **%.2f Redis commands** per POST, latency %s, bin/api %.3f CPU-s per 1,000 POSTs (10 ms\n", r.postCmds, r.postMS.pcts(" ms"), r.postCPUPer1k)
-	w("ticks over %d POSTs: coarse); the same request with `force`, enqueued\n", linkPostSamples)
-	w("(202; the enqueue alone, no worker ran): %.2f commands. A queued cache hit end to end (enqueue, pick-up, handler,\n", r.postQueuedCmds)
+	w("\nPOST /v1/exports of the same request (one at a time, %d each): answered from storage (200, one `SET` of the ", linkPostSamples)
+	w("stored export's record) **%.2f Redis commands** per POST, latency %s, bin/api %.3f CPU-s per 1,000 POSTs (10 ms ", r.postCmds, r.postMS.pcts(" ms"), r.postCPUPer1k)
+	w("ticks over %d POSTs: coarse); the same request with `force`, enqueued ", linkPostSamples)
+	w("(202; the enqueue alone, no worker ran): %.2f commands. A queued cache hit end to end (enqueue, pick-up, handler, ", r.postQueuedCmds)
 	w("result, final record) costs 52–62 commands and 8–9 Lua scripts (section 10, over its runs).\n")
 	return b.String()
 }

@@ -609,14 +609,14 @@ func (m *manualResult) markdown() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## M. A whole manual from chapters\n\n")
-	fmt.Fprintf(&b, "The Node.js API documentation of Debian's nodejs package (%s): %d module pages that link each\n", nodeDocs, m.chapters)
-	fmt.Fprintf(&b, "other, and all.html, the same content as one page, served on loopback. One in-process worker\n")
-	fmt.Fprintf(&b, "(RENDER_CONCURRENCY 2) with real Chromium, and for the last row two workers of one fleet (two Chromiums\n")
-	fmt.Fprintf(&b, "on the same cores, every chapter revised so that all print again); one run each. CPU is the whole process tree's (worker,\n")
-	fmt.Fprintf(&b, "Chromium, redis-server), every process of it sampled every %s, so that a browser restarted or killed during a row keeps\n", treeMeterEvery)
-	fmt.Fprintf(&b, "the time it and its renderers used; heap is the peak of the Go heap above the idle heap. The peer prints each\n")
-	fmt.Fprintf(&b, "page in a tab of one shared browser, two at a time, and merges the files with pdfcpu, as\n")
-	fmt.Fprintf(&b, "Gotenberg's per-page conversion and merge route do. \"Links to chapter URLs\" are link annotations that\n")
+	fmt.Fprintf(&b, "The Node.js API documentation of Debian's nodejs package (%s): %d module pages that link each ", nodeDocs, m.chapters)
+	fmt.Fprintf(&b, "other, and all.html, the same content as one page, served on loopback. One in-process worker ")
+	fmt.Fprintf(&b, "(RENDER_CONCURRENCY 2) with real Chromium, and for the last row two workers of one fleet (two Chromiums ")
+	fmt.Fprintf(&b, "on the same cores, every chapter revised so that all print again); one run each. CPU is the whole process tree's (worker, ")
+	fmt.Fprintf(&b, "Chromium, redis-server), every process of it sampled every %s, so that a browser restarted or killed during a row keeps ", treeMeterEvery)
+	fmt.Fprintf(&b, "the time it and its renderers used; heap is the peak of the Go heap above the idle heap. The peer prints each ")
+	fmt.Fprintf(&b, "page in a tab of one shared browser, two at a time, and merges the files with pdfcpu, as ")
+	fmt.Fprintf(&b, "Gotenberg's per-page conversion and merge route do. \"Links to chapter URLs\" are link annotations that ")
 	fmt.Fprintf(&b, "still open a chapter on the web server instead of its page in the PDF.\n\n")
 	fmt.Fprintf(&b, "| what | wall s | CPU-s | pages | outline entries | links to chapter URLs | peak heap MiB | |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range append(append([]manualRow(nil), m.measured...), m.site...) {
@@ -625,7 +625,6 @@ func (m *manualResult) markdown() string {
 	b.WriteString(m.gotenberg.tableRows())
 	b.WriteString(m.gotenberg.prose())
 	b.WriteString(m.roundsMarkdown())
-	b.WriteString(m.breakdown.markdown())
 	b.WriteString(m.short.markdown())
 	return b.String()
 }
@@ -794,9 +793,9 @@ func (sm *shortManual) markdown() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n### M, a Sphinx manual of short chapters\n\n")
-	fmt.Fprintf(&b, "The Python tutorial of Debian's python3.11-doc package (%s/tutorial), a Sphinx build: the %d pages its index's\n", pythonDocs, sm.chapters)
-	b.WriteString("toctree lists, in order, as chapters with a contents page and outline, on the same worker, served on loopback with the rest of\n")
-	fmt.Fprintf(&b, "the documentation (its stylesheets, scripts and the pages its links name). The peer and Gotenberg print the same pages the same way as above;\n")
+	fmt.Fprintf(&b, "The Python tutorial of Debian's python3.11-doc package (%s/tutorial), a Sphinx build: the %d pages its index's ", pythonDocs, sm.chapters)
+	b.WriteString("toctree lists, in order, as chapters with a contents page and outline, on the same worker, served on loopback with the rest of ")
+	fmt.Fprintf(&b, "the documentation (its stylesheets, scripts and the pages its links name). The peer and Gotenberg print the same pages the same way as above; ")
 	fmt.Fprintf(&b, "Gotenberg (c) merges without `titleBookmarks`, so its PDF has no outline. %d rounds, each system once per round, every chapter of every round printed anew.\n\n", len(sm.rounds))
 	b.WriteString("| round | what | wall s | CPU-s | pages | outline entries | links to chapter URLs | peak heap MiB | |\n|---|---|---|---|---|---|---|---|---|\n")
 	for k, rd := range sm.rounds {
@@ -808,6 +807,5 @@ func (sm *shortManual) markdown() string {
 			fmt.Fprintf(&b, "| %d | %s | %.1f | %.1f | %d | %d | %d | %s | %s |\n", k+1, r.label, r.wallMS/1000, r.cpu, r.pages, r.outline, r.webLinks, heap, r.note)
 		}
 	}
-	b.WriteString(sm.breakdown.markdown())
 	return b.String()
 }
