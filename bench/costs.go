@@ -751,7 +751,8 @@ func (r *costsResult) rows() []row {
 	return rows
 }
 
-// markdown is section 10 of BENCHMARKS.md: the full command counts.
+// markdown is the per-export Redis costs section of the report: the full
+// command counts.
 func (r *costsResult) markdown() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,33 @@ func TestGoals_CountsVerdicts(t *testing.T) {
 	} {
 		if got := r.goals(tc.id); got != tc.want {
 			t.Errorf("goals(%q) = %q, want %q", tc.id, got, tc.want)
+		}
+	}
+}
+
+// TestBenchmarksFile_CurrentFiguresOnly: the committed BENCHMARKS.md has
+// the writer's shape, whether written by a run or spliced from several:
+// at most 400 lines, no earlier measurements, a run line under every
+// section's heading.
+func TestBenchmarksFile_CurrentFiguresOnly(t *testing.T) {
+	b, err := os.ReadFile("../BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(b)
+	lines := strings.Split(md, "\n")
+	if len(lines) > 400 {
+		t.Errorf("BENCHMARKS.md has %d lines, want at most 400", len(lines))
+	}
+	if strings.Contains(md, "Earlier") || strings.Contains(md, "<details>") {
+		t.Errorf("BENCHMARKS.md keeps earlier measurements or raw output")
+	}
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "## ") || l == "## Summary" || l == "## How the figures are taken" {
+			continue
+		}
+		if i+2 >= len(lines) || !strings.HasPrefix(lines[i+2], "*Run:* ") {
+			t.Errorf("section %q has no run line under its heading", l)
 		}
 	}
 }
