@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +13,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
-// stepBreakdown is section M's breakdown of one export: every span the
+// stepBreakdown is section M's breakdown of one export, logged during the run: every span the
 // in-process workers ended while it ran, by name, with its wall time (the
 // sum over the spans of that name, which run side by side, so the sum
 // can exceed the export's wall) and the CPU of this process's tree
@@ -184,26 +182,6 @@ func stepOrder() func(string) int {
 		}
 		return len(known)
 	}
-}
-
-func (b *stepBreakdown) markdown() string {
-	if b == nil {
-		return ""
-	}
-	var s strings.Builder
-	fmt.Fprintf(&s, "\n**Breakdown: %s** (%.1f s wall, %.1f CPU-s; traced, so a run of its own). Each step is the spans of that name the\n", b.label, b.wallMS/1000, b.cpuS)
-	s.WriteString("workers ended during the export (chapters print two at a time, so walls add up past the export's). The tree's CPU, sampled\n")
-	fmt.Fprintf(&s, "every %s, is shared equally among the steps running at each sample, waits at a chapter's gate aside; while none runs it is\n", breakdownSampleEvery)
-	s.WriteString("\"between steps\" (the task's own Go code, asynq, Redis). `render` is a chapter's whole render, its tab slot wait included.\n\n")
-	s.WriteString("| step | spans | wall s (summed) | CPU-s | CPU share |\n|---|---|---|---|---|\n")
-	for _, r := range b.steps {
-		share := "—"
-		if b.cpuS > 0 {
-			share = fmt.Sprintf("%.1f %%", 100*r.cpuS/b.cpuS)
-		}
-		fmt.Fprintf(&s, "| %s | %d | %.2f | %.2f | %s |\n", r.name, r.count, r.wallMS/1000, r.cpuS, share)
-	}
-	return s.String()
 }
 
 func (b *stepBreakdown) log() {

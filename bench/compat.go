@@ -199,10 +199,10 @@ func (r *compatResult) markdown() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("\n## G. Gotenberg's routes on bin/api against the real Gotenberg\n\n")
-	w("The same requests to `POST /forms/chromium/convert/html` of bin/api (one bin/worker behind it, file storage) and,\n")
-	w("with `-gotenberg`, of a real Gotenberg 8 on the same machine: %s with the pipeline's print fields,\n", r.doc)
-	w("(a) %d distinct documents by %d closed-loop clients, (b) %d identical conversions at once, (c) the identical\n", compatDistinct, compatClients, compatSame)
-	w("document again, %d times in a row. CPU-seconds are each system's process trees (bin/api, bin/worker and its\n", compatRepeats)
+	w("The same requests to `POST /forms/chromium/convert/html` of bin/api (one bin/worker behind it, file storage) and, ")
+	w("with `-gotenberg`, of a real Gotenberg 8 on the same machine: %s with the pipeline's print fields, ", r.doc)
+	w("(a) %d distinct documents by %d closed-loop clients, (b) %d identical conversions at once, (c) the identical ", compatDistinct, compatClients, compatSame)
+	w("document again, %d times in a row. CPU-seconds are each system's process trees (bin/api, bin/worker and its ", compatRepeats)
 	w("Chromium, Redis; Gotenberg's tree), beside wall time.\n\n")
 	w("| system | (a) wall | (a) docs/s | (a) CPU-s/doc | (b) wall | (b) CPU-s | (c) p50 |\n|---|---|---|---|---|---|---|\n")
 	for _, row := range r.systems {

@@ -263,17 +263,18 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 	// Units per scenario, run in concurrent batches (as a loaded worker takes
 	// them: one poll finds the next task at once), which keeps the idle
 	// polls' share of the window small.
-	nHits, nPairs, nCancels, nMem := 48, 24, 20, 40
+	c := &costsRun{ctx: ctx, e: e, nHits: 48, nPairs: 24, nCancels: 20, nMem: 40}
 	if e.o.quick {
-		nHits, nPairs, nCancels, nMem = 8, 4, 4, 8
+		c.nHits, c.nPairs, c.nCancels, c.nMem = 8, 4, 4, 8
 	}
-	res := &costsResult{interval: costsCheckInterval}
-	rep.costs = res
+	c.res = &costsResult{interval: costsCheckInterval}
+	rep.costs = c.res
 	f, env, err := e.newFleet("costs")
 	if err != nil {
 		return err
 	}
 	defer f.stop()
+	c.f = f
 	// The render locks on a Redis of their own (LOCK_REDIS_URL), so that
 	// each server's INFO says which side a command is on.
 	locks, err := harness.StartRedis(ctx, filepath.Join(e.work, "redis-locks"), 0)
@@ -281,72 +282,105 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 		return err
 	}
 	defer locks.Stop()
-	env = append(env, "LOCK_REDIS_URL="+locks.URL(0))
-	lockRDB := redis.NewClient(&redis.Options{Addr: locks.Addr()})
-	defer lockRDB.Close()
-	if err := f.startInProcWorkers(ctx, env, "costs", 1, workerSpec{checkInterval: costsCheckInterval}); err != nil {
+	c.env = append(env, "LOCK_REDIS_URL="+locks.URL(0))
+	c.lockRDB = redis.NewClient(&redis.Options{Addr: locks.Addr()})
+	defer c.lockRDB.Close()
+	if err := f.startInProcWorkers(ctx, c.env, "costs", 1, workerSpec{checkInterval: costsCheckInterval}); err != nil {
 		return err
 	}
-	rdb := [2]redis.UniversalClient{f.rdb, lockRDB}
-	wait := func(id string) (exportclient.Status, error) {
-		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		defer cancel()
-		return f.client.Wait(wctx, id, time.Second)
-	}
-	exportOne := func(req exportclient.Request) (exportclient.Status, error) {
-		job, err := f.client.Enqueue(ctx, req)
-		if err != nil {
-			return exportclient.Status{}, err
+	c.rdb = [2]redis.UniversalClient{f.rdb, c.lockRDB}
+	for _, step := range []func() error{c.warmUpAndIdle, c.hits, c.pairs, c.cancelsRunning, c.cancelsQueued, c.memory, c.chromiumMemory, c.idleAtDefault} {
+		if err := step(); err != nil {
+			return err
 		}
-		st, err := wait(job.TaskID)
-		if err == nil && st.State != exportclient.StateCompleted {
-			err = fmt.Errorf("%w: export %s is %s: %s", errScenario, job.TaskID, st.State, st.Error)
-		}
-		return st, err
 	}
-	// Warm-up (not counted): Chromium's renderer, the Lua scripts, the
-	// client's announcement subscription.
-	hitReq := e.manualRequest(freshVersion("costs-hit"))
+	return nil
+}
+
+// costsRun is one run of scenario 10: its fleet, the two Redis servers'
+// clients (queue, lock) and the units per scenario.
+type costsRun struct {
+	ctx                           context.Context
+	e                             *benchEnv
+	f                             *fleet
+	env                           []string
+	lockRDB                       *redis.Client
+	rdb                           [2]redis.UniversalClient
+	res                           *costsResult
+	hitReq                        exportclient.Request
+	nHits, nPairs, nCancels, nMem int
+}
+
+func (c *costsRun) wait(id string) (exportclient.Status, error) {
+	wctx, cancel := context.WithTimeout(c.ctx, 2*time.Minute)
+	defer cancel()
+	return c.f.client.Wait(wctx, id, time.Second)
+}
+
+// exportOne enqueues req and waits for it to complete.
+func (c *costsRun) exportOne(req exportclient.Request) (exportclient.Status, error) {
+	job, err := c.f.client.Enqueue(c.ctx, req)
+	if err != nil {
+		return exportclient.Status{}, err
+	}
+	st, err := c.wait(job.TaskID)
+	if err == nil && st.State != exportclient.StateCompleted {
+		err = fmt.Errorf("%w: export %s is %s: %s", errScenario, job.TaskID, st.State, st.Error)
+	}
+	return st, err
+}
+
+// idle measures both servers over 10 s of the worker idling.
+func (c *costsRun) idle() (window, error) {
+	return measure(c.ctx, c.rdb, func() error {
+		select {
+		case <-c.ctx.Done():
+			return c.ctx.Err()
+		case <-time.After(10 * time.Second):
+			return nil
+		}
+	})
+}
+
+// scenario measures n runs of one, k at a time, and adds its row net of
+// the idle worker's rate.
+func (c *costsRun) scenario(what, label, unit string, n, k int, one func() error) error {
+	w, err := measure(c.ctx, c.rdb, func() error { return inBatches(n, k, one) })
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	c.res.add(net(label, unit, n, w, c.res.idle))
+	return nil
+}
+
+// warmUpAndIdle warms up (not counted: Chromium's renderer, the Lua
+// scripts, the client's announcement subscription), then measures the
+// idle worker's rate that every scenario is net of.
+func (c *costsRun) warmUpAndIdle() error {
+	c.hitReq = c.e.manualRequest(freshVersion("costs-hit"))
 	for range 2 {
-		if _, err := exportOne(hitReq); err != nil {
+		if _, err := c.exportOne(c.hitReq); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	idle := func() (window, error) {
-		return measure(ctx, rdb, func() error {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(10 * time.Second):
-				return nil
-			}
-		})
-	}
-	res.idle, err = idle()
-	if err != nil {
+	res := c.res
+	var err error
+	if res.idle, err = c.idle(); err != nil {
 		return err
 	}
-	for i := range rdb {
+	for i := range c.rdb {
 		res.idleRate[i] = float64(res.idle.total(i)) / res.idle.wall.Seconds()
 		res.idleCPU[i] = float64(res.idle.srv[i].cpu.Microseconds()) / res.idle.wall.Seconds()
 	}
 	logf("   idle worker (TASK_CHECK_INTERVAL=%s): %.1f + %.1f commands/s, Redis CPU %.0f + %.0f µs/s (queue + lock Redis)",
 		costsCheckInterval, res.idleRate[0], res.idleRate[1], res.idleCPU[0], res.idleCPU[1])
+	return nil
+}
 
-	// scenario measures n runs of one, k at a time, and adds its row net
-	// of the idle worker's rate.
-	scenario := func(what, label, unit string, n, k int, one func() error) error {
-		w, err := measure(ctx, rdb, func() error { return inBatches(n, k, one) })
-		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		res.add(net(label, unit, n, w, res.idle))
-		return nil
-	}
-
-	// A cache hit: the artifact is stored.
-	if err := scenario("cache hits", "cache hit (artifact stored), 8 at a time", "export", nHits, 8, func() error {
-		st, err := exportOne(hitReq)
+// hits: a cache hit, the artifact stored.
+func (c *costsRun) hits() error {
+	return c.scenario("cache hits", "cache hit (artifact stored), 8 at a time", "export", c.nHits, 8, func() error {
+		st, err := c.exportOne(c.hitReq)
 		if err != nil {
 			return err
 		}
@@ -354,19 +388,20 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 			return fmt.Errorf("%w: a cache hit rendered", errScenario)
 		}
 		return nil
-	}); err != nil {
-		return err
-	}
+	})
+}
 
-	// A first render with one waiter: two requests for a fresh artifact at
-	// once; one renders, the other waits at the render gate and reuses it.
-	if err := scenario("first renders", "first render with one waiter (2 requests, 1 render), 4 pairs at a time", "pair", nPairs, 4, func() error {
-		req := e.manualRequest(freshVersion("costs-pair"))
+// pairs: a first render with one waiter, two requests for a fresh
+// artifact at once; one renders, the other waits at the render gate and
+// reuses it.
+func (c *costsRun) pairs() error {
+	return c.scenario("first renders", "first render with one waiter (2 requests, 1 render), 4 pairs at a time", "pair", c.nPairs, 4, func() error {
+		req := c.e.manualRequest(freshVersion("costs-pair"))
 		var sts [2]exportclient.Status
 		var errs [2]error
 		var wg sync.WaitGroup
 		for i := range 2 {
-			wg.Go(func() { sts[i], errs[i] = exportOne(req) })
+			wg.Go(func() { sts[i], errs[i] = c.exportOne(req) })
 		}
 		wg.Wait()
 		if err := errors.Join(errs[:]...); err != nil {
@@ -376,19 +411,19 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 			return fmt.Errorf("%w: a pair rendered %v and %v, want one render", errScenario, sts[0].Result.Rendered, sts[1].Result.Rendered)
 		}
 		return nil
-	}); err != nil {
-		return err
-	}
+	})
+}
 
-	// A cancel of a running export: canceled once its render began.
-	if err := scenario("cancels of running exports", "cancel of a running export (enqueue, render begun, Cancel), 2 at a time", "export", nCancels, 2, func() error {
-		job, err := f.client.Enqueue(ctx, e.manualRequest(freshVersion("costs-cancel-run")))
+// cancelsRunning: a cancel of a running export, once its render began.
+func (c *costsRun) cancelsRunning() error {
+	return c.scenario("cancels of running exports", "cancel of a running export (enqueue, render begun, Cancel), 2 at a time", "export", c.nCancels, 2, func() error {
+		job, err := c.f.client.Enqueue(c.ctx, c.e.manualRequest(freshVersion("costs-cancel-run")))
 		if err != nil {
 			return err
 		}
 		deadline := time.Now().Add(time.Minute)
 		for {
-			if _, ok := f.rec.get(f.rec.renderStart, job.TaskID); ok {
+			if _, ok := c.f.rec.get(c.f.rec.renderStart, job.TaskID); ok {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -396,7 +431,7 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
-		st, err := f.client.Cancel(ctx, job.TaskID)
+		st, err := c.f.client.Cancel(c.ctx, job.TaskID)
 		if errors.Is(err, exportclient.ErrFinal) {
 			return nil // it finished first: counted all the same
 		}
@@ -407,26 +442,27 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 			return fmt.Errorf("%w: canceled %s is %s", errScenario, job.TaskID, st.State)
 		}
 		return nil
-	}); err != nil {
-		return err
-	}
+	})
+}
 
-	// A cancel of a queued export: the queue is paused, so the worker polls
-	// it without taking tasks; the idle rate is measured paused too.
-	if err := f.insp.PauseQueue("default"); err != nil {
+// cancelsQueued: a cancel of a queued export. The queue is paused, so the
+// worker polls it without taking tasks; the idle rate is measured paused
+// too. The queue stays paused for memory.
+func (c *costsRun) cancelsQueued() error {
+	if err := c.f.insp.PauseQueue("default"); err != nil {
 		return err
 	}
-	pausedIdle, err := idle()
+	pausedIdle, err := c.idle()
 	if err != nil {
 		return err
 	}
-	w, err := measure(ctx, rdb, func() error {
-		for range nCancels {
-			job, err := f.client.Enqueue(ctx, e.manualRequest(freshVersion("costs-cancel-queued")))
+	w, err := measure(c.ctx, c.rdb, func() error {
+		for range c.nCancels {
+			job, err := c.f.client.Enqueue(c.ctx, c.e.manualRequest(freshVersion("costs-cancel-queued")))
 			if err != nil {
 				return err
 			}
-			st, err := f.client.Cancel(ctx, job.TaskID)
+			st, err := c.f.client.Cancel(c.ctx, job.TaskID)
 			if err != nil {
 				return err
 			}
@@ -439,38 +475,43 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 	if err != nil {
 		return fmt.Errorf("cancels of queued exports: %w", err)
 	}
-	res.add(net("cancel of a queued export (enqueue, Cancel), one at a time", "export", nCancels, w, pausedIdle))
+	c.res.add(net("cancel of a queued export (enqueue, Cancel), one at a time", "export", c.nCancels, w, pausedIdle))
+	return nil
+}
 
-	// Redis bytes of a pending and a completed export: the sample manual
-	// (100 KiB, stored beside the task) and a 1 KiB page (inside it).
+// memory: the Redis bytes of a pending and a completed export, the sample
+// manual (100 KiB, stored beside the task) and a 1 KiB page (inside it),
+// on the paused queue; it unpauses the queue when done.
+func (c *costsRun) memory() error {
 	small := "<!doctype html><title>small</title>" + strings.Repeat("<p>A short page of a manual.</p>\n", 30)
 	for _, d := range []struct {
 		label, html string
 		wait        string
 	}{
-		{"sample manual (" + strconv.Itoa(len(e.manual)>>10) + " KiB HTML, beside the task)", e.manual, "window.__PDF_READY__===true"},
+		{"sample manual (" + strconv.Itoa(len(c.e.manual)>>10) + " KiB HTML, beside the task)", c.e.manual, "window.__PDF_READY__===true"},
 		{"small page (" + strconv.Itoa(len(small)>>10) + " KiB HTML, inside the task)", small, ""},
 	} {
-		m, err := costsMemory(ctx, f, lockRDB, nMem, d.label, d.html, d.wait, wait)
+		m, err := costsMemory(c.ctx, c.f, c.lockRDB, c.nMem, d.label, d.html, d.wait, c.wait)
 		if err != nil {
 			return fmt.Errorf("memory, %s: %w", d.label, err)
 		}
-		res.mem = append(res.mem, m)
+		c.res.mem = append(c.res.mem, m)
 		logf("   %s: %.2f KiB pending, %.2f KiB completed (MEMORY USAGE); used_memory %.2f / %.2f KiB",
 			d.label, m.pendingKeys/1024, m.doneKeys/1024, m.pendingUsed/1024, m.doneUsed/1024)
 	}
-	if err := f.insp.UnpauseQueue("default"); err != nil {
-		return err
-	}
+	return c.f.insp.UnpauseQueue("default")
+}
 
-	// The worker's Chromium while rendering two distinct Go specifications
-	// at once (RENDER_CONCURRENCY=2, the heaviest document of this report).
-	goSpec, _, err := goSpecHTML(ctx)
+// chromiumMemory: the worker's Chromium while rendering two distinct Go
+// specifications at once (RENDER_CONCURRENCY=2, the heaviest document of
+// this report), sampled every 100 ms.
+func (c *costsRun) chromiumMemory() error {
+	goSpec, _, err := goSpecHTML(c.ctx)
 	if err != nil {
 		return err
 	}
 	cm := &chromiumMem{}
-	res.chromium = cm
+	c.res.chromium = cm
 	cm.idlePss, _ = chromiumMemory()
 	stopSampling := make(chan struct{})
 	var sampled sync.WaitGroup
@@ -488,46 +529,57 @@ func scenarioCosts(ctx context.Context, e *benchEnv, rep *report) error {
 			}
 		}
 	})
-	rounds := 3
-	for range rounds {
-		var errs [2]error
-		var wg sync.WaitGroup
-		for i := range 2 {
-			wg.Go(func() {
-				_, errs[i] = exportOne(exportclient.Request{ManualID: "costs-gospec", Version: freshVersion("mem"), HTML: goSpec})
-			})
-		}
-		wg.Wait()
-		if err := errors.Join(errs[:]...); err != nil {
-			close(stopSampling)
-			sampled.Wait()
-			return fmt.Errorf("renders of the Go specification: %w", err)
-		}
-		cm.renders += 2
-	}
+	err = c.goSpecPairs(goSpec, 3, cm)
 	close(stopSampling)
 	sampled.Wait()
+	if err != nil {
+		return err
+	}
 	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
 	metrics.Read(sample)
 	cm.goBytes = sample[0].Value.Uint64()
 	logf("   Chromium while rendering 2 Go specifications at once: Pss peak %d MiB (idle %d MiB), Rss sum peak %d MiB; Go runtime of the bench process %d MiB",
 		cm.peakPss>>20, cm.idlePss>>20, cm.peakRss>>20, cm.goBytes>>20)
+	return nil
+}
 
-	// An idle worker at the default TASK_CHECK_INTERVAL: the polls a fleet
-	// sends whatever its load.
-	for _, w := range f.workers {
+// goSpecPairs exports the Go specification two at a time, rounds times,
+// counting the renders in cm.
+func (c *costsRun) goSpecPairs(goSpec string, rounds int, cm *chromiumMem) error {
+	for range rounds {
+		var errs [2]error
+		var wg sync.WaitGroup
+		for i := range 2 {
+			wg.Go(func() {
+				_, errs[i] = c.exportOne(exportclient.Request{ManualID: "costs-gospec", Version: freshVersion("mem"), HTML: goSpec})
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs[:]...); err != nil {
+			return fmt.Errorf("renders of the Go specification: %w", err)
+		}
+		cm.renders += 2
+	}
+	return nil
+}
+
+// idleAtDefault: an idle worker at the default TASK_CHECK_INTERVAL, the
+// polls a fleet sends whatever its load.
+func (c *costsRun) idleAtDefault() error {
+	for _, w := range c.f.workers {
 		w.Shutdown()
 	}
-	f.workers = nil
-	if err := f.startInProcWorkers(ctx, env, "costs-idle", 1, workerSpec{stub: &stubRenderer{}}); err != nil {
+	c.f.workers = nil
+	if err := c.f.startInProcWorkers(c.ctx, c.env, "costs-idle", 1, workerSpec{stub: &stubRenderer{}}); err != nil {
 		return err
 	}
+	res := c.res
 	res.idleDefault = defaultCheckInterval
-	idleDefault, err := idle()
+	idleDefault, err := c.idle()
 	if err != nil {
 		return err
 	}
-	for i := range rdb {
+	for i := range c.rdb {
 		res.idleDefaultRate[i] = float64(idleDefault.total(i)) / idleDefault.wall.Seconds()
 		res.idleDefaultCPU[i] = float64(idleDefault.srv[i].cpu.Microseconds()) / idleDefault.wall.Seconds()
 	}
@@ -699,7 +751,8 @@ func (r *costsResult) rows() []row {
 	return rows
 }
 
-// markdown is section 10 of BENCHMARKS.md: the full command counts.
+// markdown is the per-export Redis costs section of the report: the full
+// command counts.
 func (r *costsResult) markdown() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }

@@ -223,7 +223,7 @@ func scenarioDistinct(ctx context.Context, e *benchEnv, rep *report) error {
 		return err
 	}
 	// Bursts of 6 and 8 exports; 4 rounds each, as 2 left the ratios
-	// within ±15 % from one run to the next (BENCHMARKS.md, section 7).
+	// moving with the machine's speed from one run to the next.
 	n := map[string]int{"gospec": 24, "manual": 32}
 	rounds := 4
 	if e.o.quick {
@@ -503,7 +503,7 @@ func (d *distinctResult) rows() []row {
 	return append(rows, d.gotenberg.rows()...)
 }
 
-// markdown is section 7 of BENCHMARKS.md: every cell.
+// markdown is the distinct documents section of the report: every cell.
 func (d *distinctResult) markdown() string {
 	var b strings.Builder
 	same := d.sameBuild()

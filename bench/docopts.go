@@ -211,14 +211,14 @@ func (d *docoptsResult) rows() []row {
 func (d *docoptsResult) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## D. Document options\n\n")
-	fmt.Fprintf(&b, "The Go specification with the outline on (tagged), exported plain and with each document option\n")
-	fmt.Fprintf(&b, "(metadata, watermark, AES-256 encryption, all three; and the fast web view, linearized by qpdf)\n")
-	fmt.Fprintf(&b, "on one in-process worker with real Chromium,\n")
-	fmt.Fprintf(&b, "interleaved round by round, %d rounds, every export rendering (a fresh version). CPU is the whole\n", d.samples)
-	fmt.Fprintf(&b, "process tree's (worker, Chromium, redis-server) per export, read 0.5 s after it (so the renderer that\n")
-	fmt.Fprintf(&b, "exits with the browser context is counted); heap is the peak of the Go heap above\n")
-	fmt.Fprintf(&b, "the idle heap (runtime/metrics every millisecond). A plain export streams Chromium's PDF into\n")
-	fmt.Fprintf(&b, "storage; one with document options is spooled to a temporary file, post-processed file to file by\n")
+	fmt.Fprintf(&b, "The Go specification with the outline on (tagged), exported plain and with each document option ")
+	fmt.Fprintf(&b, "(metadata, watermark, AES-256 encryption, all three; and the fast web view, linearized by qpdf) ")
+	fmt.Fprintf(&b, "on one in-process worker with real Chromium, ")
+	fmt.Fprintf(&b, "interleaved round by round, %d rounds, every export rendering (a fresh version). CPU is the whole ", d.samples)
+	fmt.Fprintf(&b, "process tree's (worker, Chromium, redis-server) per export, read 0.5 s after it (so the renderer that ")
+	fmt.Fprintf(&b, "exits with the browser context is counted); heap is the peak of the Go heap above ")
+	fmt.Fprintf(&b, "the idle heap (runtime/metrics every millisecond). A plain export streams Chromium's PDF into ")
+	fmt.Fprintf(&b, "storage; one with document options is spooled to a temporary file, post-processed file to file by ")
 	fmt.Fprintf(&b, "pdfcpu (one at a time per worker), read back and checked (pages, tags, outline), then uploaded.\n\n")
 	fmt.Fprintf(&b, "| variant | CPU-s | wall ms | peak heap MiB | PDF MiB |\n|---|---|---|---|---|\n")
 	for _, r := range d.variants {

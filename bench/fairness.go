@@ -107,8 +107,8 @@ func scenarioFairness(ctx context.Context, e *benchEnv, rep *report) error {
 		return err
 	}
 	for _, workers := range fleets {
-		for _, d := range []struct{ name, queues string }{{"batch lane", "batch"}, {"one lane (before)", ""}} {
-			cell, err := measureFairness(ctx, e, d.name, d.queues, workers, batchN, e.o.fairnessRounds)
+		for _, d := range []fairnessDesign{{"batch lane", "batch"}, {"one lane (before)", ""}} {
+			cell, err := measureFairness(ctx, e, d, workers, batchN)
 			if err != nil {
 				return fmt.Errorf("%s, %d worker(s): %w", d.name, workers, err)
 			}
@@ -118,143 +118,182 @@ func scenarioFairness(ctx context.Context, e *benchEnv, rep *report) error {
 	return nil
 }
 
-// measureFairness runs one design with n worker processes, rounds times.
-func measureFairness(ctx context.Context, e *benchEnv, name, batchQueues string, n, batchN, rounds int) (fairnessCell, error) {
-	cell := fairnessCell{design: name, workers: n, batchN: batchN}
+// fairnessDesign is a design of scenario 11: its name and the worker's
+// BATCH_QUEUES (none: one lane).
+type fairnessDesign struct{ name, batchQueues string }
+
+// measureFairness runs one design with n worker processes, -fairness-rounds
+// times.
+func measureFairness(ctx context.Context, e *benchEnv, d fairnessDesign, n, batchN int) (fairnessCell, error) {
+	cell := fairnessCell{design: d.name, workers: n, batchN: batchN}
 	tag := "lanes"
-	if batchQueues == "" {
+	if d.batchQueues == "" {
 		tag = "onelane"
 	}
-	f, err := startBinaryFleet(ctx, e, fmt.Sprintf("fairness-%s-%d", tag, n), n, "BATCH_QUEUES="+batchQueues)
+	f, err := startBinaryFleet(ctx, e, fmt.Sprintf("fairness-%s-%d", tag, n), n, "BATCH_QUEUES="+d.batchQueues)
 	if err != nil {
 		return cell, err
 	}
 	defer f.stop()
-	roots := make([]int, len(f.procs))
-	for i, p := range f.procs {
-		roots[i] = p.PID()
+	ff := &fairnessFleet{f: f, tag: tag, n: n}
+	for _, p := range f.procs {
+		ff.roots = append(ff.roots, p.PID())
 	}
-	cpu := func() float64 {
-		var s time.Duration
-		for _, r := range roots {
-			_, t := proctree.CPU(r)
-			s += t
-		}
-		return s.Seconds()
-	}
-	version := 0
-	// interactive returns an export's latency and its render's share.
-	interactive := func(ctx context.Context) (total, render float64, err error) {
-		version++
-		req := exportclient.Request{ManualID: "reader", Version: fmt.Sprintf("%s-%d-%d", tag, n, version),
-			HTML: pagesDoc(fmt.Sprintf("interactive %d", version), fairnessInteractivePages)}
-		start := time.Now()
-		job, err := f.client.Enqueue(ctx, req)
-		if err != nil {
-			return 0, 0, err
-		}
-		st, err := f.client.Wait(ctx, job.TaskID, 0)
-		if err != nil || st.State != exportclient.StateCompleted || st.Result == nil {
-			return 0, 0, fmt.Errorf("interactive export: %+v, %v", st, err)
-		}
-		return time.Since(start).Seconds(), float64(st.Result.RenderMS) / 1000, nil
-	}
-	batchRun := 0
-	batch := func(ctx context.Context, count int) (float64, error) {
-		batchRun++
-		var jobs []exportclient.Enqueued
-		start := time.Now()
-		for i := range count {
-			req := exportclient.Request{ManualID: "catalogue", Version: fmt.Sprintf("%s-%d-%d-%d", tag, n, batchRun, i),
-				HTML: pagesDoc(fmt.Sprintf("catalogue %d %d", batchRun, i), fairnessBatchPages)}
-			job, err := f.client.Enqueue(ctx, req, exportclient.Queue("batch"))
-			if err != nil {
-				return 0, err
-			}
-			jobs = append(jobs, job)
-		}
-		for _, job := range jobs {
-			st, err := f.client.Wait(ctx, job.TaskID, 0)
-			if err != nil || st.State != exportclient.StateCompleted {
-				return 0, fmt.Errorf("batch export: %+v, %v", st, err)
-			}
-		}
-		return float64(count) / time.Since(start).Seconds(), nil
-	}
-
 	// Warm both lanes' browsers (the batch lane starts its own on its
 	// first render): a round's "batch alone" must not pay a browser's
 	// start that its "batch with interactive" does not.
-	if _, _, err := interactive(ctx); err != nil {
+	if _, _, err := ff.interactive(ctx); err != nil {
 		return cell, err
 	}
-	if _, err := batch(ctx, 2*n); err != nil {
+	if _, err := ff.batch(ctx, 2*n); err != nil {
 		return cell, err
 	}
-	for round := range rounds {
-		var r fairnessRound
-		c0 := cpu()
-		for range fairnessInteractiveN {
-			total, render, err := interactive(ctx)
-			if err != nil {
-				return cell, err
-			}
-			r.idle, r.idleRender = append(r.idle, total), append(r.idleRender, render)
-		}
-		if round == 0 {
-			cell.cpuInteractive = (cpu() - c0) / fairnessInteractiveN
-		}
-		c0 = cpu()
-		if r.batchAlone, err = batch(ctx, batchN); err != nil {
-			return cell, err
-		}
-		if round == 0 {
-			cell.cpuBatch = (cpu() - c0) / float64(batchN)
-		}
-		// The batch with interactive exports one after another from 2 s in.
-		var wg sync.WaitGroup
-		var ierr error
-		bctx, bcancel := context.WithCancel(ctx)
-		wg.Go(func() {
-			select {
-			case <-time.After(2 * time.Second):
-			case <-bctx.Done():
-				return
-			}
-			for range fairnessInteractiveN {
-				total, render, err := interactive(bctx)
-				if err != nil {
-					ierr = err
-					return
-				}
-				r.busy, r.busyRender = append(r.busy, total), append(r.busyRender, render)
-			}
-		})
-		r.batchBusy, err = batch(ctx, batchN)
-		if err != nil {
-			bcancel() // the exports beside a failed batch are not waited for
-		}
-		// With one lane the interactive exports may still queue behind
-		// the batch's last tasks: they are waited for, not canceled.
-		wg.Wait()
-		bcancel()
+	for round := range e.o.fairnessRounds {
+		r, err := ff.round(ctx, &cell, round == 0)
 		if err != nil {
 			return cell, err
-		}
-		if ierr != nil {
-			return cell, ierr
-		}
-		if len(r.busy) < fairnessInteractiveN {
-			return cell, fmt.Errorf("only %d interactive exports ran during the batch: make it longer", len(r.busy))
 		}
 		cell.rounds = append(cell.rounds, r)
 		p50, mx, thr := r.ratios()
 		logf("   fairness %s ×%d round %d: interactive idle p50 %.2fs (render %.2fs), during batch p50 %.2fs max %.2fs (render p50 %.2fs max %.2fs); batch %.2f PDF/s alone, %.2f with interactive: p50 %.2f×, max %.2f×, batch %.2f×",
-			name, n, round+1, r.idle.median(), r.idleRender.median(), r.busy.median(), r.busy.max(), r.busyRender.median(), r.busyRender.max(),
+			d.name, n, round+1, r.idle.median(), r.idleRender.median(), r.busy.median(), r.busy.max(), r.busyRender.median(), r.busyRender.max(),
 			r.batchAlone, r.batchBusy, p50, mx, thr)
 		logf("     idle %s | busy %s | busy render %s", seconds(r.idle), seconds(r.busy), seconds(r.busyRender))
 	}
 	return cell, nil
+}
+
+// fairnessFleet is the fleet of one cell of scenario 11 and the count of
+// the versions it exported, so that every export is a distinct document.
+type fairnessFleet struct {
+	f                 *fleet
+	tag               string
+	n                 int
+	roots             []int // the worker processes
+	version, batchRun int
+}
+
+// cpu is the worker processes' CPU-seconds so far, Chromium included.
+func (ff *fairnessFleet) cpu() float64 {
+	var s time.Duration
+	for _, r := range ff.roots {
+		_, t := proctree.CPU(r)
+		s += t
+	}
+	return s.Seconds()
+}
+
+// interactive returns an export's latency and its render's share.
+func (ff *fairnessFleet) interactive(ctx context.Context) (total, render float64, err error) {
+	ff.version++
+	req := exportclient.Request{ManualID: "reader", Version: fmt.Sprintf("%s-%d-%d", ff.tag, ff.n, ff.version),
+		HTML: pagesDoc(fmt.Sprintf("interactive %d", ff.version), fairnessInteractivePages)}
+	start := time.Now()
+	job, err := ff.f.client.Enqueue(ctx, req)
+	if err != nil {
+		return 0, 0, err
+	}
+	st, err := ff.f.client.Wait(ctx, job.TaskID, 0)
+	if err != nil || st.State != exportclient.StateCompleted || st.Result == nil {
+		return 0, 0, fmt.Errorf("interactive export: %+v, %v", st, err)
+	}
+	return time.Since(start).Seconds(), float64(st.Result.RenderMS) / 1000, nil
+}
+
+// batch enqueues count distinct documents on the batch queue and returns
+// their throughput once all completed.
+func (ff *fairnessFleet) batch(ctx context.Context, count int) (float64, error) {
+	ff.batchRun++
+	var jobs []exportclient.Enqueued
+	start := time.Now()
+	for i := range count {
+		req := exportclient.Request{ManualID: "catalogue", Version: fmt.Sprintf("%s-%d-%d-%d", ff.tag, ff.n, ff.batchRun, i),
+			HTML: pagesDoc(fmt.Sprintf("catalogue %d %d", ff.batchRun, i), fairnessBatchPages)}
+		job, err := ff.f.client.Enqueue(ctx, req, exportclient.Queue("batch"))
+		if err != nil {
+			return 0, err
+		}
+		jobs = append(jobs, job)
+	}
+	for _, job := range jobs {
+		st, err := ff.f.client.Wait(ctx, job.TaskID, 0)
+		if err != nil || st.State != exportclient.StateCompleted {
+			return 0, fmt.Errorf("batch export: %+v, %v", st, err)
+		}
+	}
+	return float64(count) / time.Since(start).Seconds(), nil
+}
+
+// round is one round of the cell: the interactive exports idle, the batch
+// alone, then the batch with interactive exports. The first round also
+// sets the cell's CPU per PDF.
+func (ff *fairnessFleet) round(ctx context.Context, cell *fairnessCell, first bool) (fairnessRound, error) {
+	var r fairnessRound
+	c0 := ff.cpu()
+	for range fairnessInteractiveN {
+		total, render, err := ff.interactive(ctx)
+		if err != nil {
+			return r, err
+		}
+		r.idle, r.idleRender = append(r.idle, total), append(r.idleRender, render)
+	}
+	if first {
+		cell.cpuInteractive = (ff.cpu() - c0) / fairnessInteractiveN
+	}
+	c0 = ff.cpu()
+	var err error
+	if r.batchAlone, err = ff.batch(ctx, cell.batchN); err != nil {
+		return r, err
+	}
+	if first {
+		cell.cpuBatch = (ff.cpu() - c0) / float64(cell.batchN)
+	}
+	if err := ff.batchWithInteractive(ctx, &r, cell.batchN); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// batchWithInteractive runs the batch with interactive exports one after
+// another from 2 s in.
+func (ff *fairnessFleet) batchWithInteractive(ctx context.Context, r *fairnessRound, batchN int) error {
+	var wg sync.WaitGroup
+	var ierr error
+	bctx, bcancel := context.WithCancel(ctx)
+	wg.Go(func() {
+		select {
+		case <-time.After(2 * time.Second):
+		case <-bctx.Done():
+			return
+		}
+		for range fairnessInteractiveN {
+			total, render, err := ff.interactive(bctx)
+			if err != nil {
+				ierr = err
+				return
+			}
+			r.busy, r.busyRender = append(r.busy, total), append(r.busyRender, render)
+		}
+	})
+	var err error
+	r.batchBusy, err = ff.batch(ctx, batchN)
+	if err != nil {
+		bcancel() // the exports beside a failed batch are not waited for
+	}
+	// With one lane the interactive exports may still queue behind the
+	// batch's last tasks: they are waited for, not canceled.
+	wg.Wait()
+	bcancel()
+	if err != nil {
+		return err
+	}
+	if ierr != nil {
+		return ierr
+	}
+	if len(r.busy) < fairnessInteractiveN {
+		return fmt.Errorf("only %d interactive exports ran during the batch: make it longer", len(r.busy))
+	}
+	return nil
 }
 
 // fleetSizes parses -fairness-fleets.
@@ -343,14 +382,14 @@ func (r *fairnessResult) markdown() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("\n## 11. Fairness: interactive exports during a catalogue re-render\n\n")
-	w("bin/worker with its defaults; a batch of distinct %d-page documents on the `batch` queue, and %d interactive\n", fairnessBatchPages, fairnessInteractiveN)
-	w("exports of a distinct %d-page document one after another on `default`, from 2 s into the batch. Latency is\n", fairnessInteractivePages)
-	w("enqueue → final through exportclient; throughput is batch PDFs over the batch's wall time. CPU is the worker\n")
-	w("processes and their Chromium (own + reaped children), per PDF, each kind measured alone. *One lane (before)*\n")
+	w("bin/worker with its defaults; a batch of distinct %d-page documents on the `batch` queue, and %d interactive ", fairnessBatchPages, fairnessInteractiveN)
+	w("exports of a distinct %d-page document one after another on `default`, from 2 s into the batch. Latency is ", fairnessInteractivePages)
+	w("enqueue → final through exportclient; throughput is batch PDFs over the batch's wall time. CPU is the worker ")
+	w("processes and their Chromium (own + reaped children), per PDF, each kind measured alone. *One lane (before)* ")
 	w("is the same binary with `BATCH_QUEUES=`: every queue in one asynq server and one Chromium, as before.\n\n")
-	w("Each cell runs its rounds back to back on one fleet whose two browsers were warmed first; a round is the\n")
-	w("interactive exports idle, the batch alone, then the batch with interactive exports, so its ratios compare one\n")
-	w("stretch of time. *Render* is the result's `render_ms` (tab, load, readiness, print), the rest of the latency is\n")
+	w("Each cell runs its rounds back to back on one fleet whose two browsers were warmed first; a round is the ")
+	w("interactive exports idle, the batch alone, then the batch with interactive exports, so its ratios compare one ")
+	w("stretch of time. *Render* is the result's `render_ms` (tab, load, readiness, print), the rest of the latency is ")
 	w("pick-up, storage and the final announcement.\n\n")
 	w("| design | workers | batch | round | interactive idle p50 / max (render p50) | during batch p50 / max (render p50 / max) | batch alone | batch with interactive | p50 / max of idle, batch of alone | CPU-s per PDF: batch / interactive |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.cells {

@@ -18,7 +18,6 @@ import (
 // goBenchResult is what the go test -bench subprocesses printed.
 type goBenchResult struct {
 	cmds  []string
-	raw   strings.Builder
 	order []string              // benchmark names in first-seen order
 	lines map[string][]benchRun // name → one entry per -count repetition
 }
@@ -68,11 +67,6 @@ func runGoBenchmarks(ctx context.Context, o options, rep *report) error {
 		res.cmds = append(res.cmds, cmdline)
 		logf("   %s", cmdline)
 		out, err := runGoTest(ctx, args)
-		if err != nil {
-			res.raw.WriteString("$ " + cmdline + "\n" + out) // all of it: the failure's context
-		} else {
-			res.raw.WriteString("$ " + cmdline + "\n" + benchOutput(out))
-		}
 		res.parse(out)
 		if err != nil {
 			return fmt.Errorf("%s: %w", cmdline, err)
@@ -181,18 +175,18 @@ func (g *goBenchResult) summary() [][3]string {
 	return rows
 }
 
-// benchOutput keeps the lines of go test output that belong in the report
-// (results, headers, failures), dropping the log lines of the code under test.
-func benchOutput(out string) string {
+// markdown is section 5: the commands run and every benchmark's summary.
+// Their whole output went to stderr during the run.
+func (g *goBenchResult) markdown() string {
 	var b strings.Builder
-	for _, line := range strings.Split(out, "\n") {
-		t := strings.TrimSpace(line)
-		for _, p := range []string{"Benchmark", "goos:", "goarch:", "pkg:", "cpu:", "PASS", "ok ", "FAIL", "--- ", "panic:", "#"} {
-			if strings.HasPrefix(t, p) {
-				b.WriteString(line + "\n")
-				break
-			}
-		}
+	b.WriteString("\n## 5. Lock, render and tracing Go benchmarks\n\n")
+	b.WriteString("Run by `make bench` as subprocesses:\n\n")
+	for _, c := range g.cmds {
+		fmt.Fprintf(&b, "    %s\n", c)
+	}
+	b.WriteString("\n| benchmark | iterations | metrics: median (min–max) over -count runs |\n|---|---|---|\n")
+	for _, s := range g.summary() {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", mdCell(s[0]), mdCell(s[1]), mdCell(s[2]))
 	}
 	return b.String()
 }

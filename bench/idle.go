@@ -587,31 +587,3 @@ func (r *idleResult) rows() []row {
 	}
 	return rows
 }
-
-// idleMethod is section 12's paragraph of "How the figures are taken".
-func idleMethod(r *report) string {
-	if r.idle == nil {
-		return ""
-	}
-	o := r.opts
-	return fmt.Sprintf(`
-**12. Idle cost and pick-up after idle.** Three designs, each measured in this run on a fresh Redis
-database with the production defaults otherwise: asynq's default (poll every 1 s, `+"`TASK_DOORBELL=false`"+`),
-the previous default (poll every 10 ms, no doorbell) and the worker's default (the doorbell: every
-`+"`exportclient`"+` enqueue rings `+"`SPUBLISH pdfexport:doorbell`"+`, an idle worker waits on it, and polls every
-`+"`TASK_CHECK_INTERVAL`"+`=%[1]s besides). Workers are processes (this benchmark binary re-executed,
-`+"`internal/worker`"+` wired as `+"`cmd/worker`"+` from the environment, with a stub renderer instead of Chromium,
-no admin listener), 1 and then 10 of them. After a 3 s settle, over %[2]s of idle (twice that for one
-worker, whose 1 s polls and 5 s timers are the noisier sample): Redis commands/s =
-the change of the calls of every command in `+"`INFO commandstats`"+` (those run inside scripts included,
-`+"`INFO`"+` itself excluded) over the window, server-wide (nothing else runs meanwhile); worker CPU =
-each process's own user+system time (`+"`proctree.CPU`"+`, 10 ms ticks) over the window, as %% of one core
-(median, min–max over the processes); redis-server's from `+"`INFO cpu`"+`. Then %[3]d exports, each after
-1–2 s (uniform) of idle and each waited for before the next pause: enqueue (just before
-`+"`exportclient.Enqueue`"+`) → the handler starting in whichever worker took it (the process prints a
-timestamp; same clock). Under load, a fresh worker process per design and round, the designs taking
-turns for %[5]d rounds: %[4]d exports in all at Poisson arrivals of 40/s (enqueue → handler start), and
-per round a burst of 200 enqueued by 8 concurrent clients as fast as they go (throughput = 200 / first
-enqueue → last handler end; the stub handler stores a small file).
-`, defaultCheckInterval, r.idle.window, o.idleN, o.loadN, loadRounds)
-}

@@ -83,115 +83,185 @@ func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	base := "http://" + ln.Addr().String() + "/"
-	allowed := "ALLOWED_HOSTS=" + ln.Addr().String()
-
-	f, err := startInProcFleet(ctx, e, "manual", 1, workerSpec{extraEnv: []string{allowed, "TASK_TIMEOUT=10m", "RENDER_TIMEOUT=5m"}})
+	m := &manualBench{ctx: ctx, e: e, host: ln.Addr().String(), base: base, pages: pages, siteDocs: siteDocs,
+		linkBase: base, navPages: pages, res: &manualResult{chapters: len(pages)}}
+	stop, err := m.startFleet("manual", 1)
 	if err != nil {
 		return err
 	}
-	defer f.stop()
-	client, err := exportclient.New(exportclient.Config{Redis: f.queueOpt, AllowedHosts: ln.Addr().String(), Timeout: 10 * time.Minute})
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-	res := &manualResult{chapters: len(pages)}
-	rep.manual = res
-
-	linkBase := base  // what a link to a chapter starts with
-	navPages := pages // the chapters pdfNavigation looks for
-	measure := func(label string, r exportclient.Request) (exportclient.Status, manualRow, error) {
-		runtime.GC()
-		heap0 := heapBytes()
-		stopHeap := sampleHeap()
-		meter := startTreeMeter(os.Getpid(), treeMeterEvery)
-		t0 := time.Now()
-		job, err := client.Enqueue(ctx, r)
-		if err != nil {
-			stopHeap()
-			meter.seconds()
-			return exportclient.Status{}, manualRow{}, err
-		}
-		st, err := client.Wait(ctx, job.TaskID, 20*time.Millisecond)
-		wall := time.Since(t0)
-		peak := stopHeap()
-		time.Sleep(docSettle)
-		cpu := meter.seconds()
-		if err != nil {
-			return st, manualRow{}, err
-		}
-		if st.State != exportclient.StateCompleted || st.Result == nil {
-			return st, manualRow{}, fmt.Errorf("%s: %s %s: %w", label, st.State, st.Error, errScenario)
-		}
-		row := manualRow{label: label, cpu: cpu, wallMS: msOf(wall), pages: st.Result.Pages,
-			heapMiB: float64(max(peak, heap0)-heap0) / (1 << 20)}
-		path := filepath.Join(f.dir, "artifacts", filepath.FromSlash(st.Result.ArtifactKey))
-		row.outline, row.webLinks, err = pdfNavigation(path, linkBase, navPages)
-		if s := st.Result.Site; s != nil {
-			row.discoveryMS = float64(s.DiscoveryMS)
-			row.note = fmt.Sprintf("%s; discovery %d ms, %d requests", chapterNote(st), s.DiscoveryMS, s.Requests)
-		}
-		return st, row, err
-	}
+	defer stop()
+	rep.manual = m.res
 
 	warm := exportclient.Request{ManualID: "warm", Version: freshVersion("w"), URL: base + "documentation.html"}
-	if _, _, err := measure("warm-up", warm); err != nil {
+	if _, _, err := m.measure("warm-up", warm); err != nil {
 		return err
 	}
 	manuals := strings.Split(e.o.manuals, ",")
 	if slices.Contains(manuals, "python") {
-		linkBase = base + "py/tutorial/"
-		if res.short, err = runShortManual(ctx, e, linkBase, measure, func(p []string) { navPages = p }); err != nil {
+		m.linkBase = base + "py/tutorial/"
+		if m.res.short, err = runShortManual(ctx, e, m.linkBase, m.measure, func(p []string) { m.navPages = p }); err != nil {
 			return err
 		}
-		linkBase, navPages = base, pages
+		m.linkBase, m.navPages = base, pages
 	}
 	if !slices.Contains(manuals, "node") {
 		return nil
 	}
+	if err := m.nodeOnOneWorker(); err != nil {
+		return err
+	}
+	// Two workers of one fleet (two Chromiums), a fresh revision of every
+	// chapter so that all of them print again, spread over both.
+	stop()
+	stop2, err := m.startFleet("manual-2", 2)
+	if err != nil {
+		return err
+	}
+	defer stop2()
+	if _, _, err := m.measure("warm-up", exportclient.Request{ManualID: "warm", Version: freshVersion("w2"), URL: base + "documentation.html"}); err != nil {
+		return err
+	}
+	_, err = m.chapters("↳ the same on 2 workers", "20.2", freshVersion("m2"), "")
+	return err
+}
 
-	_, one, err := measure("pipeline, all.html as one page", exportclient.Request{ManualID: "node-all", Version: freshVersion("a"),
+// manualBench is one run of scenario M: the docs' server, the fleet and
+// client of the moment, and what measure reads links against.
+type manualBench struct {
+	ctx        context.Context
+	e          *benchEnv
+	host, base string   // the docs' server
+	pages      []string // the Node.js docs' chapter pages
+	siteDocs   string   // the copy of the docs served under /site/
+	f          *fleet
+	client     *exportclient.Client
+	linkBase   string   // what a link to a chapter starts with
+	navPages   []string // the chapters pdfNavigation looks for
+	res        *manualResult
+}
+
+// startFleet starts n in-process workers and a client of theirs, which
+// measure uses from then on; stop stops both (once).
+func (m *manualBench) startFleet(name string, n int) (stop func(), err error) {
+	f, err := startInProcFleet(m.ctx, m.e, name, n, workerSpec{extraEnv: []string{"ALLOWED_HOSTS=" + m.host, "TASK_TIMEOUT=10m", "RENDER_TIMEOUT=5m"}})
+	if err != nil {
+		return nil, err
+	}
+	client, err := exportclient.New(exportclient.Config{Redis: f.queueOpt, AllowedHosts: m.host, Timeout: 10 * time.Minute})
+	if err != nil {
+		f.stop()
+		return nil, err
+	}
+	m.f, m.client = f, client
+	var once sync.Once
+	return func() { once.Do(func() { client.Close(); f.stop() }) }, nil
+}
+
+// measure exports r and reads its row: wall, the process tree's CPU, the
+// Go heap's peak, and the PDF's pages, outline and links left to the web.
+func (m *manualBench) measure(label string, r exportclient.Request) (exportclient.Status, manualRow, error) {
+	runtime.GC()
+	heap0 := heapBytes()
+	stopHeap := sampleHeap()
+	meter := startTreeMeter(os.Getpid(), treeMeterEvery)
+	t0 := time.Now()
+	job, err := m.client.Enqueue(m.ctx, r)
+	if err != nil {
+		stopHeap()
+		meter.seconds()
+		return exportclient.Status{}, manualRow{}, err
+	}
+	st, err := m.client.Wait(m.ctx, job.TaskID, 20*time.Millisecond)
+	wall := time.Since(t0)
+	peak := stopHeap()
+	time.Sleep(docSettle)
+	cpu := meter.seconds()
+	if err != nil {
+		return st, manualRow{}, err
+	}
+	if st.State != exportclient.StateCompleted || st.Result == nil {
+		return st, manualRow{}, fmt.Errorf("%s: %s %s: %w", label, st.State, st.Error, errScenario)
+	}
+	row := manualRow{label: label, cpu: cpu, wallMS: msOf(wall), pages: st.Result.Pages,
+		heapMiB: float64(max(peak, heap0)-heap0) / (1 << 20)}
+	path := filepath.Join(m.f.dir, "artifacts", filepath.FromSlash(st.Result.ArtifactKey))
+	row.outline, row.webLinks, err = pdfNavigation(path, m.linkBase, m.navPages)
+	if s := st.Result.Site; s != nil {
+		row.discoveryMS = float64(s.DiscoveryMS)
+		row.note = fmt.Sprintf("%s; discovery %d ms, %d requests", chapterNote(st), s.DiscoveryMS, s.Requests)
+	}
+	return st, row, err
+}
+
+// chapters measures the Node.js docs as one manual of chapters at
+// version, every chapter at revision chapterVersion but revised, and adds
+// the row to the measured ones.
+func (m *manualBench) chapters(label, version, chapterVersion, revised string) (manualRow, error) {
+	st, row, err := m.measure(label, exportclient.Request{ManualID: "node", Version: version,
+		Chapters: chapterList(m.base, m.pages, chapterVersion, revised), Options: exportclient.Options{Outline: true, TOC: true}})
+	if err != nil {
+		return row, err
+	}
+	row.note = chapterNote(st)
+	m.res.measured = append(m.res.measured, row)
+	logf("   %s: %.1f s, CPU %.1f s, %d pages, %s", row.label, row.wallMS/1000, row.cpu, row.pages, row.note)
+	return row, nil
+}
+
+// nodeOnOneWorker measures the Node.js docs on the first fleet: all.html,
+// the chapters and their next version, the site's three releases, the
+// peer, Gotenberg, the traced export and the judged rounds.
+func (m *manualBench) nodeOnOneWorker() error {
+	res, base := m.res, m.base
+	_, one, err := m.measure("pipeline, all.html as one page", exportclient.Request{ManualID: "node-all", Version: freshVersion("a"),
 		URL: base + "all.html", Options: exportclient.Options{Outline: true}})
 	if err != nil {
 		return err
 	}
 	res.measured = append(res.measured, one)
 	logf("   %s: %.1f s, CPU %.1f s, %d pages", one.label, one.wallMS/1000, one.cpu, one.pages)
-
 	version := freshVersion("m")
-	chapters := func(revised string) []exportclient.Chapter { return chapterList(base, pages, version, revised) }
-	st, whole, err := measure(fmt.Sprintf("pipeline, the %d pages as one manual (chapters)", len(pages)), exportclient.Request{ManualID: "node", Version: "20",
-		Chapters: chapters(""), Options: exportclient.Options{Outline: true, TOC: true}})
+	whole, err := m.chapters(fmt.Sprintf("pipeline, the %d pages as one manual (chapters)", len(m.pages)), "20", version, "")
 	if err != nil {
 		return err
 	}
-	whole.note = chapterNote(st)
-	res.measured = append(res.measured, whole)
-	logf("   %s: %.1f s, CPU %.1f s, %d pages, %s", whole.label, whole.wallMS/1000, whole.cpu, whole.pages, whole.note)
-
-	st, again, err := measure("↳ next version, one chapter revised", exportclient.Request{ManualID: "node", Version: "20.1",
-		Chapters: chapters("fs.html"), Options: exportclient.Options{Outline: true, TOC: true}})
+	if _, err := m.chapters("↳ next version, one chapter revised", "20.1", version, "fs.html"); err != nil {
+		return err
+	}
+	if err := m.siteReleases(); err != nil {
+		return err
+	}
+	peerRow, err := peerManual(m.ctx, m.e, base, m.pages)
 	if err != nil {
 		return err
 	}
-	again.note = chapterNote(st)
-	res.measured = append(res.measured, again)
-	logf("   %s: %.1f s, CPU %.1f s, %s", again.label, again.wallMS/1000, again.cpu, again.note)
-
-	// The same docs straight from the site: the chapters from index.html's
-	// navigation, revisions from their content; then the next release
-	// with one page changed, then that release again unchanged.
-	linkBase = base + "site/"
-	siteReq := func(version string) exportclient.Request {
-		return exportclient.Request{ManualID: "node-site", Version: version, Site: &exportclient.Site{URL: base + "site/index.html"},
-			Options: exportclient.Options{Outline: true, TOC: true}}
+	res.measured = append(res.measured, peerRow)
+	logf("   %s: %.1f s, CPU %.1f s, %d pages", peerRow.label, peerRow.wallMS/1000, peerRow.cpu, peerRow.pages)
+	if res.gotenberg, err = runGotenbergManual(m.ctx, m.e, base, m.pages); err != nil {
+		return err
 	}
+	nodeReq := exportclient.Request{ManualID: "node-traced", Version: "20", Chapters: chapterList(base, m.pages, freshVersion("t"), ""),
+		Options: exportclient.Options{Outline: true, TOC: true}}
+	if res.breakdown, err = traceSteps("Node.js docs, first export", func() error { _, _, err := m.measure("traced", nodeReq); return err }); err != nil {
+		return err
+	}
+	res.breakdown.log()
+	return nodeRounds(m.ctx, m.e, res, whole, base, m.pages, m.measure, func(b string) { m.linkBase = b })
+}
+
+// siteReleases measures the same docs straight from the site: the
+// chapters from index.html's navigation, revisions from their content;
+// then the next release with one page changed, then that release again
+// unchanged.
+func (m *manualBench) siteReleases() error {
+	m.linkBase = m.base + "site/"
+	defer func() { m.linkBase = m.base }()
 	for _, step := range []struct {
 		label, version string
 		before         func() error
 	}{
 		{"pipeline, --site: the chapters from index.html's navigation", "20", nil},
-		{"↳ next release, one page changed", "20.1", func() error { return touchPage(filepath.Join(siteDocs, "fs.html")) }},
+		{"↳ next release, one page changed", "20.1", func() error { return touchPage(filepath.Join(m.siteDocs, "fs.html")) }},
 		{"↳ the same release again, nothing changed", "20.2", nil},
 	} {
 		if step.before != nil {
@@ -199,60 +269,14 @@ func scenarioManual(ctx context.Context, e *benchEnv, rep *report) error {
 				return err
 			}
 		}
-		_, row, err := measure(step.label, siteReq(step.version))
+		_, row, err := m.measure(step.label, exportclient.Request{ManualID: "node-site", Version: step.version,
+			Site: &exportclient.Site{URL: m.base + "site/index.html"}, Options: exportclient.Options{Outline: true, TOC: true}})
 		if err != nil {
 			return err
 		}
-		res.site = append(res.site, row)
+		m.res.site = append(m.res.site, row)
 		logf("   %s: %.1f s, CPU %.1f s, %d pages, %s", row.label, row.wallMS/1000, row.cpu, row.pages, row.note)
 	}
-	linkBase = base
-
-	peerRow, err := peerManual(ctx, e, base, pages)
-	if err != nil {
-		return err
-	}
-	res.measured = append(res.measured, peerRow)
-	logf("   %s: %.1f s, CPU %.1f s, %d pages", peerRow.label, peerRow.wallMS/1000, peerRow.cpu, peerRow.pages)
-	if res.gotenberg, err = runGotenbergManual(ctx, e, base, pages); err != nil {
-		return err
-	}
-	nodeReq := exportclient.Request{ManualID: "node-traced", Version: "20", Chapters: chapterList(base, pages, freshVersion("t"), ""),
-		Options: exportclient.Options{Outline: true, TOC: true}}
-	if res.breakdown, err = traceSteps("Node.js docs, first export", func() error { _, _, err := measure("traced", nodeReq); return err }); err != nil {
-		return err
-	}
-	res.breakdown.log()
-	if err := nodeRounds(ctx, e, res, whole, base, pages, measure, func(b string) { linkBase = b }); err != nil {
-		return err
-	}
-
-	// Two workers of one fleet (two Chromiums), a fresh revision of every
-	// chapter so that all of them print again, spread over both.
-	f.stop()
-	f2, err := startInProcFleet(ctx, e, "manual-2", 2, workerSpec{extraEnv: []string{allowed, "TASK_TIMEOUT=10m", "RENDER_TIMEOUT=5m"}})
-	if err != nil {
-		return err
-	}
-	defer f2.stop()
-	client2, err := exportclient.New(exportclient.Config{Redis: f2.queueOpt, AllowedHosts: ln.Addr().String(), Timeout: 10 * time.Minute})
-	if err != nil {
-		return err
-	}
-	defer client2.Close()
-	client, f = client2, f2
-	if _, _, err := measure("warm-up", exportclient.Request{ManualID: "warm", Version: freshVersion("w2"), URL: base + "documentation.html"}); err != nil {
-		return err
-	}
-	version = freshVersion("m2")
-	st, two, err := measure("↳ the same on 2 workers", exportclient.Request{ManualID: "node", Version: "20.2",
-		Chapters: chapters(""), Options: exportclient.Options{Outline: true, TOC: true}})
-	if err != nil {
-		return err
-	}
-	two.note = chapterNote(st)
-	res.measured = append(res.measured, two)
-	logf("   %s: %.1f s, CPU %.1f s, %s", two.label, two.wallMS/1000, two.cpu, two.note)
 	return nil
 }
 
@@ -609,14 +633,14 @@ func (m *manualResult) markdown() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## M. A whole manual from chapters\n\n")
-	fmt.Fprintf(&b, "The Node.js API documentation of Debian's nodejs package (%s): %d module pages that link each\n", nodeDocs, m.chapters)
-	fmt.Fprintf(&b, "other, and all.html, the same content as one page, served on loopback. One in-process worker\n")
-	fmt.Fprintf(&b, "(RENDER_CONCURRENCY 2) with real Chromium, and for the last row two workers of one fleet (two Chromiums\n")
-	fmt.Fprintf(&b, "on the same cores, every chapter revised so that all print again); one run each. CPU is the whole process tree's (worker,\n")
-	fmt.Fprintf(&b, "Chromium, redis-server), every process of it sampled every %s, so that a browser restarted or killed during a row keeps\n", treeMeterEvery)
-	fmt.Fprintf(&b, "the time it and its renderers used; heap is the peak of the Go heap above the idle heap. The peer prints each\n")
-	fmt.Fprintf(&b, "page in a tab of one shared browser, two at a time, and merges the files with pdfcpu, as\n")
-	fmt.Fprintf(&b, "Gotenberg's per-page conversion and merge route do. \"Links to chapter URLs\" are link annotations that\n")
+	fmt.Fprintf(&b, "The Node.js API documentation of Debian's nodejs package (%s): %d module pages that link each ", nodeDocs, m.chapters)
+	fmt.Fprintf(&b, "other, and all.html, the same content as one page, served on loopback. One in-process worker ")
+	fmt.Fprintf(&b, "(RENDER_CONCURRENCY 2) with real Chromium, and for the last row two workers of one fleet (two Chromiums ")
+	fmt.Fprintf(&b, "on the same cores, every chapter revised so that all print again); one run each. CPU is the whole process tree's (worker, ")
+	fmt.Fprintf(&b, "Chromium, redis-server), every process of it sampled every %s, so that a browser restarted or killed during a row keeps ", treeMeterEvery)
+	fmt.Fprintf(&b, "the time it and its renderers used; heap is the peak of the Go heap above the idle heap. The peer prints each ")
+	fmt.Fprintf(&b, "page in a tab of one shared browser, two at a time, and merges the files with pdfcpu, as ")
+	fmt.Fprintf(&b, "Gotenberg's per-page conversion and merge route do. \"Links to chapter URLs\" are link annotations that ")
 	fmt.Fprintf(&b, "still open a chapter on the web server instead of its page in the PDF.\n\n")
 	fmt.Fprintf(&b, "| what | wall s | CPU-s | pages | outline entries | links to chapter URLs | peak heap MiB | |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range append(append([]manualRow(nil), m.measured...), m.site...) {
@@ -625,7 +649,6 @@ func (m *manualResult) markdown() string {
 	b.WriteString(m.gotenberg.tableRows())
 	b.WriteString(m.gotenberg.prose())
 	b.WriteString(m.roundsMarkdown())
-	b.WriteString(m.breakdown.markdown())
 	b.WriteString(m.short.markdown())
 	return b.String()
 }
@@ -794,9 +817,9 @@ func (sm *shortManual) markdown() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n### M, a Sphinx manual of short chapters\n\n")
-	fmt.Fprintf(&b, "The Python tutorial of Debian's python3.11-doc package (%s/tutorial), a Sphinx build: the %d pages its index's\n", pythonDocs, sm.chapters)
-	b.WriteString("toctree lists, in order, as chapters with a contents page and outline, on the same worker, served on loopback with the rest of\n")
-	fmt.Fprintf(&b, "the documentation (its stylesheets, scripts and the pages its links name). The peer and Gotenberg print the same pages the same way as above;\n")
+	fmt.Fprintf(&b, "The Python tutorial of Debian's python3.11-doc package (%s/tutorial), a Sphinx build: the %d pages its index's ", pythonDocs, sm.chapters)
+	b.WriteString("toctree lists, in order, as chapters with a contents page and outline, on the same worker, served on loopback with the rest of ")
+	fmt.Fprintf(&b, "the documentation (its stylesheets, scripts and the pages its links name). The peer and Gotenberg print the same pages the same way as above; ")
 	fmt.Fprintf(&b, "Gotenberg (c) merges without `titleBookmarks`, so its PDF has no outline. %d rounds, each system once per round, every chapter of every round printed anew.\n\n", len(sm.rounds))
 	b.WriteString("| round | what | wall s | CPU-s | pages | outline entries | links to chapter URLs | peak heap MiB | |\n|---|---|---|---|---|---|---|---|---|\n")
 	for k, rd := range sm.rounds {
@@ -808,6 +831,5 @@ func (sm *shortManual) markdown() string {
 			fmt.Fprintf(&b, "| %d | %s | %.1f | %.1f | %d | %d | %d | %s | %s |\n", k+1, r.label, r.wallMS/1000, r.cpu, r.pages, r.outline, r.webLinks, heap, r.note)
 		}
 	}
-	b.WriteString(sm.breakdown.markdown())
 	return b.String()
 }

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -61,14 +62,62 @@ func scenarioSingleWorker(ctx context.Context, e *benchEnv, rep *report) error {
 		return err
 	}
 	defer f.stop()
-	r := f.workers[0].Chromium()
-	manualSrc := render.Source{HTML: e.manual}
-	manualSettings := settingsOf(e.manualRequest("x").Options)
+	s := &singleWorker{ctx: ctx, e: e, f: f, r: f.workers[0].Chromium(), src: render.Source{HTML: e.manual},
+		settings: settingsOf(e.manualRequest("x").Options)}
+	if err := s.warmUp(); err != nil {
+		return err
+	}
+	// The baseline of the pipeline overhead: the peer's bare tab on the
+	// Chromium build the worker runs, printing the same document with the
+	// same settings and wait_for. It stays up to the end of the scenario.
+	workerChromium, err := chromium.Find()
+	if p := os.Getenv("CHROMIUM_PATH"); p != "" {
+		workerChromium, err = p, nil
+	}
+	if err != nil {
+		return err
+	}
+	if s.bare, err = peer.Start(ctx, workerChromium); err != nil {
+		return err
+	}
+	defer s.bare.Close()
+	pipeline, err := s.pipelineOverhead()
+	if err != nil {
+		return err
+	}
+	rep.pipeline = pipeline
+	gs, err := s.goSpec()
+	if err != nil {
+		return err
+	}
+	rep.goSpec = gs
+	hit, err := s.cacheHits()
+	if err != nil {
+		return err
+	}
+	rep.hits = append(rep.hits, hit)
+	return nil
+}
 
-	// Warm-up (not counted): the first render opens Chromium's renderer
-	// process, the first export loads the lock scripts. The manual's PDF is
-	// kept for the stub renderer of the pick-up scenario.
-	_, st, pdf, err := rawRender(ctx, r, manualSrc, manualSettings, true)
+// singleWorker is one run of scenario single: the fleet of one worker,
+// its renderer, the bare tab beside it and the standard document.
+type singleWorker struct {
+	ctx      context.Context
+	e        *benchEnv
+	f        *fleet
+	r        *render.Renderer
+	bare     *peer.Browser
+	src      render.Source
+	settings spec.PrintSettings
+	hitReq   exportclient.Request // an export stored in the warm-up
+}
+
+// warmUp (not counted): the first render opens Chromium's renderer
+// process, the first export loads the lock scripts. The manual's PDF is
+// kept for the stub renderer of the pick-up scenario.
+func (s *singleWorker) warmUp() error {
+	e := s.e
+	_, st, pdf, err := rawRender(s.ctx, s.r, s.src, s.settings, true)
 	if err != nil {
 		return fmt.Errorf("warm-up render: %w", err)
 	}
@@ -77,98 +126,89 @@ func scenarioSingleWorker(ctx context.Context, e *benchEnv, rep *report) error {
 	}
 	e.manualPDF, e.manualPages = pdf, st.Pages
 	logf("   standard document: %s, %d pages, %d bytes", e.o.manual, st.Pages, len(pdf))
-	hitReq := e.manualRequest(freshVersion("hit"))
-	if _, err := f.export(ctx, hitReq, pollOne); err != nil {
+	s.hitReq = e.manualRequest(freshVersion("hit"))
+	if _, err := s.f.export(s.ctx, s.hitReq, pollOne); err != nil {
 		return fmt.Errorf("warm-up export: %w", err)
 	}
+	return nil
+}
 
-	// 4. Pipeline overhead.
-	// The baseline: the peer's bare tab on the Chromium build the worker
-	// runs, printing the same document with the same settings and wait_for.
-	workerChromium, err := chromium.Find()
-	if p := os.Getenv("CHROMIUM_PATH"); p != "" {
-		workerChromium, err = p, nil
+// pipelineOverhead (4): the bare tab, the Renderer alone and an export
+// through the queue, in rotating order, -runs of each.
+func (s *singleWorker) pipelineOverhead() (pipelineResult, error) {
+	ctx, e, f := s.ctx, s.e, s.f
+	var p pipelineResult
+	params := render.PrintParams(s.settings)
+	if _, err := s.bare.Print(ctx, peer.SharedTab, e.manual, s.settings.WaitFor, params, io.Discard); err != nil {
+		return p, fmt.Errorf("warm-up of the bare tab: %w", err)
 	}
-	if err != nil {
-		return err
+	doBare := func() error {
+		t0 := time.Now()
+		n, err := s.bare.Print(ctx, peer.SharedTab, e.manual, s.settings.WaitFor, params, io.Discard)
+		if err != nil {
+			return fmt.Errorf("bare tab: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: the bare tab printed nothing", errScenario)
+		}
+		p.bare = append(p.bare, msOf(time.Since(t0)))
+		return nil
 	}
-	bare, err := peer.Start(ctx, workerChromium)
-	if err != nil {
-		return err
+	doRaw := func() error {
+		d, st, _, err := rawRender(ctx, s.r, s.src, s.settings, false)
+		if err != nil {
+			return fmt.Errorf("raw render: %w", err)
+		}
+		if st.Pages != e.manualPages {
+			return fmt.Errorf("%w: raw render gave %d pages, want %d", errScenario, st.Pages, e.manualPages)
+		}
+		p.raw = append(p.raw, msOf(d))
+		return nil
 	}
-	defer bare.Close()
-	manualParams := render.PrintParams(manualSettings)
-	if _, err := bare.Print(ctx, peer.SharedTab, e.manual, manualSettings.WaitFor, manualParams, io.Discard); err != nil {
-		return fmt.Errorf("warm-up of the bare tab: %w", err)
+	doPipe := func() error {
+		req, err := f.export(ctx, e.manualRequest(freshVersion("pipe")), pollOne)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		if !req.res.Rendered || req.res.Pages != e.manualPages {
+			return fmt.Errorf("%w: export result %+v: want rendered, %d pages", errScenario, req.res, e.manualPages)
+		}
+		p.pipe = append(p.pipe, msOf(req.e2e()))
+		p.renderMS = append(p.renderMS, float64(req.res.RenderMS))
+		if t, ok := f.rec.get(f.rec.renderStart, req.id); ok {
+			p.pickup = append(p.pickup, msOf(t.Sub(req.enq)))
+		}
+		return nil
 	}
-
-	// 4. Pipeline overhead.
-	var bareMS, raw, pipe, renderMS, pickup dist
+	// Rotate the order so that no design always runs first.
+	steps := []func() error{doBare, doRaw, doPipe}
 	for i := range e.o.runs {
-		doBare := func() error {
-			t0 := time.Now()
-			n, err := bare.Print(ctx, peer.SharedTab, e.manual, manualSettings.WaitFor, manualParams, io.Discard)
-			if err != nil {
-				return fmt.Errorf("bare tab: %w", err)
-			}
-			if n == 0 {
-				return fmt.Errorf("%w: the bare tab printed nothing", errScenario)
-			}
-			bareMS = append(bareMS, msOf(time.Since(t0)))
-			return nil
-		}
-		doRaw := func() error {
-			d, st, _, err := rawRender(ctx, r, manualSrc, manualSettings, false)
-			if err != nil {
-				return fmt.Errorf("raw render: %w", err)
-			}
-			if st.Pages != e.manualPages {
-				return fmt.Errorf("%w: raw render gave %d pages, want %d", errScenario, st.Pages, e.manualPages)
-			}
-			raw = append(raw, msOf(d))
-			return nil
-		}
-		doPipe := func() error {
-			req, err := f.export(ctx, e.manualRequest(freshVersion("pipe")), pollOne)
-			if err != nil {
-				return fmt.Errorf("export: %w", err)
-			}
-			if !req.res.Rendered || req.res.Pages != e.manualPages {
-				return fmt.Errorf("%w: export result %+v: want rendered, %d pages", errScenario, req.res, e.manualPages)
-			}
-			pipe = append(pipe, msOf(req.e2e()))
-			renderMS = append(renderMS, float64(req.res.RenderMS))
-			if t, ok := f.rec.get(f.rec.renderStart, req.id); ok {
-				pickup = append(pickup, msOf(t.Sub(req.enq)))
-			}
-			return nil
-		}
-		// Rotate the order so that no design always runs first.
-		steps := []func() error{doBare, doRaw, doPipe}
 		for j := range steps {
 			if err := steps[(i+j)%len(steps)](); err != nil {
-				return err
+				return p, err
 			}
 		}
 	}
-	rep.pipeline = pipelineResult{bare: bareMS, raw: raw, pipe: pipe, renderMS: renderMS, pickup: pickup}
-	logf("   pipeline %s vs bare tab %s (Renderer alone %s)", pipe.mmm(" ms"), bareMS.mmm(" ms"), raw.mmm(" ms"))
+	logf("   pipeline %s vs bare tab %s (Renderer alone %s)", p.pipe.mmm(" ms"), p.bare.mmm(" ms"), p.raw.mmm(" ms"))
+	return p, nil
+}
 
-	// 6. The Go specification with an outline.
-	specHTML, specPath, err := goSpecHTML(ctx)
+// goSpec (6): the Go specification with an outline (the figure asked
+// for) and, as its baseline, without, on the same renderer.
+func (s *singleWorker) goSpec() (goSpecResult, error) {
+	specHTML, specPath, err := goSpecHTML(s.ctx)
 	if err != nil {
-		return err
+		return goSpecResult{}, err
 	}
 	gs := goSpecResult{path: specPath, htmlBytes: len(specHTML)}
-	for range min(e.o.runs, 3) {
-		// With the outline (the figure asked for) and, as its baseline, without.
+	for range min(s.e.o.runs, 3) {
 		for _, outline := range []bool{true, false} {
-			d, st, _, err := rawRender(ctx, r, render.Source{HTML: specHTML}, spec.Options{Outline: outline}.Settings(), false)
+			d, st, _, err := rawRender(s.ctx, s.r, render.Source{HTML: specHTML}, spec.Options{Outline: outline}.Settings(), false)
 			if err != nil {
-				return fmt.Errorf("rendering %s: %w", specPath, err)
+				return gs, fmt.Errorf("rendering %s: %w", specPath, err)
 			}
 			if st.Pages < 1 || st.Bytes < 1 {
-				return fmt.Errorf("%w: %s rendered to %d pages, %d bytes", errScenario, specPath, st.Pages, st.Bytes)
+				return gs, fmt.Errorf("%w: %s rendered to %d pages, %d bytes", errScenario, specPath, st.Pages, st.Bytes)
 			}
 			if outline {
 				gs.ms, gs.pages, gs.bytes = append(gs.ms, msOf(d)), append(gs.pages, float64(st.Pages)), append(gs.bytes, float64(st.Bytes))
@@ -177,36 +217,38 @@ func scenarioSingleWorker(ctx context.Context, e *benchEnv, rep *report) error {
 			}
 		}
 	}
-	rep.goSpec = gs
 	logf("   go spec with outline: %s pages, %s bytes, %s; without: %s", gs.pages.mmm(""), gs.bytes.mmm(""), gs.ms.mmm(" ms"), gs.plainMS.mmm(" ms"))
+	return gs, nil
+}
 
-	// 3b. Cache hit through one in-process worker, broken down.
-	var hit hitResult
-	hit.label = "1 in-process worker"
-	for range e.o.hitN {
-		if err := sleepCtx(ctx, rand.N(100*time.Millisecond)); err != nil {
-			return err
+// cacheHits (3b): a cache hit through the one in-process worker, broken
+// down by its middleware's times.
+func (s *singleWorker) cacheHits() (hitResult, error) {
+	f := s.f
+	hit := hitResult{label: "1 in-process worker"}
+	for range s.e.o.hitN {
+		if err := sleepCtx(s.ctx, rand.N(100*time.Millisecond)); err != nil {
+			return hit, err
 		}
-		req, err := f.export(ctx, hitReq, pollOne)
+		req, err := f.export(s.ctx, s.hitReq, pollOne)
 		if err != nil {
-			return fmt.Errorf("cache-hit export: %w", err)
+			return hit, fmt.Errorf("cache-hit export: %w", err)
 		}
-		if req.res.Rendered || req.res.Pages != e.manualPages {
-			return fmt.Errorf("%w: cache hit result %+v: want reused, %d pages", errScenario, req.res, e.manualPages)
+		if req.res.Rendered || req.res.Pages != s.e.manualPages {
+			return hit, fmt.Errorf("%w: cache hit result %+v: want reused, %d pages", errScenario, req.res, s.e.manualPages)
 		}
 		hs, ok1 := f.rec.get(f.rec.handlerStart, req.id)
 		he, ok2 := f.rec.get(f.rec.handlerEnd, req.id)
 		if !ok1 || !ok2 {
-			return fmt.Errorf("%w: no handler times recorded for task %s", errScenario, req.id)
+			return hit, fmt.Errorf("%w: no handler times recorded for task %s", errScenario, req.id)
 		}
 		hit.e2e = append(hit.e2e, msOf(req.e2e()))
 		hit.pickup = append(hit.pickup, msOf(hs.Sub(req.enq)))
 		hit.handler = append(hit.handler, msOf(he.Sub(hs)))
 		hit.observe = append(hit.observe, msOf(req.done.Sub(he)))
 	}
-	rep.hits = append(rep.hits, hit)
 	logf("   cache hit e2e %s", hit.e2e.pcts(" ms"))
-	return nil
+	return hit, nil
 }
 
 // goSpecHTML wraps $(go env GOROOT)/doc/go_spec.html (a page body with a
