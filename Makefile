@@ -2,10 +2,18 @@
 SHELL := /bin/bash
 GO ?= go
 # The version is the newest release of CHANGELOG.md (no git tag needed; see
-# docs/RELEASES.md); the commit's date stands in for a build date, so two
-# builds of one commit are identical. Outside a git checkout both stay empty
-# and --version says "unknown".
-VERSION ?= $(shell sed -n 's/^## \[\([0-9][^]]*\)\].*/v\1/p' CHANGELOG.md | head -n 1)
+# docs/RELEASES.md), in its development form vX.Y.Z-dev+<commit> for a tree
+# past that release: one with entries under Unreleased, or one whose
+# docs/RELEASES.md already names the release's commit (a tree cannot name
+# its own commit, so it was committed after the release). The commit's date
+# stands in for a build date, so two builds of one commit are identical.
+# Outside a git checkout commit and date stay empty and --version says
+# "unknown".
+RELEASE := $(shell sed -n 's/^## \[\([0-9][^]]*\)\].*/v\1/p' CHANGELOG.md | head -n 1)
+RELEASE_COMMIT := $(shell sed -n 's/^| $(RELEASE) | `\([0-9a-f]\{40\}\)`.*/\1/p' docs/RELEASES.md)
+UNRELEASED := $(shell sed -n '/^## \[Unreleased\]/,/^## \[[0-9]/{/^## /d;/[^[:space:]]/p;}' CHANGELOG.md | head -n 1)
+HEAD_SHORT := $(shell git rev-parse HEAD 2>/dev/null | cut -c1-12)
+VERSION ?= $(if $(UNRELEASED)$(RELEASE_COMMIT),$(RELEASE)-dev$(if $(HEAD_SHORT),+$(HEAD_SHORT)),$(RELEASE))
 COMMIT ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null || c=$$c-dirty; } && echo $$c)
 BUILD_DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
 SOURCE_URL := https://github.com/pdfexport/pdfexport
@@ -108,7 +116,8 @@ release-check: release-snapshot ## the snapshot, verified: SHA256SUMS, archives,
 # The image of deployments/Dockerfile, labelled (OCI) with the version, the
 # commit, the source and the licence. Needs a running docker or podman; the
 # build pulls golang and debian base images.
-IMAGE ?= pdfexport:$(VERSION)
+# An image tag takes no "+": a development version's becomes "-".
+IMAGE ?= pdfexport:$(subst +,-,$(VERSION))
 image: ## build the container image (deployments/Dockerfile) with docker or podman, whichever runs
 	@engine=; for e in docker podman; do command -v $$e >/dev/null || continue; \
 	  if $$e info >/dev/null 2>&1; then engine=$$e; break; fi; \

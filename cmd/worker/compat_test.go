@@ -16,8 +16,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/fleet"
+	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
@@ -27,15 +30,17 @@ import (
 const exitUnavailableForTest = 3
 
 // TestCompat_PreviousRelease runs the previous release's binaries
-// (testsupport.PreviousCommit, built from the git history) beside this
+// (testsupport.PreviousRelease, built from the git history) beside this
 // build's on one Redis, as docs/COMPATIBILITY.md promises:
 //
 //   - the previous worker serves what this build's enqueuer writes for it
 //     (envelope version 1) and the export completes;
-//   - an envelope that needs version 2 is refused by this build's enqueuer
-//     before anything is written, naming the previous worker (it announces
-//     no version); with OLDER_WORKERS=allow it is written, and the previous
-//     worker fails it for good ("v: must be 1 … got 2"), storing nothing;
+//   - an envelope of the first version the previous worker does not serve
+//     (the one after the newest it announces) is refused by this build's
+//     enqueuer before anything is written, naming the previous worker and
+//     its version; with OLDER_WORKERS=allow it is written, and the previous
+//     worker fails it for good, naming the versions it serves, storing
+//     nothing;
 //   - a field the previous worker does not know fails for good there, naming
 //     the field (its strict decoding: the backstop when no gate ran);
 //
@@ -49,7 +54,8 @@ func TestCompat_PreviousRelease(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the previous release's binaries")
 	}
-	prev := testsupport.PreviousBinaries(t, testsupport.PreviousCommit)
+	release := testsupport.PreviousRelease(t)
+	prev := testsupport.PreviousBinaries(t, release.Commit)
 	cur := testsupport.Binaries(t)
 	srv := testsupport.StartRedis(t)
 	dir := t.TempDir()
@@ -175,11 +181,16 @@ func TestCompat_PreviousRelease(t *testing.T) {
 	t.Run("previous worker, this enqueuer", func(t *testing.T) {
 		completes(cur, "--manual", "compat", "--version", "1")
 
-		code, _, stderr := enqueue(cur, nil, "--manual", "compat", "--version", "2", "--envelope-version", "2")
-		if code != exitUnavailableForTest {
-			t.Errorf("version 2 with the previous worker serving: exit %d, want %d\n%s", code, exitUnavailableForTest, stderr)
+		served := announced(t, srv.Client(), old.PID())
+		if served.Envelope >= spec.EnvelopeVersion {
+			t.Fatalf("the previous release %s serves envelope version %d, as new as this build's %d: nothing to refuse", release.Version, served.Envelope, spec.EnvelopeVersion)
 		}
-		for _, p := range []string{"pid " + strconv.Itoa(old.PID()), "announces no version", "envelope version 2", "OLDER_WORKERS"} {
+		need := strconv.Itoa(served.Envelope + 1)
+		code, _, stderr := enqueue(cur, nil, "--manual", "compat", "--version", "2", "--envelope-version", need)
+		if code != exitUnavailableForTest {
+			t.Errorf("version %s with the previous worker serving: exit %d, want %d\n%s", need, code, exitUnavailableForTest, stderr)
+		}
+		for _, p := range []string{"pid " + strconv.Itoa(old.PID()), served.Version, "envelope version " + need, "OLDER_WORKERS"} {
 			if !strings.Contains(stderr, p) {
 				t.Errorf("the refusal %q does not name %q", stderr, p)
 			}
@@ -188,9 +199,10 @@ func TestCompat_PreviousRelease(t *testing.T) {
 			t.Errorf("%d tasks queued, want only the first export's", len(n))
 		}
 
-		code, _, stderr = enqueue(cur, []string{"OLDER_WORKERS=allow"}, "--manual", "compat", "--version", "2", "--envelope-version", "2", "--wait=60s")
-		if code != 1 || !strings.Contains(stderr, "v: must be 1 (payload schema version), got 2") {
-			t.Errorf("version 2 allowed onto the previous worker: exit %d, want 1 with its refusal of v\n%s", code, stderr)
+		code, _, stderr = enqueue(cur, []string{"OLDER_WORKERS=allow"}, "--manual", "compat", "--version", "2", "--envelope-version", need, "--wait=60s")
+		refusal := fmt.Sprintf("envelope version %s needs a worker that serves it; this worker serves versions %d to %d", need, spec.MinEnvelopeVersion, served.Envelope)
+		if code != 1 || !strings.Contains(stderr, refusal) {
+			t.Errorf("version %s allowed onto the previous worker: exit %d, want 1 with %q\n%s", need, code, refusal, stderr)
 		}
 		noArtifact("2")
 
@@ -222,4 +234,19 @@ func TestCompat_PreviousRelease(t *testing.T) {
 		failsForGood(st, "hyphenate: unknown field", "envelope version "+v+" needs a worker that serves it", "serves versions 1 to "+strconv.Itoa(spec.EnvelopeVersion))
 		noArtifact("6")
 	})
+}
+
+// announced is the announcement of the worker process pid (fleet), once it
+// has made one.
+func announced(t *testing.T, rdb redis.UniversalClient, pid int) fleet.Announcement {
+	t.Helper()
+	var a fleet.Announcement
+	testsupport.Eventually(t, 30*time.Second, func() error {
+		b, err := rdb.Get(context.Background(), keyspace.Worker(fleet.Hostname(), pid)).Bytes()
+		if err != nil {
+			return fmt.Errorf("worker pid %d announced nothing: %w", pid, err)
+		}
+		return json.Unmarshal(b, &a)
+	})
+	return a
 }

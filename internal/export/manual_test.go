@@ -30,6 +30,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/testing/pdfcheck"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -523,9 +524,8 @@ func TestManual_DocumentOptionsApplyOnceToTheManual(t *testing.T) {
 		t.Fatalf("export: %s %s", st.State, st.Error)
 	}
 	path := e.artifact(st)
-	out, err := exec.Command("pdfinfo", path).Output()
-	if err != nil || !strings.Contains(string(out), "The Marked Manual") {
-		t.Fatalf("pdfinfo: %v\n%s", err, out)
+	if info, err := (pdfcheck.Poppler{Path: path}).Info(t.Context()); err != nil || info["Title"] != "The Marked Manual" {
+		t.Fatalf("pdfinfo: %v %v", err, info)
 	}
 	nav := readNav(t, path)
 	if len(nav.outline) != 2 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/testing/harness"
+	"github.com/pdfexport/pdfexport/internal/testing/pdfcheck"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -35,6 +36,27 @@ func tool(t *testing.T, mayFail bool, name string, args ...string) (string, erro
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 	return string(out), err
+}
+
+// pdfInfo is pdfinfo's fields of pdf; it fails the test on an error.
+func pdfInfo(ctx context.Context, t *testing.T, pdf pdfcheck.Poppler) pdfcheck.Info {
+	t.Helper()
+	info, err := pdf.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// pageText is pdftotext's text of a page of pdf; it fails the test on an
+// error.
+func pageText(ctx context.Context, t *testing.T, pdf pdfcheck.Poppler, mode pdfcheck.TextMode, page int) string {
+	t.Helper()
+	text, err := pdf.PageText(ctx, mode, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return text
 }
 
 // exportCompleted enqueues r, waits for it, fails the test unless it
@@ -70,10 +92,12 @@ func squeeze(s string) string { return strings.Join(strings.Fields(s), "") }
 // (Chromium's own producer, no post-processing).
 func TestWorker_DocumentOptions(t *testing.T) {
 	// Serial (no t.Parallel): it looks for post-processing files in the process-wide TMPDIR.
-	for _, bin := range []string{"pdfinfo", "pdftotext", "qpdf"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s is missing (make setup installs poppler-utils and qpdf)", bin)
-		}
+	missing := pdfcheck.MissingPopplerTools()
+	if _, err := exec.LookPath("qpdf"); err != nil {
+		missing = append(missing, "qpdf")
+	}
+	if len(missing) > 0 {
+		t.Fatalf("%v missing (make setup installs poppler-utils and qpdf)", missing)
 	}
 	redis := testsupport.StartRedis(t)
 	store := t.TempDir()
@@ -100,21 +124,22 @@ func TestWorker_DocumentOptions(t *testing.T) {
 	if full.Result.Pages != 5 {
 		t.Errorf("result pages = %d, want 5", full.Result.Pages)
 	}
-	if out, err := tool(t, true, "pdfinfo", path); err == nil {
-		t.Errorf("the encrypted PDF opens without its user password:\n%s", out)
+	if info, err := (pdfcheck.Poppler{Path: path}).Info(ctx); err == nil {
+		t.Errorf("the encrypted PDF opens without its user password: %v", info)
 	}
-	info, _ := tool(t, false, "pdfinfo", "-upw", userPW, path)
-	for _, want := range []string{"Title:           Ops guide", "Author:          Docs team", "Subject:         Operations",
-		"Keywords:        ops, guide", "Creator:         pdfexport tests", "Tagged:          yes", "Pages:           5",
-		"Encrypted:       yes (print:yes copy:yes change:no addNotes:no algorithm:AES-256)"} {
-		if !strings.Contains(info, want) {
-			t.Errorf("pdfinfo -upw lacks %q:\n%s", want, info)
+	encrypted := pdfcheck.Poppler{Path: path, UserPassword: userPW}
+	info := pdfInfo(ctx, t, encrypted)
+	for field, want := range map[string]string{"Title": "Ops guide", "Author": "Docs team", "Subject": "Operations",
+		"Keywords": "ops, guide", "Creator": "pdfexport tests", "Tagged": "yes", "Pages": "5",
+		"Encrypted": "yes (print:yes copy:yes change:no addNotes:no algorithm:AES-256)"} {
+		if info[field] != want {
+			t.Errorf("pdfinfo -upw: %s %q, want %q (%v)", field, info[field], want, info)
 		}
 	}
-	for _, page := range []string{"1", "5"} {
-		text, _ := tool(t, false, "pdftotext", "-raw", "-upw", userPW, "-f", page, "-l", page, path, "-")
+	for _, page := range []int{1, 5} {
+		text := pageText(ctx, t, encrypted, pdfcheck.Raw, page)
 		if !strings.Contains(squeeze(text), "CONFIDENTIALDRAFT") {
-			t.Errorf("page %s has no watermark text: %q", page, text)
+			t.Errorf("page %d has no watermark text: %q", page, text)
 		}
 	}
 	tool(t, false, "qpdf", "--password="+userPW, "--check", path)
@@ -134,22 +159,23 @@ func TestWorker_DocumentOptions(t *testing.T) {
 	// Metadata and a watermark, no encryption, untagged.
 	_, path = export(exportclient.Options{Metadata: &exportclient.Metadata{Title: "Plain title"},
 		Watermark: &exportclient.Watermark{Text: "SAMPLE", Opacity: new(0.5), Angle: new(0.0), FontSizePt: new(30.0)}})
-	info, _ = tool(t, false, "pdfinfo", path)
-	if !strings.Contains(info, "Title:           Plain title") || !strings.Contains(info, "Encrypted:       no") || !strings.Contains(info, "Pages:           5") {
-		t.Errorf("pdfinfo:\n%s", info)
+	plain := pdfcheck.Poppler{Path: path}
+	info = pdfInfo(ctx, t, plain)
+	if info["Title"] != "Plain title" || info["Encrypted"] != "no" || info["Pages"] != "5" {
+		t.Errorf("pdfinfo: %v", info)
 	}
-	for _, page := range []string{"1", "5"} {
-		if text, _ := tool(t, false, "pdftotext", "-f", page, "-l", page, path, "-"); !strings.Contains(text, "SAMPLE") {
-			t.Errorf("page %s has no watermark text: %q", page, text)
+	for _, page := range []int{1, 5} {
+		if text := pageText(ctx, t, plain, pdfcheck.Reading, page); !strings.Contains(text, "SAMPLE") {
+			t.Errorf("page %d has no watermark text: %q", page, text)
 		}
 	}
 	tool(t, false, "qpdf", "--check", path)
 
 	// No document option: streamed as before.
 	_, path = export(exportclient.Options{})
-	info, _ = tool(t, false, "pdfinfo", path)
-	if !strings.Contains(info, "Producer:        Skia") || !strings.Contains(info, "Title:           Chromium's title") {
-		t.Errorf("a plain export was post-processed:\n%s", info)
+	info = pdfInfo(ctx, t, pdfcheck.Poppler{Path: path})
+	if !strings.HasPrefix(info["Producer"], "Skia") || info["Title"] != "Chromium's title" {
+		t.Errorf("a plain export was post-processed: %v", info)
 	}
 	tool(t, false, "qpdf", "--check", path)
 

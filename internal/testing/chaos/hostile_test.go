@@ -25,6 +25,7 @@ import (
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/harness"
+	"github.com/pdfexport/pdfexport/internal/testing/pdfcheck"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -421,12 +422,11 @@ func (h *hostileEnv) result(t *testing.T, hc hostileCase, ok bool, got string) {
 
 // pdfText returns pdftotext's text of a stored artifact (file:// URL).
 func (h *hostileEnv) pdfText(url string) (string, error) {
-	path := strings.TrimPrefix(url, "file://")
-	if _, err := harness.PDFPages(path); err != nil {
+	pdf := pdfcheck.Poppler{Path: strings.TrimPrefix(url, "file://")}
+	if _, err := pdf.Pages(context.Background()); err != nil {
 		return "", err
 	}
-	out, err := exec.Command("pdftotext", path, "-").CombinedOutput()
-	return string(out), err
+	return pdf.Text(context.Background(), pdfcheck.Reading, pdfcheck.AllPages, pdfcheck.AllPages)
 }
 
 func truncate(s string, n int) string {

@@ -1,7 +1,10 @@
-// Package pdfcheck checks the structure of a tagged PDF as a test sees
-// it: it reads the file through qpdf's JSON (qpdf parses, this package
-// judges, so the assembler's own reader checks nothing of its own work)
-// and reports every rule broken. Tests need qpdf (make setup installs it).
+// Package pdfcheck checks PDFs as a test sees them, through tools other
+// than the code that wrote them. Check judges the structure of a tagged
+// PDF from qpdf's JSON (qpdf parses, this package judges, so the
+// assembler's own reader checks nothing of its own work) and reports every
+// rule broken; Poppler reads what a reader shows (info, text, fonts,
+// images) through poppler-utils. Tests need qpdf and poppler-utils (make
+// setup installs them).
 package pdfcheck
 
 import (

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/pdfexport/pdfexport/internal/testing/harness"
+	"github.com/pdfexport/pdfexport/internal/testing/pdfcheck"
 )
 
 // PDFPages returns the page count pdfinfo (poppler-utils) reads from a PDF
@@ -23,18 +23,19 @@ func PDFPages(t testing.TB, path string) int {
 	return n
 }
 
-// PDFText returns the text pdftotext (poppler-utils) extracts from a PDF.
+// PDFText returns the text pdftotext (poppler-utils) extracts from a PDF,
+// in its layout (pdfcheck.Poppler.Text).
 func PDFText(t testing.TB, pdf []byte) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "out.pdf")
 	if err := os.WriteFile(path, pdf, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("pdftotext", "-layout", path, "-").CombinedOutput()
+	text, err := pdfcheck.Poppler{Path: path}.Text(context.Background(), pdfcheck.Layout, pdfcheck.AllPages, pdfcheck.AllPages)
 	if err != nil {
-		t.Fatalf("pdftotext: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	return string(out)
+	return text
 }
 
 // FileSink is a render sink (render.Renderer.Render's) that writes the

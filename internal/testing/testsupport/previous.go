@@ -2,18 +2,55 @@ package testsupport
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
 
-// PreviousCommit is the release the compatibility tests run beside this
-// build: the last state before envelope versions and worker announcements
-// (there is no tag yet; once v0.1.0 is tagged, the tests move to it).
-const PreviousCommit = "6484386"
+// Release is a published version and the commit it was cut from.
+type Release struct {
+	Version, Commit string
+}
+
+// releasesFile lists every release's commit, newest first; make build
+// reads it too. Cutting a release adds its row, and the compatibility
+// tests move to it.
+const releasesFile = "docs/RELEASES.md"
+
+// releaseRow is a row of releasesFile's table: | vX.Y.Z | `<commit>` | DATE |
+var releaseRow = regexp.MustCompile("(?m)^\\| (v[0-9]+\\.[0-9]+\\.[0-9]+) \\| `([0-9a-f]{40})` \\|")
+
+// PreviousRelease is the release the compatibility tests run beside this
+// build: the newest one docs/RELEASES.md names.
+func PreviousRelease(t testing.TB) Release {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, releasesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newestRelease(string(b))
+	if err != nil {
+		t.Fatalf("%s: %v", releasesFile, err)
+	}
+	return r
+}
+
+func newestRelease(doc string) (Release, error) {
+	m := releaseRow.FindStringSubmatch(doc)
+	if m == nil {
+		return Release{}, errors.New("no row | vX.Y.Z | `<40-digit commit>` | in its table of releases")
+	}
+	return Release{Version: m[1], Commit: m[2]}, nil
+}
 
 // RequirePreviousEnv makes PreviousBinaries fail instead of skip when the
 // git history is not there (.ci/run sets it: CI must clone with history).
