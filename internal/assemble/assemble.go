@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 )
 
 // Part is one PDF of the manual, in order.
@@ -63,157 +62,113 @@ type Stats struct {
 	Findings []Finding
 }
 
-// Assemble writes the manual made of parts to out.
+// Assemble writes the manual made of parts to out: it reads every part
+// (analyzeAll), numbers the manual's pages (numberPages), copies each
+// part's pages into the file (copyParts), then writes what belongs to
+// the whole document (writeDocument).
 func Assemble(ctx context.Context, out io.Writer, parts []Part, opts Options) (Stats, error) {
 	if len(parts) == 0 {
 		return Stats{}, errors.New("assemble: no parts")
 	}
 	opts.Tagged = opts.Tagged || opts.Conformance.UA
-	m := &manual{byURL: map[string]int{}, byChapter: map[int]int{}}
 	analyzed, err := analyzeAll(ctx, parts, opts.Analysis)
 	if err != nil {
 		return Stats{}, err
 	}
 	keepXrefs(analyzed)
-	for i, p := range parts {
-		a := analyzed[i]
-		if len(a.pages) == 0 {
-			return Stats{}, fmt.Errorf("part %d: %w: no pages", i, ErrMalformed)
-		}
-		m.parts = append(m.parts, a)
-		if p.URL != "" {
-			if _, dup := m.byURL[p.URL]; !dup {
-				m.byURL[p.URL] = i
-			}
-		}
-		if p.Chapter >= 0 {
-			m.byChapter[p.Chapter] = i
-		}
-	}
-	total := 0
-	for _, a := range m.parts {
-		total += len(a.pages)
-	}
-	w, err := newWriter(out)
+	m, err := newManual(analyzed)
 	if err != nil {
 		return Stats{}, err
 	}
-	m.w = w
+	if m.w, err = newWriter(out); err != nil {
+		return Stats{}, err
+	}
 	if opts.Overlay != "" {
-		ov, err := openOverlay(opts.Overlay, w, total, opts.Tagged)
+		ov, err := openOverlay(opts.Overlay, m.w, m.pageCount(), opts.Tagged)
 		if err != nil {
 			return Stats{}, fmt.Errorf("overlay: %w", err)
 		}
 		defer ov.r.Close()
 		m.overlay = ov
 	}
-	m.pagesRoot = w.alloc()
-	if opts.Tagged {
-		m.tree = &structTree{root: w.alloc(), doc: w.alloc()}
-	}
-	st := Stats{}
-	for _, a := range m.parts {
-		first := len(m.pageNums)
-		st.FirstPage = append(st.FirstPage, first+1)
-		nums := make([]int, len(a.pages))
-		for i := range a.pages {
-			nums[i] = w.alloc()
-		}
-		m.pageNums = append(m.pageNums, nums...)
-		m.partFirst = append(m.partFirst, first)
-	}
-	for i := range m.parts {
-		if err := ctx.Err(); err != nil {
-			return Stats{}, err
-		}
-		if err := m.copyPart(i, opts.Conformance.UA); err != nil {
-			return Stats{}, fmt.Errorf("part %d: %w", i, err)
-		}
-	}
-	lang := opts.Lang
-	if m.tree != nil {
-		if lang == "" {
-			lang = m.tree.lang
-		}
-		if lang == "" {
-			lang = UndeterminedLang // said, rather than not: PDF/UA asks for one
-		}
-		if err := m.writeStructure(lang); err != nil {
-			return Stats{}, err
-		}
-	}
-	kids := make(array, len(m.pageNums))
-	for i, n := range m.pageNums {
-		kids[i] = ref{n, 0}
-	}
-	pages := &dict{}
-	pages.set("Type", name("Pages"))
-	pages.set("Kids", kids)
-	pages.set("Count", number(strconv.Itoa(len(kids))))
-	if err := w.object(m.pagesRoot, pages); err != nil {
+	st := Stats{FirstPage: m.numberPages(opts.Tagged)}
+	if err := m.copyParts(ctx, opts.Conformance.UA); err != nil {
 		return Stats{}, err
 	}
-	catalog := &dict{}
-	catalog.set("Type", name("Catalog"))
-	catalog.set("Pages", ref{m.pagesRoot, 0})
-	if opts.Outline {
-		root, n, err := m.writeOutline()
-		if err != nil {
-			return Stats{}, err
-		}
-		if root > 0 {
-			catalog.set("Outlines", ref{root, 0})
-			catalog.set("PageMode", name("UseOutlines"))
-		}
-		st.OutlineEntries = n
-	}
-	if m.tree != nil {
-		catalog.set("StructTreeRoot", ref{m.tree.root, 0})
-		markInfo := &dict{}
-		markInfo.set("Marked", keyword("true"))
-		catalog.set("MarkInfo", markInfo)
-		if lang != "" {
-			catalog.set("Lang", textString(lang))
-		}
-		prefs := &dict{}
-		prefs.set("DisplayDocTitle", keyword("true"))
-		catalog.set("ViewerPreferences", prefs)
-	}
-	if opts.Tagged || opts.Conformance.claims() {
-		meta, err := writeMetadata(w, opts.Title, producer, opts.Conformance)
-		if err != nil {
-			return Stats{}, err
-		}
-		catalog.set("Metadata", ref{meta, 0})
-	}
-	if opts.Conformance.PDFA != "" {
-		intent, err := writeOutputIntent(w)
-		if err != nil {
-			return Stats{}, err
-		}
-		catalog.set("OutputIntents", array{ref{intent, 0}})
-	}
-	catalogNum := w.alloc()
-	if err := w.object(catalogNum, catalog); err != nil {
-		return Stats{}, err
-	}
-	info := &dict{}
-	if opts.Title != "" {
-		info.set("Title", textString(opts.Title))
-	}
-	info.set("Producer", textString(producer))
-	infoNum := w.alloc()
-	if err := w.object(infoNum, info); err != nil {
-		return Stats{}, err
-	}
-	if err := w.finish(catalogNum, infoNum); err != nil {
+	if st.OutlineEntries, err = m.writeDocument(opts); err != nil {
 		return Stats{}, err
 	}
 	st.Pages = len(m.pageNums)
 	st.InternalLinks = m.internalLinks
-	st.Bytes = w.n
+	st.Bytes = m.w.n
 	st.Findings = m.findings
 	return st, nil
+}
+
+// newManual indexes the analyzed parts by the URL and the chapter number
+// links name them by; a URL two parts share names the first of them.
+func newManual(parts []*analyzed) (*manual, error) {
+	m := &manual{byURL: map[string]int{}, byChapter: map[int]int{}}
+	for i, a := range parts {
+		if len(a.pages) == 0 {
+			return nil, fmt.Errorf("part %d: %w: no pages", i, ErrMalformed)
+		}
+		m.parts = append(m.parts, a)
+		if a.URL != "" {
+			if _, dup := m.byURL[a.URL]; !dup {
+				m.byURL[a.URL] = i
+			}
+		}
+		if a.Chapter >= 0 {
+			m.byChapter[a.Chapter] = i
+		}
+	}
+	return m, nil
+}
+
+// pageCount is the number of pages of the manual.
+func (m *manual) pageCount() int {
+	total := 0
+	for _, a := range m.parts {
+		total += len(a.pages)
+	}
+	return total
+}
+
+// numberPages gives the page tree, the structure tree (tagged) and every
+// page its object number before any part is copied: a link or an outline
+// entry may point at a page of a part not yet written. It returns each
+// part's first page, 1-based.
+func (m *manual) numberPages(tagged bool) (firstPage []int) {
+	m.pagesRoot = m.w.alloc()
+	if tagged {
+		m.tree = &structTree{root: m.w.alloc(), doc: m.w.alloc()}
+	}
+	for _, a := range m.parts {
+		first := len(m.pageNums)
+		firstPage = append(firstPage, first+1)
+		nums := make([]int, len(a.pages))
+		for i := range a.pages {
+			nums[i] = m.w.alloc()
+		}
+		m.pageNums = append(m.pageNums, nums...)
+		m.partFirst = append(m.partFirst, first)
+	}
+	return firstPage
+}
+
+// copyParts copies every part, in order, stopping when ctx ends; audit
+// looks for what an accessible document needs and a part lacks.
+func (m *manual) copyParts(ctx context.Context, audit bool) error {
+	for i := range m.parts {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := m.copyPart(i, audit); err != nil {
+			return fmt.Errorf("part %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // manual is the state of one Assemble.
@@ -230,6 +185,3 @@ type manual struct {
 	tree          *structTree // nil: untagged
 	findings      []Finding
 }
-
-// producer is the Info dictionary's and the XMP metadata's /Producer.
-const producer = "pdfexport"
