@@ -26,56 +26,8 @@ func (m *manual) copyPart(i int, audit bool) error {
 		c.remap[p.num] = m.pageNums[m.partFirst[i]+j]
 		pageIndex[p.num] = j
 	}
-	for j, p := range a.pages {
-		page, err := r.dict(ref{p.num, 0})
-		if err != nil {
-			return err
-		}
-		out := &dict{}
-		for k, key := range page.keys {
-			switch key {
-			case "Parent", "StructParents", "Annots", "B", "Metadata", "PieceInfo":
-				continue // rewritten below, or about trees not copied
-			}
-			v, err := c.rewrite(page.vals[k])
-			if err != nil {
-				return err
-			}
-			out.set(key, v)
-		}
-		for _, k := range inheritable {
-			if out.get(k) == nil {
-				if v := p.inherit.get(k); v != nil {
-					rv, err := c.rewrite(v)
-					if err != nil {
-						return err
-					}
-					out.set(k, rv)
-				}
-			}
-		}
-		out.set("Parent", ref{m.pagesRoot, 0})
-		if m.tree != nil {
-			if k, err := r.intValue(page.get("StructParents")); err == nil {
-				out.set("StructParents", number(strconv.Itoa(int(k)+offset)))
-			}
-		}
-		if m.overlay != nil {
-			if err := m.overlay.drawOn(c, page, p, out, m.partFirst[i]+j); err != nil {
-				return fmt.Errorf("overlay of page %d: %w", m.partFirst[i]+j+1, err)
-			}
-		}
-		annots, err := m.annotations(c, i, page, pageIndex, offset, droppedKeys)
-		if err != nil {
-			return err
-		}
-		if len(annots) > 0 {
-			out.set("Annots", annots)
-		}
-		if err := m.w.object(m.pageNums[m.partFirst[i]+j], out); err != nil {
-			return err
-		}
-		if err := c.drain(); err != nil {
+	for j := range a.pages {
+		if err := m.copyPage(c, i, j, pageIndex, offset, droppedKeys); err != nil {
 			return err
 		}
 	}
@@ -93,6 +45,76 @@ func (m *manual) copyPart(i int, audit bool) error {
 		m.findings = append(m.findings, fs...)
 	}
 	return nil
+}
+
+// copyPage writes page j of part i and everything it uses: its own
+// entries, what it inherits from its page tree, the overlay's page drawn
+// over it and its annotations (see annotations for pageIndex, offset and
+// droppedKeys).
+func (m *manual) copyPage(c *copier, i, j int, pageIndex map[int]int, offset int, droppedKeys map[int]bool) error {
+	p := m.parts[i].pages[j]
+	g := m.partFirst[i] + j // the page's index in the manual
+	page, err := c.r.dict(ref{p.num, 0})
+	if err != nil {
+		return err
+	}
+	out, err := c.pageEntries(page, p)
+	if err != nil {
+		return err
+	}
+	out.set("Parent", ref{m.pagesRoot, 0})
+	if m.tree != nil {
+		if k, err := c.r.intValue(page.get("StructParents")); err == nil {
+			out.set("StructParents", number(strconv.Itoa(int(k)+offset)))
+		}
+	}
+	if m.overlay != nil {
+		if err := m.overlay.drawOn(c, page, p, out, g); err != nil {
+			return fmt.Errorf("overlay of page %d: %w", g+1, err)
+		}
+	}
+	annots, err := m.annotations(c, i, page, pageIndex, offset, droppedKeys)
+	if err != nil {
+		return err
+	}
+	if len(annots) > 0 {
+		out.set("Annots", annots)
+	}
+	if err := m.w.object(m.pageNums[g], out); err != nil {
+		return err
+	}
+	return c.drain()
+}
+
+// pageEntries copies the entries of page (p in its part's page tree) that
+// are kept as they are, and those it inherits, onto a page dictionary of
+// its own: the manual's page tree has no attributes to inherit.
+func (c *copier) pageEntries(page *dict, p pageRef) (*dict, error) {
+	out := &dict{}
+	for k, key := range page.keys {
+		switch key {
+		case "Parent", "StructParents", "Annots", "B", "Metadata", "PieceInfo":
+			continue // rewritten by copyPage, or about trees not copied
+		}
+		v, err := c.rewrite(page.vals[k])
+		if err != nil {
+			return nil, err
+		}
+		out.set(key, v)
+	}
+	for _, k := range inheritable {
+		if out.get(k) != nil {
+			continue
+		}
+		if v := p.inherit.get(k); v != nil {
+			rv, err := c.rewrite(v)
+			if err != nil {
+				return nil, err
+			}
+			out.set(k, rv)
+		}
+	}
+	return out, nil
 }
 
 // copier copies the objects a part's pages reference, renumbered.

@@ -169,65 +169,89 @@ func (m *manual) annotations(c *copier, part int, page *dict, pageIndex map[int]
 		if an == nil {
 			continue
 		}
-		drop := func() {
-			if rf, ok := av.(ref); ok {
-				c.drop[rf.num] = true
-			}
-			if k, err := c.r.intValue(an.get("StructParent")); err == nil {
-				droppedKeys[int(k)] = true
-			}
-		}
-		if _, _, isAnchor := anchorOf(c.r, an); isAnchor {
-			drop()
+		nd, dest, keep := m.annotationCopy(c.r, part, an, pageIndex, offset)
+		if !keep {
+			c.dropAnnotation(av, an, droppedKeys)
 			continue
 		}
-		nd := &dict{}
-		for k, key := range an.keys {
-			switch key {
-			case "StructParent", "P", "Parent":
-				continue
-			}
-			nd.set(key, an.vals[k])
-		}
-		if m.tree != nil {
-			if k, err := c.r.intValue(an.get("StructParent")); err == nil {
-				nd.set("StructParent", number(strconv.Itoa(int(k)+offset)))
-			}
-		}
-		var dest array // in the new numbering: set after the rewrite
-		if st, _ := an.get("Subtype").(name); st == "Link" {
-			var internal, keep bool
-			switch dest, internal, keep = m.linkDest(c.r, part, an, pageIndex); {
-			case !keep:
-				drop()
-				continue // a link inside the part to a place no longer known
-			case dest != nil:
-				nd.del("A")
-				nd.del("Dest")
-				if internal {
-					m.internalLinks++
-				}
-			}
-		}
-		v, err := c.rewrite(nd)
+		num, err := c.writeAnnotation(av, nd, dest)
 		if err != nil {
-			return nil, err
-		}
-		if dest != nil {
-			v.(*dict).set("Dest", dest)
-		}
-		num := m.w.alloc()
-		if rf, ok := av.(ref); ok {
-			if _, copied := c.remap[rf.num]; !copied {
-				c.remap[rf.num] = num // the structure tree's references to it
-			}
-		}
-		if err := m.w.object(num, v); err != nil {
 			return nil, err
 		}
 		out = append(out, ref{num, 0})
 	}
 	return out, nil
+}
+
+// annotationCopy is what annotation an of part becomes, not yet
+// renumbered: its entries but those tying it to its part's trees, its
+// /StructParent shifted by offset (tagged), and dest, the destination a
+// link takes instead of its own (nil: none). keep false drops it: an
+// anchor mark, or a link inside the part to a place no longer known.
+func (m *manual) annotationCopy(r *reader, part int, an *dict, pageIndex map[int]int, offset int) (nd *dict, dest array, keep bool) {
+	if _, _, isAnchor := anchorOf(r, an); isAnchor {
+		return nil, nil, false
+	}
+	nd = &dict{}
+	for k, key := range an.keys {
+		switch key {
+		case "StructParent", "P", "Parent":
+			continue
+		}
+		nd.set(key, an.vals[k])
+	}
+	if m.tree != nil {
+		if k, err := r.intValue(an.get("StructParent")); err == nil {
+			nd.set("StructParent", number(strconv.Itoa(int(k)+offset)))
+		}
+	}
+	if st, _ := an.get("Subtype").(name); st != "Link" {
+		return nd, nil, true
+	}
+	dest, internal, keep := m.linkDest(r, part, an, pageIndex)
+	switch {
+	case !keep:
+		return nil, nil, false
+	case dest != nil:
+		nd.del("A")
+		nd.del("Dest")
+		if internal {
+			m.internalLinks++
+		}
+	}
+	return nd, dest, true
+}
+
+// dropAnnotation leaves annotation av (an, read) out of the copy: c drops
+// the structure tree's object references to it, and its parent tree key
+// goes into droppedKeys.
+func (c *copier) dropAnnotation(av value, an *dict, droppedKeys map[int]bool) {
+	if rf, ok := av.(ref); ok {
+		c.drop[rf.num] = true
+	}
+	if k, err := c.r.intValue(an.get("StructParent")); err == nil {
+		droppedKeys[int(k)] = true
+	}
+}
+
+// writeAnnotation writes nd, the copy of annotation av, renumbered, with
+// dest (in the new numbering) as its destination unless nil, and returns
+// its new object number.
+func (c *copier) writeAnnotation(av value, nd *dict, dest array) (int, error) {
+	v, err := c.rewrite(nd)
+	if err != nil {
+		return 0, err
+	}
+	if dest != nil {
+		v.(*dict).set("Dest", dest)
+	}
+	num := c.w.alloc()
+	if rf, ok := av.(ref); ok {
+		if _, copied := c.remap[rf.num]; !copied {
+			c.remap[rf.num] = num // the structure tree's references to it
+		}
+	}
+	return num, c.w.object(num, v)
 }
 
 // linkDest decides what a link of part points at: dest is the new
