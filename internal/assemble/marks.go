@@ -142,3 +142,47 @@ func rectTarget(page int, an *dict) target {
 	}
 	return t
 }
+
+// readMarks reads the anchor and heading marks on the part's pages: it
+// records where each anchor was printed and which objects are marks, and
+// returns the heading marks (at most maxOutlineEntries), which make the
+// part's outline if Chromium printed none.
+func (a *analyzed) readMarks(r *reader) ([]headingMark, error) {
+	var headings []headingMark
+	for i, p := range a.pages {
+		page, err := r.dict(ref{p.num, 0})
+		if err != nil {
+			return nil, err
+		}
+		annots, err := r.array(page.get("Annots"))
+		if err != nil {
+			return nil, err
+		}
+		for _, av := range annots {
+			an, err := r.dict(av)
+			if err != nil {
+				return nil, err
+			}
+			id, uri, ok := anchorOf(r, an)
+			if !ok {
+				continue
+			}
+			if rf, ok := av.(ref); ok {
+				a.setMark(rf.num)
+			}
+			h, isHeading := headingOf(uri)
+			if !isHeading {
+				a.anchor(id, rectTarget(i, an))
+				continue
+			}
+			for _, id := range h.anchors {
+				a.anchor(id, rectTarget(i, an))
+			}
+			if len(headings) < maxOutlineEntries {
+				h.dest = rectTarget(i, an)
+				headings = append(headings, h)
+			}
+		}
+	}
+	return headings, nil
+}

@@ -133,6 +133,10 @@ const (
 	maxPageTreeDepth  = 32
 )
 
+// analyze reads what the assembly needs of a part: its title and
+// language, its pages, where its anchor and heading marks were printed,
+// its named destinations and its outline (Chromium's, else the one its
+// heading marks make).
 func analyze(part Part) (*analyzed, error) {
 	r, err := openPDF(part.Path)
 	if err != nil {
@@ -159,38 +163,9 @@ func analyze(part Part) (*analyzed, error) {
 	for i, p := range a.pages {
 		pageIndex[p.num] = i
 	}
-	var headings []headingMark
-	for i, p := range a.pages {
-		page, err := r.dict(ref{p.num, 0})
-		if err != nil {
-			return nil, err
-		}
-		annots, err := r.array(page.get("Annots"))
-		if err != nil {
-			return nil, err
-		}
-		for _, av := range annots {
-			an, err := r.dict(av)
-			if err != nil {
-				return nil, err
-			}
-			if id, uri, ok := anchorOf(r, an); ok {
-				if rf, ok := av.(ref); ok {
-					a.setMark(rf.num)
-				}
-				if h, isHeading := headingOf(uri); isHeading {
-					for _, id := range h.anchors {
-						a.anchor(id, rectTarget(i, an))
-					}
-					if len(headings) < maxOutlineEntries {
-						h.dest = rectTarget(i, an)
-						headings = append(headings, h)
-					}
-					continue
-				}
-				a.anchor(id, rectTarget(i, an))
-			}
-		}
+	headings, err := a.readMarks(r)
+	if err != nil {
+		return nil, err
 	}
 	if dests, err := r.dict(root.get("Dests")); err == nil && dests != nil {
 		for k, key := range dests.keys {
