@@ -13,10 +13,11 @@ const AnchorPrefix = "https://anchor.pdfexport.invalid/"
 // HeadingMarkPrefix starts the URL of a heading mark: an anchor mark
 // whose escaped id starts with NUL (no element's id can), then
 // "h/<n>/<level>?<text>", and "&<id>,<id>…" for the anchors the mark
-// carries (each part escaped); an earlier release printed
-// "h/<n>/<level>/<text>". A chapter printed without Chromium's outline
-// carries one per heading; its outline is built from them
-// (outlineOfHeadings), and they are dropped with the anchor marks.
+// carries (each part escaped). The form without "?",
+// "h/<n>/<level>/<text>" escaped whole, is read too: chapter files
+// printed by an older renderer carry it. A chapter printed without
+// Chromium's outline carries one per heading; its outline is built from
+// them (outlineOfHeadings), and they are dropped with the anchor marks.
 const HeadingMarkPrefix = AnchorPrefix + "%00h/"
 
 func (a *analyzed) setMark(n int) {
@@ -67,7 +68,7 @@ func headingOf(uri string) (headingMark, bool) {
 		}
 		place = p
 	} else {
-		// An earlier release's: "<n>/<level>/<text>", unescaped whole.
+		// The older form: "<n>/<level>/<text>", unescaped whole.
 		whole, err := url.PathUnescape(rest)
 		if err != nil {
 			return headingMark{}, false
