@@ -600,12 +600,35 @@ func (l *lexer) token() ([]byte, error) {
 		return t, nil
 	}
 	b := l.b
-	i := l.pos
-	for {
-		if i >= len(b) {
-			l.pos = i
-			return nil, io.EOF
+	start := skipSpace(b, l.pos)
+	if start >= len(b) {
+		l.pos = start
+		return nil, io.EOF
+	}
+	switch b[start] {
+	case '[', ']', '{', '}':
+		l.pos = start + 1
+		return b[start:l.pos], nil
+	case '<', '>':
+		return l.angleToken(start)
+	case '(':
+		return l.literalString(start)
+	}
+	i := start + 1
+	for i < len(b) && !isSpace(b[i]) && !isDelim(b[i]) {
+		i++
+		if i-start > maxToken {
+			return nil, fmt.Errorf("token longer than %d bytes", maxToken)
 		}
+	}
+	l.pos = i
+	return b[start:i], nil
+}
+
+// skipSpace returns the index of the first byte at or after i that is
+// neither white space nor in a comment, len(b) if none.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
 		c := b[i]
 		if c == '%' {
 			for i < len(b) && b[i] != '\n' && b[i] != '\r' {
@@ -618,63 +641,61 @@ func (l *lexer) token() ([]byte, error) {
 		}
 		i++
 	}
-	start := i
-	c := b[i]
-	i++
-	switch c {
-	case '[', ']', '{', '}':
+	return i
+}
+
+// angleToken reads the token that starts with '<' or '>' at start: "<<",
+// ">>", a lone ">", or a hex string "<...>".
+func (l *lexer) angleToken(start int) ([]byte, error) {
+	b := l.b
+	c := b[start]
+	i := start + 1
+	if i < len(b) && b[i] == c {
+		l.pos = i + 1
+		return b[start : i+1], nil
+	}
+	if c == '>' {
 		l.pos = i
 		return b[start:i], nil
-	case '<', '>':
-		if i < len(b) && b[i] == c {
-			l.pos = i + 1
-			return b[start : i+1], nil
-		}
-		if c == '>' {
+	}
+	end := bytes.IndexByte(b[i:], '>')
+	if end < 0 {
+		l.pos = len(b)
+		return nil, io.ErrUnexpectedEOF
+	}
+	if end+2 > maxToken {
+		return nil, fmt.Errorf("hex string longer than %d bytes", maxToken)
+	}
+	l.pos = i + end + 1
+	return b[start:l.pos], nil
+}
+
+// literalString reads the string "(...)" that starts at start, its
+// balanced parentheses and escapes kept.
+func (l *lexer) literalString(start int) ([]byte, error) {
+	b := l.b
+	i := start + 1
+	depth := 1
+	for depth > 0 {
+		if i >= len(b) {
 			l.pos = i
-			return b[start:i], nil
-		}
-		end := bytes.IndexByte(b[i:], '>')
-		if end < 0 {
-			l.pos = len(b)
 			return nil, io.ErrUnexpectedEOF
 		}
-		if end+2 > maxToken {
-			return nil, fmt.Errorf("hex string longer than %d bytes", maxToken)
-		}
-		l.pos = i + end + 1
-		return b[start:l.pos], nil
-	case '(':
-		depth := 1
-		for depth > 0 {
+		switch b[i] {
+		case '\\':
+			i++
 			if i >= len(b) {
 				l.pos = i
 				return nil, io.ErrUnexpectedEOF
 			}
-			switch b[i] {
-			case '\\':
-				i++
-				if i >= len(b) {
-					l.pos = i
-					return nil, io.ErrUnexpectedEOF
-				}
-			case '(':
-				depth++
-			case ')':
-				depth--
-			}
-			i++
-			if i-start > maxToken {
-				return nil, fmt.Errorf("string longer than %d bytes", maxToken)
-			}
+		case '(':
+			depth++
+		case ')':
+			depth--
 		}
-		l.pos = i
-		return b[start:i], nil
-	}
-	for i < len(b) && !isSpace(b[i]) && !isDelim(b[i]) {
 		i++
 		if i-start > maxToken {
-			return nil, fmt.Errorf("token longer than %d bytes", maxToken)
+			return nil, fmt.Errorf("string longer than %d bytes", maxToken)
 		}
 	}
 	l.pos = i
@@ -688,6 +709,7 @@ const maxDepth = 64
 
 func (l *lexer) value() (value, error) { return l.valueAt(0) }
 
+// valueAt reads the next value, nested depth deep.
 func (l *lexer) valueAt(depth int) (value, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("nested deeper than %d", maxDepth)
@@ -698,48 +720,9 @@ func (l *lexer) valueAt(depth int) (value, error) {
 	}
 	switch {
 	case string(tok) == "<<":
-		// The entries gather on the lexer's stacks and are copied into
-		// slices of their exact size: most dictionaries are small, and
-		// growing them entry by entry cost more than reading them.
-		mark := len(l.keys)
-		defer func() { l.keys, l.vals = l.keys[:mark], l.vals[:mark] }()
-		for {
-			k, err := l.token()
-			if err != nil {
-				return nil, err
-			}
-			if string(k) == ">>" {
-				d := &dict{keys: slices.Clone(l.keys[mark:]), vals: slices.Clone(l.vals[mark:])}
-				return d, nil
-			}
-			if len(k) == 0 || k[0] != '/' {
-				return nil, fmt.Errorf("dictionary key %q is not a name", k)
-			}
-			v, err := l.valueAt(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			l.keys = append(l.keys, nameOf(k))
-			l.vals = append(l.vals, v)
-		}
+		return l.dictAt(depth)
 	case string(tok) == "[":
-		mark := len(l.items)
-		defer func() { l.items = l.items[:mark] }()
-		for {
-			t, err := l.token()
-			if err != nil {
-				return nil, err
-			}
-			if string(t) == "]" {
-				return array(append(make([]value, 0, len(l.items)-mark), l.items[mark:]...)), nil
-			}
-			l.push(t)
-			v, err := l.valueAt(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			l.items = append(l.items, v)
-		}
+		return l.arrayAt(depth)
 	case tok[0] == '/':
 		if v, ok := common[string(tok)]; ok {
 			return v, nil
@@ -750,30 +733,85 @@ func (l *lexer) valueAt(depth int) (value, error) {
 	case string(tok) == "true" || string(tok) == "false" || string(tok) == "null":
 		return common[string(tok)], nil
 	case isInteger(tok):
-		// "N G R" is a reference; anything else leaves N a number.
-		t2, err := l.token()
-		if err != nil {
-			return number(tok), nil
-		}
-		if !isInteger(t2) {
-			l.push(t2)
-			return number(tok), nil
-		}
-		t3, err := l.token()
-		if err != nil || string(t3) != "R" {
-			if err == nil {
-				l.push(t3)
-			}
-			l.push(t2)
-			return number(tok), nil
-		}
-		num, _ := strconv.Atoi(string(tok))
-		gen, _ := strconv.Atoi(string(t2))
-		return ref{num, gen}, nil
+		return l.integerOrRef(tok), nil
 	case isNumber(tok):
 		return number(tok), nil
 	}
 	return nil, fmt.Errorf("unexpected token %q", tok)
+}
+
+// dictAt reads the entries of a dictionary whose "<<" was read, up to its
+// ">>".
+func (l *lexer) dictAt(depth int) (value, error) {
+	// The entries gather on the lexer's stacks and are copied into
+	// slices of their exact size: most dictionaries are small, and
+	// growing them entry by entry cost more than reading them.
+	mark := len(l.keys)
+	defer func() { l.keys, l.vals = l.keys[:mark], l.vals[:mark] }()
+	for {
+		k, err := l.token()
+		if err != nil {
+			return nil, err
+		}
+		if string(k) == ">>" {
+			d := &dict{keys: slices.Clone(l.keys[mark:]), vals: slices.Clone(l.vals[mark:])}
+			return d, nil
+		}
+		if len(k) == 0 || k[0] != '/' {
+			return nil, fmt.Errorf("dictionary key %q is not a name", k)
+		}
+		v, err := l.valueAt(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		l.keys = append(l.keys, nameOf(k))
+		l.vals = append(l.vals, v)
+	}
+}
+
+// arrayAt reads the items of an array whose "[" was read, up to its "]".
+func (l *lexer) arrayAt(depth int) (value, error) {
+	mark := len(l.items)
+	defer func() { l.items = l.items[:mark] }()
+	for {
+		t, err := l.token()
+		if err != nil {
+			return nil, err
+		}
+		if string(t) == "]" {
+			return array(append(make([]value, 0, len(l.items)-mark), l.items[mark:]...)), nil
+		}
+		l.push(t)
+		v, err := l.valueAt(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		l.items = append(l.items, v)
+	}
+}
+
+// integerOrRef reads what the integer tok starts: "N G R" is a
+// reference; anything else leaves N a number.
+func (l *lexer) integerOrRef(tok []byte) value {
+	t2, err := l.token()
+	if err != nil {
+		return number(tok)
+	}
+	if !isInteger(t2) {
+		l.push(t2)
+		return number(tok)
+	}
+	t3, err := l.token()
+	if err != nil || string(t3) != "R" {
+		if err == nil {
+			l.push(t3)
+		}
+		l.push(t2)
+		return number(tok)
+	}
+	num, _ := strconv.Atoi(string(tok))
+	gen, _ := strconv.Atoi(string(t2))
+	return ref{num, gen}
 }
 
 func isInteger(t []byte) bool {

@@ -72,7 +72,24 @@ func (m *manual) copyStructure(c *copier, i int, offset int, droppedKeys map[int
 	// The part's elements name its root as their parent: the manual's
 	// Document element takes its place.
 	c.remap[rootRef.num] = t.doc
-	kv, err := r.resolve(sr.get("K"))
+	a := m.parts[i]
+	if err := t.adoptElements(c, sr, outlineTitle(a.Title, a.title, i)); err != nil {
+		return err
+	}
+	if err := t.mergeMaps(c, sr); err != nil {
+		return err
+	}
+	if err := m.copyParentTree(c, sr, offset, droppedKeys); err != nil {
+		return err
+	}
+	return c.drain()
+}
+
+// adoptElements makes the top-level elements of a part's structure tree
+// root sr children of the manual's Document element, its own root element
+// titled title (see structElem).
+func (t *structTree) adoptElements(c *copier, sr *dict, title string) error {
+	kv, err := c.r.resolve(sr.get("K"))
 	if err != nil {
 		return err
 	}
@@ -83,8 +100,6 @@ func (m *manual) copyStructure(c *copier, i int, offset int, droppedKeys map[int
 	case *dict, ref:
 		top = array{sr.get("K")}
 	}
-	a := m.parts[i]
-	title := outlineTitle(a.Title, a.title, i)
 	for _, k := range top {
 		kr, ok := k.(ref)
 		if !ok {
@@ -99,11 +114,17 @@ func (m *manual) copyStructure(c *copier, i int, offset int, droppedKeys map[int
 		}
 		t.kids = append(t.kids, nv)
 	}
+	return nil
+}
+
+// mergeMaps adds the entries of the role and class maps of a part's
+// structure tree root sr that the manual's maps lack.
+func (t *structTree) mergeMaps(c *copier, sr *dict) error {
 	for _, mk := range []struct {
 		key name
 		to  **dict
 	}{{"RoleMap", &t.roleMap}, {"ClassMap", &t.classMap}} {
-		d, err := r.dict(sr.get(mk.key))
+		d, err := c.r.dict(sr.get(mk.key))
 		if err != nil || d == nil {
 			continue
 		}
@@ -121,9 +142,18 @@ func (m *manual) copyStructure(c *copier, i int, offset int, droppedKeys map[int
 			(*mk.to).set(key, v)
 		}
 	}
+	return nil
+}
+
+// copyParentTree writes the parent tree of a part's structure tree root
+// sr as one node of the manual's, its keys shifted by offset and those of
+// droppedKeys left out, and moves the manual's next free key past them.
+func (m *manual) copyParentTree(c *copier, sr *dict, offset int, droppedKeys map[int]bool) error {
+	t := m.tree
+	r := c.r
 	var nums array
 	maxKey := -1
-	err = walkNumberTree(r, sr.get("ParentTree"), 0, map[int]bool{}, func(k int, v value) error {
+	err := walkNumberTree(r, sr.get("ParentTree"), 0, map[int]bool{}, func(k int, v value) error {
 		if droppedKeys[k] {
 			return nil
 		}
@@ -153,7 +183,7 @@ func (m *manual) copyStructure(c *copier, i int, offset int, droppedKeys map[int
 		t.nodes = append(t.nodes, ref{num, 0})
 	}
 	t.nextKey = offset + next
-	return c.drain()
+	return nil
 }
 
 // walkNumberTree calls fn with every key and value of a number tree, in
