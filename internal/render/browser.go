@@ -153,16 +153,12 @@ func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 	if os.Geteuid() == 0 {
 		opts = append(opts, chromedp.NoSandbox)
 	}
-	if r.hooks.design == designContextPerRender {
-		// A new tab goes into a running renderer process of its browser
-		// context when there is one (never one of another context): a
-		// session's next tab shares its renderer with the last (session.go).
-		// The shared context of the benchmarks' baseline keeps Chromium's
-		// default, where concurrent tabs get processes of their own.
-		opts = append(opts, chromedp.Flag("renderer-process-limit", "1"))
-	}
+	// A new tab goes into a running renderer process of its browser
+	// context when there is one (never one of another context): a
+	// session's next tab shares its renderer with the last (session.go).
+	opts = append(opts, chromedp.Flag("renderer-process-limit", "1"))
 	// Only the headless shell has BeginFrame control.
-	frameControl := chromium.IsHeadlessShell(r.cfg.ChromiumPath) && !r.hooks.chromiumFrames
+	frameControl := chromium.IsHeadlessShell(r.cfg.ChromiumPath)
 	if frameControl && !r.hooks.noFrameControlFlag {
 		opts = append(opts, chromedp.Flag(frameControlFlag, true))
 	}

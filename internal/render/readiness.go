@@ -512,22 +512,16 @@ func (w *pageWatch) checkCrashed() error {
 }
 
 // waitQuiet waits until no request is in flight and, when quiet is not 0,
-// the page went quiet long enough: in its virtual time (waitQuietVirtual),
-// or with realClock for quiet in real time, as before. frame, if not nil,
-// gives the page a frame (a tab under BeginFrame control, frames.go). With
-// probe (a tab whose documents run the idle probe, idle.go) the period
-// ends as soon as the page is idle; endedIdle says it did.
-func waitQuiet(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time.Duration, realClock bool, frame func() error, probe bool) (endedIdle bool, err error) {
-	if !quietOnVirtualClock(quiet, realClock) {
-		return false, w.waitNetworkIdle(ctx, quiet)
+// the page went quiet long enough in its virtual time (waitQuietVirtual).
+// frame, if not nil, gives the page a frame (a tab under BeginFrame
+// control, frames.go). With probe (a tab whose documents run the idle
+// probe, idle.go) the period ends as soon as the page is idle; endedIdle
+// says it did.
+func waitQuiet(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time.Duration, frame func() error, probe bool) (endedIdle bool, err error) {
+	if quiet <= 0 {
+		return false, w.waitNetworkIdle(ctx, 0)
 	}
 	return waitQuietVirtual(ctx, t, w, quiet, frame, probe)
-}
-
-// quietOnVirtualClock reports whether waitQuiet waits its quiet period on
-// the page's virtual clock, which it leaves stopped (waitQuietVirtual).
-func quietOnVirtualClock(quiet time.Duration, realClock bool) bool {
-	return quiet > 0 && !realClock
 }
 
 // waitQuietVirtual is the network quiet period in the page's virtual time:

@@ -204,8 +204,7 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 	// a context with its own proxy listener is the render's alone.
 	// Only the headless shell keeps every frame in the page's process,
 	// where the reset between a session's renders finds their storage.
-	inSession := src.Session != "" && r.hooks.design == designContextPerRender && !ownProxy && !r.hooks.noSessions &&
-		chromium.IsHeadlessShell(r.cfg.ChromiumPath)
+	inSession := src.Session != "" && !ownProxy && chromium.IsHeadlessShell(r.cfg.ChromiumPath)
 	var sc *sessionContext
 	var sp *spareTab
 	if inSession {
@@ -213,7 +212,7 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 			r.mark("session tab taken")
 		}
 	}
-	if sc == nil && r.hooks.design == designContextPerRender && !r.hooks.noSpareTab && !ownProxy {
+	if sc == nil && !ownProxy {
 		// A context with its own proxy listener cannot be made ahead.
 		sp = r.takeSpare(b)
 	}
@@ -237,7 +236,7 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 			defer dispose() // runs after closeTab
 		}
 		r.mark("spare taken")
-	} else if r.hooks.design == designContextPerRender {
+	} else {
 		// Its own browser context: cookies, storage, service workers and
 		// the HTTP cache of earlier renders are not there, and disposing
 		// of the context at the end drops what this render left. Created
@@ -354,7 +353,7 @@ func (r *Renderer) renderInTab(ctx context.Context, b *browser, src Source, sett
 				closeTarget(b, chromedp.FromContext(tabCtx).Target.TargetID)
 			}
 		}
-		if dispose != nil && !r.hooks.closeTabThenContext {
+		if dispose != nil {
 			closePage = func(bool) { dispose() }
 		}
 		var framesCtx context.Context // the tab's, when it needs pumpFrames
@@ -490,10 +489,8 @@ func leanTab(ctx context.Context, t *chromedp.Target) error {
 // a benchmark keeps chromedp's domains), deaf to input, and with the idle
 // probe (idle.go).
 func (r *Renderer) prepareTab(ctx context.Context, t *chromedp.Target) error {
-	if !r.hooks.keepChromedpDomains {
-		if err := leanTab(ctx, t); err != nil {
-			return err
-		}
+	if err := leanTab(ctx, t); err != nil {
+		return err
 	}
 	// No input reaches the page: the browser moves a mouse onto a new
 	// tab's page at its first frame, whose hit test costs the renderer
@@ -528,7 +525,6 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	g := newGuard(r.cfg.AllowedHosts, r.log, mainFrame, w.wake, func(url, reason string) {
 		w.warnings.add(spec.Warning{Kind: spec.WarningBlocked, URL: url, Message: reason})
 	})
-	g.serial = r.hooks.serialGuard
 	gctx, stopGuard := context.WithCancel(ctx)
 	defer func() {
 		g.wait()
@@ -634,9 +630,9 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	}
 	// Only a navigated document runs the idle probe: one set by content
 	// replaces the blank page's document without a new one.
-	probe := src.URL != "" && !r.hooks.noIdleProbe
+	probe := src.URL != ""
 	quietWait := func() error {
-		endedIdle, err := waitQuiet(ctx, t, w, quiet, r.hooks.realClockQuiet, stepFrame, probe)
+		endedIdle, err := waitQuiet(ctx, t, w, quiet, stepFrame, probe)
 		if endedIdle {
 			r.mark("quiet ended idle")
 		}
@@ -645,7 +641,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	if err := quietWait(); err != nil {
 		return err
 	}
-	if quietOnVirtualClock(quiet, r.hooks.realClockQuiet) {
+	if quiet > 0 {
 		still, scripted = true, true // the quiet period stopped the page's clock
 	}
 	r.mark("network idle")
@@ -728,17 +724,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 	if src.MarkAnchors || src.MarkHeadings {
 		*stage = "marking anchors and headings"
 		stages.next("render.anchor_marks")
-		var failed marksFailed
-		if r.hooks.anchorMarksApart {
-			failed, err = addMarks(ctx, t, false, src.MarkHeadings)
-			if err == nil {
-				var anchors marksFailed
-				anchors, err = addMarks(ctx, t, src.MarkAnchors, false)
-				failed.Anchors = anchors.Anchors
-			}
-		} else {
-			failed, err = addMarks(ctx, t, src.MarkAnchors, src.MarkHeadings)
-		}
+		failed, err := addMarks(ctx, t, src.MarkAnchors, src.MarkHeadings)
 		if err != nil {
 			return err
 		}
@@ -753,7 +739,7 @@ func (r *Renderer) runPage(ctx context.Context, b *browser, w *pageWatch, tabCtx
 			settings.Outline, settings.Tagged = true, true
 		}
 	}
-	if still && tabCtx != nil && settings.Media == "print" && !r.hooks.keepLayoutAfterPrint {
+	if still && tabCtx != nil && settings.Media == "print" {
 		*stage = "preparing the print"
 		if err := skipLayoutAfterPrint(ctx, t, w, scripted); err != nil {
 			return err

@@ -71,7 +71,7 @@ func (r *Renderer) takeSession(b *browser, key string) (*sessionContext, *spareT
 	kept := r.sessions[:0]
 	for _, sc := range r.sessions {
 		switch {
-		case sc.b != b || b.retired.Load() || sc.next == nil || sc.next.ctx.Err() != nil:
+		case sc.b != b || b.retired.Load() || sc.next == nil || sc.next.ctx.Err() != nil || sc.next.stale():
 			if sc.idle.Stop() {
 				stale = append(stale, sc)
 			}
