@@ -62,27 +62,44 @@ func orEmptySpan(s string) string {
 	return s
 }
 
-// printPDF prints the page as a stream and hands a reader of it to sink.
 // limits are Config.MaxPages and Config.MaxBytes (0: none).
 type limits struct {
 	pages int
 	bytes int64
 }
 
-func printPDF(ctx context.Context, t *chromedp.Target, settings spec.PrintSettings, limits limits, sink func(context.Context, io.Reader) error, st *Stats, stage *string) error {
-	res, err := cdp.Call(ctx, t, page.PrintToPDF, PrintParams(settings))
+// printPage prints the page as a stream (Page.printToPDF) and returns the
+// stream's handle. A page that nothing of can run before the print, under
+// BeginFrame control and in print media, first skips the layout Chromium
+// does after the print (skipLayoutAfterPrint).
+func printPage(ctx context.Context, pg *tabPage, o printOptions, rd readiness) (cdpio.StreamHandle, error) {
+	if rd.still && pg.tabCtx != nil && o.settings.Media == "print" {
+		pg.progress.at("preparing the print")
+		if err := skipLayoutAfterPrint(ctx, pg.t, pg.w, rd.scripted); err != nil {
+			return "", err
+		}
+	}
+	pg.progress.enter("render.print", "printing")
+	pg.r.mark("checks")
+	res, err := cdp.Call(ctx, pg.t, page.PrintToPDF, PrintParams(o.settings))
 	if err != nil {
 		if strings.Contains(strings.ToLower(err.Error()), "page range") {
-			return permanent{fmt.Errorf("%w: page_ranges %q: %v", ErrPrint, settings.PageRanges, err)}
+			return "", permanent{fmt.Errorf("%w: page_ranges %q: %v", ErrPrint, o.settings.PageRanges, err)}
 		}
-		return fmt.Errorf("%w: %v", ErrPrint, err)
+		return "", fmt.Errorf("%w: %v", ErrPrint, err)
 	}
-	s := &pdfStream{ctx: ctx, t: t, h: res.Stream, maxPages: limits.pages, maxBytes: limits.bytes}
-	defer s.close()
+	return res.Stream, nil
+}
 
-	*stage = "streaming the PDF to the sink"
-	sinkErr := sink(ctx, s)
-	st.Bytes, st.Pages = s.n, s.pages.count()
+// streamPDF hands the sink of o a reader of the printed stream h, in the
+// context of the stream stage's span (the render's; tracing off, ctx
+// itself), and records the PDF's size and pages. The stream closes after.
+func streamPDF(ctx context.Context, pg *tabPage, h cdpio.StreamHandle, o streamOptions) error {
+	s := &pdfStream{ctx: ctx, t: pg.t, h: h, maxPages: o.limits.pages, maxBytes: o.limits.bytes}
+	defer s.close()
+	sinkCtx := pg.progress.enter("render.stream", "streaming the PDF to the sink")
+	sinkErr := o.sink(sinkCtx, s)
+	o.stats.Bytes, o.stats.Pages = s.n, s.pages.count()
 	switch {
 	case s.err != nil: // the stream failed: that is the cause, whatever sink made of it
 		return s.err
