@@ -31,11 +31,10 @@ import (
 // others start web UI of the full browser for each new window: the omnibox
 // popup and its AI-mode variant, two renderer processes per window, and the
 // preloading of such UI. A browser context per render opens a window per
-// render, so with them a render in its own context cost far more CPU than a
-// tab in the shared context (BenchmarkRenderDesign; figures in
-// BENCHMARKS.md). The headless shell has no browser UI; for it they are
-// no-ops. TestRender_StartsNoBrowserUI fails when a Chromium starts such
-// UI under another name.
+// render, so with them every render would start renderers it never uses.
+// The headless shell has no browser UI; for it they are no-ops.
+// TestRender_StartsNoBrowserUI fails when a Chromium starts such UI under
+// another name.
 var disabledFeatures = []string{
 	"Translate", "BlinkGenPropertyTrees",
 	"WebUIOmniboxPopup", "WebUIOmniboxAimPopup", "PreloadTopChromeWebUI",
@@ -45,7 +44,7 @@ var disabledFeatures = []string{
 const devShm = "/dev/shm"
 
 // minDevShmFree is the free space of /dev/shm from which Chromium may use it.
-// Docker's default of 64 MiB is too small for large pages and crashes
+// Docker's default /dev/shm is too small for large pages and crashes
 // renderers, which is why chromedp turns /dev/shm off by default; its
 // fallback keeps shared memory in files under /tmp, on a disk.
 const minDevShmFree = 512 << 20

@@ -24,7 +24,8 @@ const readChunk = 512 << 10
 const mmPerInch = 25.4
 
 // PrintParams maps resolved print settings to the Page.printToPDF call a
-// render makes (benchmarks give the same call to their baselines).
+// render makes (benchmarks give the same call to the peer they compare
+// with).
 func PrintParams(s spec.PrintSettings) page.PrintToPDFParams {
 	top, right := s.MarginTopMM/mmPerInch, s.MarginRightMM/mmPerInch
 	bottom, left := s.MarginBottomMM/mmPerInch, s.MarginLeftMM/mmPerInch
@@ -40,8 +41,8 @@ func PrintParams(s spec.PrintSettings) page.PrintToPDFParams {
 		MarginLeft:      &left,
 		PageRanges:      s.PageRanges,
 		// Chromium 154+ tags by default: say false explicitly, tagging is
-		// opt-in (a tagged PDF takes longer and is several times larger;
-		// BENCHMARKS.md, scenario 6). The outline needs the tags.
+		// opt-in (a tagged PDF takes longer and is much larger). The
+		// outline needs the tags.
 		GenerateTaggedPDF:       new(s.Tagged || s.Outline),
 		GenerateDocumentOutline: new(s.Outline),
 		PreferCSSPageSize:       new(s.PreferCSSPageSize),
@@ -290,14 +291,13 @@ func isPDFDelim(c byte) bool {
 
 // Chromium lays a page out again for the screen as soon as its print ends
 // (LocalFrame::EndPrinting), inside Page.printToPDF, though the tab closes
-// next and nobody sees that layout: 5–90 ms of the renderer's main thread
-// on a Node.js API page, about 7 % of it over that manual.
-// skipLayoutAfterPrint makes that layout skip the body's contents. The page
-// adopts a style sheet that locks them (content-visibility: hidden) in any
-// media but print, and the print media the render emulated is lifted, so
-// that "not print" is "after the print": Chromium sets print media for the
-// print itself, which renders as before (the same PDF, byte for byte, but
-// for its dates: TestRender_LayoutAfterPrint).
+// next and nobody sees that layout, which on a long page is a good part of
+// its renderer's main thread. skipLayoutAfterPrint makes that layout skip
+// the body's contents. The page adopts a style sheet that locks them
+// (content-visibility: hidden) in any media but print, and the print media
+// the render emulated is lifted, so that "not print" is "after the print":
+// Chromium sets print media for the print itself, which is unchanged (the
+// pages the peer's bare tab prints: TestRender_LayoutAfterPrint).
 //
 // From the lift to the print the page is in screen media. Nothing of the
 // page may run there, so the caller does this only when none can: no frame

@@ -277,8 +277,8 @@ func (w *pageWatch) onEvent(ev any) {
 	w.mu.Lock()
 	switch ev := ev.(type) {
 	case *network.EventRequestWillBeSent:
-		// A request without a loader (a worker's script, measured: no
-		// later event reaches this session) finishes in another target.
+		// A request without a loader (a worker's script: no later event
+		// of it reaches this session) finishes in another target.
 		if _, ok := w.inflight[ev.RequestID]; !ok && ev.LoaderID != "" { // a redirect keeps its id
 			url := ""
 			if ev.Request != nil {
@@ -308,7 +308,7 @@ func (w *pageWatch) onEvent(ev any) {
 		}
 		if ev.Type == network.ResourceTypeDocument && ev.FrameID != w.frame {
 			// A cross-site frame's document finishes loading in the frame's
-			// own process (measured: this session never gets its
+			// own process (this session never gets its
 			// loadingFinished); the load event waits for the frame.
 			w.done(ev.RequestID)
 		}
@@ -533,8 +533,8 @@ func waitQuiet(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time
 // passes with none, as the real quiet period restarts on every request.
 //
 // A page's animation frames do not follow its virtual clock: on screen, a
-// page that works in requestAnimationFrame gets about 18 frames in the
-// 300 ms of quiet, but a budget that passes in a millisecond of real time
+// page that works in requestAnimationFrame gets a frame every frameInterval
+// of the quiet period, but a budget that passes at once in real time
 // leaves room for none. With frame (a tab whose frames the render gives),
 // the budget is granted one frame interval at a time, each followed by a
 // frame, so the page gets the frames of its quiet period as well

@@ -25,7 +25,7 @@ type Source struct {
 	// frames and workers too), no other request does.
 	Auth spec.Credentials
 	// MarkAnchors marks, just before printing, every element with an id
-	// (and every <a name>) with an empty 1×1 link to AnchorPrefix plus the
+	// (and every <a name>) with an empty one-pixel link to AnchorPrefix plus the
 	// escaped id, whose annotation records where the element was printed:
 	// a chapter of a manual, whose links from other chapters must land on
 	// it (internal/assemble). The marks are positioned absolutely, so the
@@ -38,8 +38,8 @@ type Source struct {
 	// document, its level and its text (marks.go): a chapter of an
 	// untagged manual, whose outline the assembly builds from the marks,
 	// so that the chapter prints without Chromium's tagged structure
-	// (which Chromium's own outline needs, and which costs about a sixth
-	// of a long page's print). With MarkAnchors, a heading's mark also
+	// (which Chromium's own outline needs, and which makes a long page's
+	// print markedly slower). With MarkAnchors, a heading's mark also
 	// carries the ids of the heading, of the elements in it and of the
 	// elements that open with it, which then get no mark of their own.
 	MarkHeadings bool

@@ -2,8 +2,8 @@ package render
 
 // The spare tab: the browser context and tab of the next render, made while
 // the current one loads and prints, so that a render does not wait for
-// Chromium to create them (BenchmarkRenderBreakdown: about 50 ms of a
-// render, most of it the tab's renderer and DevTools agents starting).
+// Chromium to create them (the tab's renderer and DevTools agents starting
+// are a large share of a short render).
 
 import (
 	"context"

@@ -292,8 +292,7 @@ func attachTab(runCtx, tabCtx context.Context) error {
 // the document as it loads), console log forwarding, and target discovery
 // and auto-attach (each tab would hear of every other tab, frame and worker).
 // The page keeps Page (lifecycle, dialogs), Runtime, Network (network idle),
-// Inspector (crashes) and the guard's Fetch. Measured in
-// BenchmarkRenderDesign as the "lean" candidate.
+// Inspector (crashes) and the guard's Fetch.
 func leanTab(ctx context.Context, t *chromedp.Target) error {
 	steps := []struct {
 		method string
@@ -320,9 +319,8 @@ func (r *Renderer) prepareTab(ctx context.Context, t *chromedp.Target) error {
 		return err
 	}
 	// No input reaches the page: the browser moves a mouse onto a new
-	// tab's page at its first frame, whose hit test costs the renderer
-	// about 12 ms on a Node.js API page, and whose hover a print would
-	// show.
+	// tab's page at its first frame, whose hit test is renderer work no
+	// print needs, and whose hover a print would show.
 	if _, err := cdp.Call(ctx, t, input.SetIgnoreInputEvents, input.SetIgnoreInputEventsParams{Ignore: true}); err != nil {
 		return fmt.Errorf("%w: preparing the tab (ignoring input): %v", ErrNavigation, err)
 	}
