@@ -661,10 +661,18 @@ func runClock(ctx context.Context, t *chromedp.Target) (stop func()) {
 // grantVirtualTime lets the page's virtual clock run for budget
 // (pausing while requests are in flight) and waits until it has.
 func grantVirtualTime(ctx context.Context, t *chromedp.Target, budget time.Duration) error {
-	expired := cdp.Events(ctx, t, emulation.VirtualTimeBudgetExpired) // subscribed before the budget starts
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	expired := cdp.Events(ectx, t, emulation.VirtualTimeBudgetExpired) // subscribed before the budget starts
 	if _, err := cdp.Call(ctx, t, emulation.SetVirtualTimePolicy, emulation.SetVirtualTimePolicyParams{
 		Policy: emulation.VirtualTimePolicyPauseIfNetworkFetchesPending, Budget: new(float64(budget) / float64(time.Millisecond)),
 	}); err != nil {
+		// The subscription ends only when its iterator runs: under the
+		// canceled ectx it returns at once, and so does not outlive the
+		// call.
+		cancel()
+		for range expired {
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
