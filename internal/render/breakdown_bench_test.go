@@ -14,12 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	cdpio "github.com/chromedp/cdproto/io"
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
-	"github.com/chromedp/chromedp"
-
 	"github.com/pdfexport/pdfexport/bench/peer"
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/chromium"
@@ -104,18 +98,14 @@ func (l *stepLog) mark(step string) {
 
 // BenchmarkRenderBreakdown breaks one render down by step of its path, wall
 // time and the browser's CPU (its whole process tree, reaped renderers
-// included) between consecutive steps, for the Renderer as configured and
-// for variants that each undo one change or drop one thing the bare tab
-// does not do: the spare tab made ahead (no-spare), the quiet period on the
-// page's virtual clock (real-clock-quiet), the guard answering paused
-// requests at once (serial-guard), closing the tab by disposing of its
-// context (close-tab-then-context), the guard's Fetch interception
-// (no-guard), the browser context per render (shared-context). The bare
-// tab is the peer's flow (bench/peer) with the same steps marked. One
-// render at a time, interleaved; "after" is what the browser spent in the
-// 200 ms after the render returned (the tab's renderer exiting). Figures
-// only (tables on stderr). BREAKDOWN_DOCS and BREAKDOWN_VARIANTS select
-// documents and variants, BREAKDOWN_CPU=0 leaves out the CPU samples.
+// included) between consecutive steps, for the peer's bare tab (barePrint,
+// the same steps marked), for the Renderer as configured, and for the
+// Renderer without its tab guard's Fetch interception (no-guard), a step
+// the bare tab does not have. One render at a time, interleaved; "after"
+// is what the browser spent in the 200 ms after the render returned (the
+// tab's renderer exiting). Figures only (tables on stderr). BREAKDOWN_DOCS
+// and BREAKDOWN_VARIANTS select documents and variants, BREAKDOWN_CPU=0
+// leaves out the CPU samples.
 func BenchmarkRenderBreakdown(b *testing.B) {
 	shell, err := chromium.HeadlessShell()
 	if err != nil {
@@ -183,7 +173,9 @@ func BenchmarkRenderBreakdown(b *testing.B) {
 	b.Cleanup(p.Close)
 	bareLog := &stepLog{pid: p.PID(), wallOnly: wallOnly}
 	systems := []system{
-		{"bare-shell", bareLog, func(d doc) error { return barePrint(p, bareLog, d.src, d.s) }},
+		{"bare-shell", bareLog, func(d doc) error {
+			return barePrint(context.Background(), p, d.src, d.s, "", io.Discard, bareLog.mark)
+		}},
 		ours("ours"),
 	}
 	// BREAKDOWN_VARIANTS: a comma-separated subset of the variants ("" all,
@@ -192,14 +184,7 @@ func BenchmarkRenderBreakdown(b *testing.B) {
 		name  string
 		setup func(*Renderer)
 	}{
-		{"ours-no-spare", func(r *Renderer) { r.hooks.noSpareTab = true }},
-		{"ours-real-clock-quiet", func(r *Renderer) { r.hooks.realClockQuiet = true }},
-		{"ours-whole-quiet", func(r *Renderer) { r.hooks.noIdleProbe = true }},
-		{"ours-layout-after-print", func(r *Renderer) { r.hooks.keepLayoutAfterPrint = true }},
-		{"ours-serial-guard", func(r *Renderer) { r.hooks.serialGuard = true }},
-		{"ours-close-tab-then-context", func(r *Renderer) { r.hooks.closeTabThenContext = true }},
 		{"ours-no-guard", func(r *Renderer) { r.hooks.skipTabGuard = true }},
-		{"ours-shared-context", func(r *Renderer) { r.hooks.design = designSharedContext }},
 	}
 	want := os.Getenv("BREAKDOWN_VARIANTS")
 	for _, v := range variants {
@@ -269,67 +254,4 @@ func BenchmarkRenderBreakdown(b *testing.B) {
 		}
 		fmt.Fprint(os.Stderr, out.String()) // b.Log truncates long benchmark output
 	}
-}
-
-// barePrint is peer.Browser.Print (or its URL route) with its steps
-// marked: a tab in the shared context, the document, readyState (and
-// waitFor) polled every 10 ms, print as a stream, close.
-func barePrint(p *peer.Browser, log *stepLog, src Source, s spec.PrintSettings) error {
-	tctx, cancel := chromedp.NewContext(p.Context(), chromedp.WithNewWindow(false))
-	closed := false
-	defer func() {
-		if !closed {
-			cancel()
-		}
-	}()
-	if err := chromedp.Do(tctx); err != nil {
-		return err
-	}
-	log.mark("tab attached")
-	t := chromedp.FromContext(tctx).Target
-	if src.URL != "" {
-		if _, err := cdp.Call(tctx, t, page.Navigate, page.NavigateParams{URL: src.URL}); err != nil {
-			return err
-		}
-	} else if _, err := cdp.Call(tctx, t, page.SetDocumentContent, page.SetDocumentContentParams{FrameID: cdp.FrameID(t.TargetID), HTML: src.HTML}); err != nil {
-		return err
-	}
-	log.mark("loaded")
-	ready := `document.readyState === "complete"`
-	if s.WaitFor != "" {
-		ready += " && !!(" + s.WaitFor + ")"
-	}
-	for {
-		res, err := cdp.Call(tctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: ready, ReturnByValue: new(true)})
-		if err != nil {
-			return err
-		}
-		if res.Result != nil && string(res.Result.Value) == "true" {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	log.mark("ready")
-	res, err := cdp.Call(tctx, t, page.PrintToPDF, PrintParams(s))
-	if err != nil {
-		return err
-	}
-	log.mark("printed")
-	for {
-		chunk, err := cdp.Call(tctx, t, cdpio.Read, cdpio.ReadParams{Handle: res.Stream, Size: readChunk})
-		if err != nil {
-			return err
-		}
-		if chunk.EOF {
-			break
-		}
-	}
-	if _, err := cdp.Call(tctx, t, cdpio.Close, cdpio.CloseParams{Handle: res.Stream}); err != nil {
-		return err
-	}
-	log.mark("streamed")
-	cancel()
-	closed = true
-	log.mark("tab closed")
-	return nil
 }

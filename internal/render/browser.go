@@ -31,11 +31,10 @@ import (
 // others start web UI of the full browser for each new window: the omnibox
 // popup and its AI-mode variant, two renderer processes per window, and the
 // preloading of such UI. A browser context per render opens a window per
-// render, so with them a render in its own context cost far more CPU than a
-// tab in the shared context (BenchmarkRenderDesign; figures in
-// BENCHMARKS.md). The headless shell has no browser UI; for it they are
-// no-ops. TestRender_StartsNoBrowserUI fails when a Chromium starts such
-// UI under another name.
+// render, so with them every render would start renderers it never uses.
+// The headless shell has no browser UI; for it they are no-ops.
+// TestRender_StartsNoBrowserUI fails when a Chromium starts such UI under
+// another name.
 var disabledFeatures = []string{
 	"Translate", "BlinkGenPropertyTrees",
 	"WebUIOmniboxPopup", "WebUIOmniboxAimPopup", "PreloadTopChromeWebUI",
@@ -45,7 +44,7 @@ var disabledFeatures = []string{
 const devShm = "/dev/shm"
 
 // minDevShmFree is the free space of /dev/shm from which Chromium may use it.
-// Docker's default of 64 MiB is too small for large pages and crashes
+// Docker's default /dev/shm is too small for large pages and crashes
 // renderers, which is why chromedp turns /dev/shm off by default; its
 // fallback keeps shared memory in files under /tmp, on a disk.
 const minDevShmFree = 512 << 20
@@ -89,31 +88,57 @@ type browser struct {
 	cmd   *exec.Cmd
 }
 
-// startBrowser starts Chromium. The first Run of the browser context gets no
-// deadline (that would kill the browser later); ctx and StartTimeout bound the
-// start by killing the process instead.
+// startBrowser starts Chromium, and the egress proxy its requests go
+// through first. The first Run of the browser context gets no deadline
+// (that would kill the browser later); ctx and StartTimeout bound the start
+// by killing the process instead.
 func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 	started := time.Now()
-	if r.proxy.Load() == nil {
-		o := r.hooks.proxy
-		if o.UpstreamHeader == 0 {
-			o.UpstreamHeader = r.cfg.Timeout // no render waits longer
-		}
-		if o.Admit == nil {
-			o.Admit = egress.NewPeerGuard().Admits // only the worker's browsers may use it
-		}
-		p, err := egress.StartProxy(r.cfg.AllowedHosts, r.log, r.cfg.SourceAuth, o)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrBrowserCrashed, err)
-		}
-		r.proxy.Store(p)
-		r.log.Debug("egress proxy listening", "addr", p.Addr())
+	if err := r.ensureProxy(); err != nil {
+		return nil, err
 	}
 	b := &browser{reaped: make(chan struct{})}
 	b.refs.Store(1)
 	root, kill := context.WithCancel(context.Background())
 	b.kill = kill
+	opts, err := r.browserOptions(b)
+	if err != nil {
+		kill()
+		return nil, err
+	}
+	ver, err := r.launch(ctx, b, root, opts)
+	if err != nil {
+		return nil, err
+	}
+	r.started(b, ver, started)
+	return b, nil
+}
 
+// ensureProxy starts the egress proxy with the first browser.
+func (r *Renderer) ensureProxy() error {
+	if r.proxy.Load() != nil {
+		return nil
+	}
+	o := r.hooks.proxy
+	if o.UpstreamHeader == 0 {
+		o.UpstreamHeader = r.cfg.Timeout // no render waits longer
+	}
+	if o.Admit == nil {
+		o.Admit = egress.NewPeerGuard().Admits // only the worker's browsers may use it
+	}
+	p, err := egress.StartProxy(r.cfg.AllowedHosts, r.log, r.cfg.SourceAuth, o)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBrowserCrashed, err)
+	}
+	r.proxy.Store(p)
+	r.log.Debug("egress proxy listening", "addr", p.Addr())
+	return nil
+}
+
+// browserOptions are the allocator options of browser b: its flags, its
+// process group and nice value, and its user data directory under
+// Config.TempDir.
+func (r *Renderer) browserOptions(b *browser) ([]chromedp.ExecAllocatorOption, error) {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(r.cfg.ChromiumPath),
 		chromedp.Flag("disable-background-networking", true),
@@ -134,56 +159,60 @@ func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 		// WebRTC may not send UDP, which no HTTP proxy sees.
 		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		chromedp.Flag("webrtc-ip-handling-policy", "disable_non_proxied_udp"),
-		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
-			// Own process group so Close can kill every leftover child;
-			// Pdeathsig as chromedp's default does, should we die first.
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-			if r.nice.nice != "" {
-				// setpriv(1) and nice(1) exec Chromium in their own
-				// process: the same pid, and every child forked from then
-				// on inherits the value (and lacks CAP_SYS_NICE).
-				cmd.Args = r.nice.wrap(r.cfg.Nice, append([]string{cmd.Path}, cmd.Args[1:]...))
-				cmd.Path = cmd.Args[0]
-			}
-			b.cmdMu.Lock()
-			b.cmd = cmd
-			b.cmdMu.Unlock()
-		}),
+		// A new tab goes into a running renderer process of its browser
+		// context when there is one (never one of another context): a
+		// session's next tab shares its renderer with the last (session.go).
+		chromedp.Flag("renderer-process-limit", "1"),
+		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) { r.modifyCmd(b, cmd) }),
 	)
 	if os.Geteuid() == 0 {
 		opts = append(opts, chromedp.NoSandbox)
 	}
-	if r.hooks.design == designContextPerRender {
-		// A new tab goes into a running renderer process of its browser
-		// context when there is one (never one of another context): a
-		// session's next tab shares its renderer with the last (session.go).
-		// The shared context of the benchmarks' baseline keeps Chromium's
-		// default, where concurrent tabs get processes of their own.
-		opts = append(opts, chromedp.Flag("renderer-process-limit", "1"))
-	}
 	// Only the headless shell has BeginFrame control.
-	frameControl := chromium.IsHeadlessShell(r.cfg.ChromiumPath) && !r.hooks.chromiumFrames
-	if frameControl && !r.hooks.noFrameControlFlag {
+	if chromium.IsHeadlessShell(r.cfg.ChromiumPath) && !r.hooks.noFrameControlFlag {
 		opts = append(opts, chromedp.Flag(frameControlFlag, true))
 	}
 	if r.cfg.TempDir != "" {
 		dir, err := os.MkdirTemp(r.cfg.TempDir, "chromium-")
 		if err != nil {
-			kill()
 			return nil, fmt.Errorf("%w: the user data directory: %w", ErrBrowserCrashed, err)
 		}
 		b.dataDir = dir // stop removes it
 		opts = append(opts, chromedp.UserDataDir(dir), chromedp.Env("TMPDIR="+r.cfg.TempDir))
 	}
+	return opts, nil
+}
+
+// modifyCmd puts the browser's process in a group of its own, so that Close
+// can kill every leftover child, with Pdeathsig as chromedp's default does,
+// should we die first; and under nice(1) when Config.Nice asks.
+func (r *Renderer) modifyCmd(b *browser, cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if r.nice.nice != "" {
+		// setpriv(1) and nice(1) exec Chromium in their own process: the
+		// same pid, and every child forked from then on inherits the
+		// value (and lacks CAP_SYS_NICE).
+		cmd.Args = r.nice.wrap(r.cfg.Nice, append([]string{cmd.Path}, cmd.Args[1:]...))
+		cmd.Path = cmd.Args[0]
+	}
+	b.cmdMu.Lock()
+	b.cmd = cmd
+	b.cmdMu.Unlock()
+}
+
+// launch starts the browser process under root and connects to it, bounded
+// by ctx, Close and StartTimeout, each of which kills the process; it
+// returns the browser's version. A failed start stops what it began.
+func (r *Renderer) launch(ctx context.Context, b *browser, root context.Context, opts []chromedp.ExecAllocatorOption) (string, error) {
 	allocCtx, allocCancel := chromedp.NewExecAllocator(root, opts...)
 	b.alloc = allocCancel
 	logf := func(format string, args ...any) { r.log.Debug("chromedp: " + fmt.Sprintf(format, args...)) }
 	b.ctx, b.cancel = chromedp.NewContext(allocCtx, chromedp.WithBrowserOption(
 		chromedp.WithBrowserLogf(logf), chromedp.WithBrowserErrorf(logf)))
 
-	stopCtxWatch := context.AfterFunc(ctx, kill)
-	stopClosingWatch := context.AfterFunc(r.closing, kill)
-	timer := time.AfterFunc(r.cfg.StartTimeout, kill)
+	stopCtxWatch := context.AfterFunc(ctx, b.kill)
+	stopClosingWatch := context.AfterFunc(r.closing, b.kill)
+	timer := time.AfterFunc(r.cfg.StartTimeout, b.kill)
 	err := chromedp.Do(b.ctx) // allocates the browser and attaches its first tab
 	var ver cdpbrowser.GetVersionResult
 	if err == nil {
@@ -193,18 +222,24 @@ func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 	if err == nil && !watchersIdle {
 		err = errors.New("start was interrupted")
 	}
-	if err != nil {
-		b.stop(r.log)
-		switch {
-		case r.closing.Err() != nil:
-			return nil, ErrClosed
-		case ctx.Err() != nil:
-			return nil, fmt.Errorf("render: starting chromium: %w", context.Cause(ctx))
-		case root.Err() != nil:
-			return nil, fmt.Errorf("%w: chromium did not start within %v", ErrBrowserCrashed, r.cfg.StartTimeout)
-		}
-		return nil, fmt.Errorf("%w: starting chromium %s: %v", ErrBrowserCrashed, r.cfg.ChromiumPath, err)
+	if err == nil {
+		return ver.Product, nil
 	}
+	b.stop(r.log)
+	switch {
+	case r.closing.Err() != nil:
+		return "", ErrClosed
+	case ctx.Err() != nil:
+		return "", fmt.Errorf("render: starting chromium: %w", context.Cause(ctx))
+	case root.Err() != nil:
+		return "", fmt.Errorf("%w: chromium did not start within %v", ErrBrowserCrashed, r.cfg.StartTimeout)
+	}
+	return "", fmt.Errorf("%w: starting chromium %s: %v", ErrBrowserCrashed, r.cfg.ChromiumPath, err)
+}
+
+// started records a browser that started: its process, data directory,
+// version and BeginFrame control, and logs it.
+func (r *Renderer) started(b *browser, version string, began time.Time) {
 	cb := chromedp.FromContext(b.ctx).Browser
 	b.lost = cb.LostConnection
 	if p := cb.Process(); p != nil {
@@ -217,16 +252,15 @@ func (r *Renderer) startBrowser(ctx context.Context) (*browser, error) {
 		}
 	}
 	b.cmdMu.Unlock()
-	b.version = ver.Product
-	b.frameControl.Store(frameControl)
+	b.version = version
+	b.frameControl.Store(chromium.IsHeadlessShell(r.cfg.ChromiumPath))
 	r.pids = append(r.pids, b.pid)
 	if r.starts.Add(1) > 1 {
 		r.cfg.Observer.BrowserRestarted()
-		r.log.Info("browser started", "pid", b.pid, "version", b.version, "took", time.Since(started))
+		r.log.Info("browser started", "pid", b.pid, "version", b.version, "took", time.Since(began))
 	} else {
-		r.log.Info("browser started", "pid", b.pid, "version", b.version, "took", time.Since(started), "path", r.cfg.ChromiumPath, "dev_shm", shmUsable(devShm))
+		r.log.Info("browser started", "pid", b.pid, "version", b.version, "took", time.Since(began), "path", r.cfg.ChromiumPath, "dev_shm", shmUsable(devShm))
 	}
-	return b, nil
 }
 
 // session is the browser-level DevTools session.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,21 +21,15 @@ import (
 // clients at once (CONCURRENT_CLIENTS, default 2: both lanes of the default
 // RENDER_CONCURRENCY busy) in bursts of CONCURRENT_BURST renders (default
 // 6), for the peer's bare tab on the headless shell and for the Renderer
-// as configured, with the next spare made only when a lane is idle
-// (spare-idle-lane), without the spare tab (no-spare) and with a tab in the
-// browser's shared context as the bare tab has (shared-context, not
-// isolated) and with Chromium's own frames instead of frames on demand
-// (chromium-frames, frames.go). CONCURRENT_SYSTEMS selects a comma-separated subset of the
-// Renderer's. Each b.Loop iteration runs one
-// burst of every system, the order rotating; figures are medians over the
-// bursts of renders per second and of the CPU-seconds per render of the
-// browser's whole process tree (reaped renderers included) and of this
-// process (the Go side: chromedp, the peer's or the Renderer's). It is how
-// the spare tab was checked against the 2-client gap of BENCHMARKS.md
-// section 7 (its notes have the figures). CONCURRENT_GAP_MS
-// (default 0) makes each client pause that long between its renders, as a
-// worker does between tasks (its result, the finish, the next pick-up).
-// Figures only.
+// as configured. Each b.Loop iteration runs one burst of every system, the
+// order rotating; figures are medians over the bursts of renders per
+// second and of the CPU-seconds per render of the browser's whole process
+// tree (reaped renderers included) and of this process (the Go side:
+// chromedp, the peer's or the Renderer's). It shows what concurrency costs
+// the Renderer against the peer, whose tabs share one context.
+// CONCURRENT_GAP_MS (default 0) makes each client pause that long between
+// its renders, as a worker does between tasks (its result, the finish, the
+// next pick-up). Figures only.
 func BenchmarkConcurrentRenders(b *testing.B) {
 	shell, err := chromium.HeadlessShell()
 	if err != nil {
@@ -67,33 +60,18 @@ func BenchmarkConcurrentRenders(b *testing.B) {
 		_, err := p.Print(ctx, peer.SharedTab, html, "", params, io.Discard)
 		return err
 	}}}
-	for _, v := range []struct {
-		name  string
-		setup func(*Renderer)
-	}{
-		{"ours", func(*Renderer) {}},
-		{"ours-spare-idle-lane", func(r *Renderer) { r.hooks.spareIdleLaneOnly = true }},
-		{"ours-no-spare", func(r *Renderer) { r.hooks.noSpareTab = true }},
-		{"ours-shared-context", func(r *Renderer) { r.hooks.design = designSharedContext }},
-		{"ours-chromium-frames", func(r *Renderer) { r.hooks.chromiumFrames = true }},
-	} {
-		if want := os.Getenv("CONCURRENT_SYSTEMS"); want != "" && !slices.Contains(strings.Split(want, ","), v.name) {
-			continue
-		}
-		r, err := New(Config{ChromiumPath: shell, Logger: quiet})
-		if err != nil {
-			b.Fatal(err)
-		}
-		v.setup(r)
-		if err := r.Start(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { r.Close() })
-		systems = append(systems, system{v.name, r.current().pid, func(ctx context.Context) error {
-			_, err := r.Render(ctx, Source{HTML: html}, s, discard)
-			return err
-		}})
+	r, err := New(Config{ChromiumPath: shell, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
 	}
+	if err := r.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close() })
+	systems = append(systems, system{"ours", r.current().pid, func(ctx context.Context) error {
+		_, err := r.Render(ctx, Source{HTML: html}, s, discard)
+		return err
+	}})
 	run := func(sys system, n int) (wall, browserCPU, goCPU float64, err error) {
 		ctx := context.Background()
 		c0, g0, t0 := cpuSeconds(sys.pid), selfCPU(), time.Now()

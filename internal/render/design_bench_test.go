@@ -54,23 +54,18 @@ func goSpecDocument(b testing.TB) string {
 // iteration renders every document once per design), the CPU-seconds (the
 // browser's whole process tree, reaped renderers included, plus this
 // process) and the wall time of one render of the Go specification
-// (50 pages, static) and of the sample manual (22 pages, one script, with
-// its wait_for), for:
+// (static) and of the sample manual (one script, with its wait_for), for:
 //
 //   - bare-full, bare-shell: the peer's design, a tab in the shared default
 //     context of a Chromium with chromedp's default flags (full browser;
 //     headless shell), setting the document and printing, nothing else;
-//   - old-full: this package's previous design, a new browser context (and
-//     so a window) per render on the full browser with default flags;
 //   - ours-shell, ours-full: the Renderer as configured by default (a
 //     browser context per render, browser UI off, lean tab, readiness
-//     waits), on each build;
-//   - ours-shell-chromedp-domains: the Renderer without leanTab.
+//     waits), on each build.
 //
 // Ratios compare each design with the bare design on the same build
 // (…/bare) and ours-shell with the peer on the full browser it ships with
-// (ours-shell/bare-full). Figures only; the package documentation quotes
-// them.
+// (ours-shell/bare-full). Figures only.
 func BenchmarkRenderDesign(b *testing.B) {
 	shell, err := chromium.HeadlessShell()
 	if err != nil {
@@ -90,13 +85,10 @@ func BenchmarkRenderDesign(b *testing.B) {
 		{"manual", manualHTML(b), settings(spec.Options{WaitFor: "window.__PDF_READY__===true"})},
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	newOurs := func(path string, setup ...func(*Renderer)) (func(string, spec.PrintSettings) error, int) {
+	newOurs := func(path string) (func(string, spec.PrintSettings) error, int) {
 		r, err := New(Config{ChromiumPath: path, Logger: quiet})
 		if err != nil {
 			b.Fatal(err)
-		}
-		for _, f := range setup {
-			f(r)
 		}
 		if err := r.Start(context.Background()); err != nil {
 			b.Fatal(err)
@@ -116,26 +108,23 @@ func BenchmarkRenderDesign(b *testing.B) {
 		return p
 	}
 	bareFull, bareShell := startPeer(full), startPeer(shell)
-	bare := func(p *peer.Browser, d peer.Design) func(string, spec.PrintSettings) error {
+	bare := func(p *peer.Browser) func(string, spec.PrintSettings) error {
 		return func(html string, s spec.PrintSettings) error {
-			_, err := p.Print(context.Background(), d, html, s.WaitFor, PrintParams(s), io.Discard)
+			_, err := p.Print(context.Background(), peer.SharedTab, html, s.WaitFor, PrintParams(s), io.Discard)
 			return err
 		}
 	}
 	oursShell, oursShellPID := newOurs(shell)
 	oursFull, oursFullPID := newOurs(full)
-	oursDomains, oursDomainsPID := newOurs(shell, func(r *Renderer) { r.hooks.keepChromedpDomains = true })
 	designs := []struct {
 		name string
 		pid  int
 		run  func(string, spec.PrintSettings) error
 	}{
-		{"bare-full", bareFull.PID(), bare(bareFull, peer.SharedTab)},
-		{"bare-shell", bareShell.PID(), bare(bareShell, peer.SharedTab)},
-		{"old-full", bareFull.PID(), bare(bareFull, peer.ContextPerRender)},
+		{"bare-full", bareFull.PID(), bare(bareFull)},
+		{"bare-shell", bareShell.PID(), bare(bareShell)},
 		{"ours-shell", oursShellPID, oursShell},
 		{"ours-full", oursFullPID, oursFull},
-		{"ours-shell-chromedp-domains", oursDomainsPID, oursDomains},
 	}
 	type sample struct{ cpu, wall []float64 }
 	samples := map[string]*sample{}
@@ -172,7 +161,6 @@ func BenchmarkRenderDesign(b *testing.B) {
 		}
 		b.ReportMetric(cpu("ours-shell")/cpu("bare-shell"), d.name+"-ours-shell/bare-shell")
 		b.ReportMetric(cpu("ours-full")/cpu("bare-full"), d.name+"-ours-full/bare-full")
-		b.ReportMetric(cpu("old-full")/cpu("bare-full"), d.name+"-old-full/bare-full")
 		b.ReportMetric(cpu("ours-shell")/cpu("bare-full"), d.name+"-ours-shell/bare-full")
 	}
 }

@@ -13,16 +13,35 @@
 // served Config.MaxRendersPerBrowser renders is replaced once its renders
 // end. It does not retry, cache or store anything.
 //
+// # Stages
+//
+// Render takes a tab slot and the browser, then runs the stages of one
+// render, each a function with the options of its stage (renderJob, in
+// render.go) and the page they pass along (tabPage):
+//
+//   - open a tab (tab.go: openTab, attach): a browser context and tab of
+//     the render's own, a spare made ahead, or its session's;
+//   - the request guard on (guardPage), then load the source (loadPage:
+//     media emulated, a URL to its load event or HTML into the blank page);
+//   - wait until ready (waitReady: the network quiet, fonts, wait_for),
+//     then check what the page reported (checkPage);
+//   - measure (measure: a manual chapter's anchor and heading marks);
+//   - print (printPage) and stream the PDF to the sink (streamPDF).
+//
+// tabRun maps a stage's failure to its sentinel error, and the tab is
+// given back (renderTab.release) whatever happened. A new option of the
+// page is a field of the options of the one stage that applies it.
+//
 // # Readiness
 //
 // After the load event a render waits until no request of the page is in
 // flight; for a page that runs script and gave no wait_for, until none
-// started for 300 ms of the page's virtual time (a script may fetch more
-// after load): Chromium runs the page's timers as fast as it can while no
-// request is in flight and stops its clock while one is, so a timer that
-// would fetch within the period does, and a page whose timers fetch nothing
-// is done in milliseconds instead of 300 (Node.js's API pages: 283 ms less
-// per render). The page's clock then stays stopped, as with Chromium's own
+// started for the quiet period (networkQuiet) of the page's virtual time (a
+// script may fetch more after load): Chromium runs the page's timers as
+// fast as it can while no request is in flight and stops its clock while
+// one is, so a timer that would fetch within the period does, and a page
+// whose timers fetch nothing is done at once instead of after the whole
+// period in real time. The page's clock then stays stopped, as with Chromium's own
 // --virtual-time-budget; nothing later waits on the page's timers. On the
 // headless shell the period also ends as soon as the page is idle: a probe
 // the tab runs before the document's scripts (idle.go) says that nothing is
@@ -32,7 +51,7 @@
 // no inline handler, no frame or plugin) and a page with wait_for skip that
 // quiet period: nothing can start a request later but style and layout, and
 // wait_for is the page's own word for "ready". Then it forces a layout and
-// waits for document.fonts.ready (at most 10 s), then, if new requests
+// waits for document.fonts.ready (at most fontsMax), then, if new requests
 // started, for them; then for wait_for and the requests in flight after it.
 //
 // # Frames on demand
@@ -47,38 +66,35 @@
 // can change its print. Otherwise the readiness steps give the frames: one
 // after the load (a lazy image of the first screen starts loading there, and
 // is then waited for, where with Chromium's frames it raced the print), one
-// per 16.7 ms of the virtual quiet period until it ends (granted a frame
-// interval at a time, so a page that works in animation frames gets them in
-// virtual time too) and one after the fonts wait; a page with wait_for gets none of
-// those, but a pump at Chromium's 60 a second while wait_for is polled, or,
+// per frame interval of the virtual quiet period until it ends (granted a
+// frame interval at a time, so a page that works in animation frames gets
+// them in virtual time too) and one after the fonts wait; a page with
+// wait_for gets none of those, but a pump at Chromium's own rate while
+// wait_for is polled, or,
 // when it is true when first asked, one frame if a frame could change the
 // print (lazy images, animations). None while the page loads or prints, when its
 // main thread is busy anyway. The browser makes one BeginFrame at a time
 // (two at once crash its GPU process), and a page whose main thread is busy
-// is not waited for longer than 300 ms per frame, so a page that never
-// yields stalls no other render's frames. The full browser has no
+// is not waited for longer than beginFrameTimeout per frame, so a page that
+// never yields stalls no other render's frames. The full browser has no
 // BeginFrame control and keeps Chromium's frames.
 //
 // # The render design, and why
 //
 // Isolation by construction: a new browser context per render, created and
-// disposed of by us. The alternatives tried (BenchmarkRenderDesign, and
-// one-off experiments) were a tab in the shared default context (what
-// Gotenberg does; it leaks cookies, storage, service workers and the HTTP
-// cache from one render to the next, which TestRender_RendersAreIsolated
-// shows), a pool of contexts reset between renders, creating the next context
-// ahead, and Chromium switches (spare renderer off, renderer process limit,
-// site isolation trials off, font hinting off, in-process GPU). A pool of
-// reused contexts cost as much as a fresh context each time, so the cost was
-// not the context; none of the switches moved the CPU beyond the noise
-// between runs.
+// disposed of by us. A tab in the shared default context (the peer's
+// design, and Gotenberg's) leaks cookies, storage, service workers and the
+// HTTP cache from one render to the next, which the peer's case of
+// TestRender_RendersAreIsolated shows; a pool of contexts reset between
+// renders must name every origin a render touched, including those of
+// out-of-process frames and workers that the tab never sees.
 //
-// The cost was the window. A new browser context has no window, so its first
-// tab opens one, and each window of the full Chromium starts the web UI of
-// its omnibox popup (chrome://omnibox-popup.top-chrome/ and its AI-mode
-// variant) in two renderer processes of its own: two extra renderers per
-// render, which made a render cost far more CPU than the peer's tab in the
-// shared window. The Renderer therefore:
+// What a context costs is its window. A new browser context has no window,
+// so its first tab opens one, and each window of the full Chromium starts
+// the web UI of its omnibox popup (chrome://omnibox-popup.top-chrome/ and
+// its AI-mode variant) in two renderer processes of its own: two extra
+// renderers per render that the peer's tab in the shared window does not
+// start. The Renderer therefore:
 //
 //   - prefers Chromium's headless shell (chromium-headless-shell; package
 //     chromium finds it), which has no browser UI at all and a lighter
@@ -89,19 +105,18 @@
 //     Chromium adds such UI under a new name);
 //   - turns off, in each tab, what chromedp enables but a render does not
 //     use: the DOM and CSS agents, console forwarding, target discovery and
-//     auto-attach (leanTab). Its CPU effect is within the noise; it stays
-//     because it stops every tab from hearing of every other tab, frame and
-//     worker;
+//     auto-attach (leanTab), so that no tab hears of every other tab, frame
+//     and worker;
 //   - lets Chromium keep its shared memory in /dev/shm when that is a tmpfs
-//     with at least 512 MiB free (chromedp's default puts it in files under
-//     /tmp, which Docker's 64 MiB /dev/shm needs, at the price of disk
+//     with at least minDevShmFree free (chromedp's default puts it in files
+//     under /tmp, which Docker's small /dev/shm needs, at the price of disk
 //     writes);
 //   - skips the network quiet period where it cannot change the output
 //     (static pages, pages with wait_for), runs it on the page's
 //     virtual clock elsewhere, and ends it once the page is idle;
 //   - makes the next render's browser context and tab while one renders
-//     (spare.go): the 50 ms of creating and attaching them leave the
-//     render's path; the spare is one more blank tab per browser;
+//     (spare.go), so that creating and attaching them leave the render's
+//     path; the spare is one more blank tab per browser;
 //   - answers the guard's paused requests concurrently, and closes a
 //     render's tab by disposing of its context;
 //   - starts Chromium with --renderer-process-limit=1, which puts a new tab
@@ -113,11 +128,10 @@
 //     nothing of the page can see how (below, "The layout after the
 //     print").
 //
-// BenchmarkRenderDesign compares this design with the peer's bare tab and
-// with the previous design, on the headless shell and the full browser, and
-// `make bench` compares the whole pipeline with them (section 7); the figures
-// are in BENCHMARKS.md, with the one-off experiments above. The machine's
-// speed drifts between runs, so compare ratios within one run.
+// The benchmarks of this package (BenchmarkRenderDesign and the others)
+// and `make bench` compare the Renderer with the peer's bare tab on the
+// same machine in the same run. The machine's speed drifts between runs,
+// so compare ratios within one run.
 //
 // The headless shell runs cross-site frames in the page's process (it does
 // not print out-of-process frames, so site isolation must stay off there);
@@ -128,16 +142,15 @@
 // # The layout after the print
 //
 // Page.printToPDF ends by laying the whole page out again for the screen
-// (LocalFrame::EndPrinting), though the tab closes next: a Node.js API
-// page's print spent 5–90 ms of its renderer's main thread on it, about 7 %
-// of that thread over the manual (a Chromium trace of 12 pages). Where the
-// page cannot see the difference, a render makes that layout skip the
+// (LocalFrame::EndPrinting), though the tab closes next, which on a long
+// page is a good part of its renderer's main thread. Where the page cannot
+// see the difference, a render makes that layout skip the
 // body's contents (print.go, skipLayoutAfterPrint): the page adopts a style
 // sheet that locks them (content-visibility: hidden) in any media but
 // print, and the render lifts the print media it emulated, so that the
 // sheet applies only once the print is over. The print itself is in print
-// media, set by Chromium, and its PDF is the same byte for byte but for its
-// dates (TestRender_LayoutAfterPrint). From the lift to the print the page is
+// media, set by Chromium, and prints the pages the peer's bare tab prints
+// (TestRender_LayoutAfterPrint). From the lift to the print the page is
 // in screen media, so this is done only when nothing of the page runs in
 // between: a tab under BeginFrame control (no frame, so no animation frame,
 // observer or media query listener), a static page or one whose clock the
@@ -150,10 +163,10 @@
 //
 // # Sessions
 //
-// A manual of short chapters spent about a quarter of each chapter's CPU
-// starting a renderer process in a fresh context and warming it (V8, Blink's
-// memory cache, code cache, fonts), and more reading the manual's stylesheets
-// and scripts again. The renders that name one Source.Session (the
+// A short chapter of a manual in a fresh context spends a large share of its
+// CPU starting a renderer process and warming it (V8, Blink's memory cache,
+// code cache, fonts), and more reading the manual's stylesheets and scripts
+// again. The renders that name one Source.Session (the
 // chapters of one manual export) therefore run in one browser context kept
 // between them (session.go), on the headless shell: each in a new tab, made
 // ahead in that context while the previous one renders, so that it joins
@@ -163,9 +176,10 @@
 // of the last render came from and of every frame's partitioned storage key;
 // the one-session case of TestRender_RendersAreIsolated pins that. What
 // stays is the HTTP cache, within one caller's one manual, as a reader's
-// browser keeps it from page to page. A session's context ends after 5 s
-// without a render, after 64 renders, after a failed render, or when a
-// render's documents came from more than 32 origins. Renders with Auth
+// browser keeps it from page to page. A session's context ends when no
+// render took it within sessionIdle, after sessionMaxRenders renders, after
+// a failed render, or when a render's documents came from more than
+// sessionMaxOrigins origins. Renders with Auth
 // (their own proxy) and the full browser (whose out-of-process frames the
 // reset cannot reach) get a context of their own.
 //

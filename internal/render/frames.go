@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,10 @@ const frameInterval = 16667 * time.Microsecond
 
 // frameControlFlag is the browser flag BeginFrame control needs.
 const frameControlFlag = "run-all-compositor-stages-before-draw"
+
+// frameStillPending is how Chromium answers a BeginFrame while the tab's
+// last one is still being made.
+const frameStillPending = "Another frame is pending"
 
 // errNoFrameControl: a BeginFrame failed while the page was live, so the
 // page may have missed frames.
@@ -114,6 +119,11 @@ func beginFrame(ctx context.Context, b *browser, t *chromedp.Target) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(err, context.DeadlineExceeded):
+		return nil
+	case err != nil && strings.Contains(err.Error(), frameStillPending):
+		// The tab's last frame, which beginFrameTimeout stopped waiting
+		// for, is still being made: the page is busy, as above, and not
+		// refusing frames.
 		return nil
 	case err != nil:
 		return fmt.Errorf("%w: %v", errNoFrameControl, err)

@@ -75,11 +75,12 @@ func TestRender_HungPageStallsNoOtherRender(t *testing.T) {
 // TestRender_RefusedFramesFallBackToChromiums: when Chromium refuses the
 // BeginFrames of a tab (here: a headless shell started without the flag they
 // need), the render fails retryably before printing, and the browser's next
-// tabs get Chromium's own frames: the retry prints what the page wrote in
-// its animation frames.
+// tabs get Chromium's own frames (a spare tab made under BeginFrame control
+// is not taken): the retry prints what the page wrote in its animation
+// frames.
 func TestRender_RefusedFramesFallBackToChromiums(t *testing.T) {
 	t.Parallel()
-	r := newRenderer(t, Config{}, func(r *Renderer) { r.hooks.noFrameControlFlag, r.hooks.noSpareTab = true, true })
+	r := newRenderer(t, Config{}, func(r *Renderer) { r.hooks.noFrameControlFlag = true })
 	if !r.current().frameControl.Load() {
 		t.Fatal("the headless shell did not start with BeginFrame control")
 	}

@@ -92,7 +92,6 @@ type guard struct {
 	blocked   func(url, reason string) // called for every blocked request
 
 	blockedCount atomic.Int64
-	serial       bool // answer one paused request after another (benchmarks compare)
 
 	mu          sync.Mutex
 	blockedMain error // first blocked navigation of the main frame
@@ -123,10 +122,6 @@ func (g *guard) start(ctx context.Context, t *chromedp.Target) error {
 					g.log.Warn("guard: reading paused requests failed", "err", err)
 				}
 				return
-			}
-			if g.serial {
-				g.handle(ctx, t, &ev)
-				continue
 			}
 			answering.Go(func() { g.handle(ctx, t, &ev) })
 		}

@@ -4,9 +4,9 @@ package render
 // nothing left to do.
 //
 // The virtual quiet period (waitQuietVirtual) gives a page under BeginFrame
-// control its 300 ms one frame interval at a time: 18 budgets of virtual
-// time and 18 frames, each a round trip to the browser and work in its
-// renderer, on every chapter of a manual. Most documentation pages are done
+// control its networkQuiet one frame interval at a time: a budget of
+// virtual time and a frame per interval, each a round trip to the browser
+// and work in its renderer, on every chapter of a manual. Most documentation pages are done
 // long before: their scripts ran at load (a theme switch, a highlighter, an
 // observer of the sticky header) and nothing is scheduled. For those the
 // period ends at the first step after which the page was idle twice in a
@@ -31,10 +31,9 @@ package render
 //     a service worker, locks, permissions, storage or clipboard queries,
 //     or view transitions.
 // and the tab's own count of requests started and finished is unchanged
-// with none in flight. Anything else (a page that never went idle, no
-// probe: a document set by content, a tab with chromedp's domains) waits
-// the whole period as before. Steps and frames before the end are the same
-// as without the probe, so what a page renders when it ends is what it
+// with none in flight. Anything else (a page that never went idle, or one
+// without the probe: a document set by content) waits the whole period.
+// Steps and frames before the end are the same as without the probe, so what a page renders when it ends is what it
 // rendered at that step of the full period: the period only stops where
 // the rest of it would have run nothing.
 //

@@ -115,29 +115,26 @@ func isolationSite(t *testing.T) (s *site, otherOrigin string) {
 // service worker on an allowed origin and in a cross-site frame of another
 // allowed origin (out of process in the full browser); render B on the same
 // pages prints what the page and its frame see, and none of A's state is
-// there, on both Chromium builds. With the old shared-context design the
-// same pages do leak, in the page and in the frame, which shows the test can
-// see a leak.
+// there, on both Chromium builds. The peer's bare tabs in one shared
+// context (peer_test.go) do leak the same pages' state, in the page and in
+// the frame, which shows the test can see a leak.
 func TestRender_RendersAreIsolated(t *testing.T) {
 	t.Parallel()
+	wait := settings(spec.Options{WaitFor: "window.__done === true"})
 	for build, path := range testsupport.ChromiumBuilds(t) {
 		for _, tc := range []struct {
 			name               string
-			design             tabDesign
 			sessionA, sessionB string
-			leaks              bool
 			fetches            int // of each cacheable script: 1 when B used A's HTTP cache
-			shellOnly          bool
 		}{
-			{"context per render (default)", designContextPerRender, "", "", false, 2, false},
-			{"different sessions", designContextPerRender, "manual-1", "manual-2", false, 2, false},
+			{"context per render (default)", "", "", 2},
+			{"different sessions", "manual-1", "manual-2", 2},
 			// One session keeps its context and HTTP cache, and clears
 			// its cookies and storage between renders.
-			{"one session", designContextPerRender, "manual-1", "manual-1", false, 1, true},
+			{"one session", "manual-1", "manual-1", 1},
 			// The full browser gives a session's renders contexts of
 			// their own.
-			{"one session, full browser", designContextPerRender, "manual-1", "manual-1", false, 2, false},
-			{"shared context leaks (sanity check of the test)", designSharedContext, "", "", true, 0, false},
+			{"one session, full browser", "manual-1", "manual-1", 2},
 		} {
 			if (tc.name == "one session") != (build == "headless-shell") && strings.HasPrefix(tc.name, "one session") {
 				continue // each build has its own expectation of a session
@@ -145,8 +142,7 @@ func TestRender_RendersAreIsolated(t *testing.T) {
 			t.Run(build+"/"+tc.name, func(t *testing.T) {
 				s, other := isolationSite(t)
 				allow := allowlist.MustParse(s.hostPort() + "," + strings.TrimPrefix(other, "http://"))
-				r := newRenderer(t, Config{ChromiumPath: path, AllowedHosts: allow, Timeout: 20 * time.Second}, func(r *Renderer) { r.hooks.design = tc.design })
-				wait := settings(spec.Options{WaitFor: "window.__done === true"})
+				r := newRenderer(t, Config{ChromiumPath: path, AllowedHosts: allow, Timeout: 20 * time.Second})
 				a := mustRender(t, r, Source{URL: s.URL + "/set", Session: tc.sessionA}, wait)
 				if text := pdfText(t, a.pdf); !strings.Contains(text, "SET-DONE FRAME-SET-DONE") {
 					t.Fatalf("render A did not set its state in the page and the frame:\n%s", text)
@@ -154,14 +150,6 @@ func TestRender_RendersAreIsolated(t *testing.T) {
 				b := mustRender(t, r, Source{URL: s.URL + "/see", Session: tc.sessionB}, wait)
 				text := pdfText(t, b.pdf)
 				t.Logf("render B saw:\n%s", text)
-				if tc.leaks {
-					for _, want := range []string{"SECRET-A", "SECRET-F"} {
-						if !strings.Contains(text, want) {
-							t.Errorf("the shared context showed nothing of render A's %s state: the test cannot see a leak there", want)
-						}
-					}
-					return
-				}
 				if !strings.Contains(text, "SEE-DONE") || !strings.Contains(text, "frame saw:") || strings.Contains(text, "SEE-FAILED") {
 					t.Fatalf("render B did not finish looking")
 				}
@@ -175,5 +163,18 @@ func TestRender_RendersAreIsolated(t *testing.T) {
 				}
 			})
 		}
+		t.Run(build+"/the peer's shared context leaks (sanity check of the test)", func(t *testing.T) {
+			s, _ := isolationSite(t)
+			p := newPeer(t, path)
+			if text := pdfText(t, peerPDF(t, p, Source{URL: s.URL + "/set"}, wait, "")); !strings.Contains(text, "SET-DONE FRAME-SET-DONE") {
+				t.Fatalf("the peer's render A did not set its state in the page and the frame:\n%s", text)
+			}
+			text := pdfText(t, peerPDF(t, p, Source{URL: s.URL + "/see"}, wait, ""))
+			for _, want := range []string{"SECRET-A", "SECRET-F"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("the peer's shared context showed nothing of render A's %s state: the test cannot see a leak there\n%s", want, text)
+				}
+			}
+		})
 	}
 }

@@ -15,13 +15,13 @@ import (
 )
 
 // markStyle is the inline style (a JavaScript string literal) of an
-// anchor or heading mark: an empty 1×1 box positioned absolutely, so that
+// anchor or heading mark: an empty one-pixel box positioned absolutely, so that
 // the layout does not change and Chromium still prints its link.
 const markStyle = "'position:absolute!important;display:block!important;width:1px!important;height:1px!important;margin:0!important;padding:0!important;border:0!important;overflow:hidden!important;'"
 
 // Bounds of the heading marks of one page. A heading's mark carries ids
-// while its URL stays within maxHeadingMarkURL characters (Chromium takes
-// no URL past 2 MiB); the ids past that get marks of their own.
+// while its URL stays within maxHeadingMarkURL characters, far below the
+// longest URL Chromium takes; the ids past that get marks of their own.
 const (
 	maxHeadingText    = 300
 	maxHeadingMarks   = 20000
@@ -50,16 +50,16 @@ const (
 // elements that open with it (each with nothing before the next but white
 // space, as a section that starts with its heading), which get no mark of their
 // own: each mark is one more positioned box, which every page of the
-// print walks, where the ids a heading's mark carries cost nothing. On the
-// Node.js API pages nearly every id is a heading's.
+// print walks, where the ids a heading's mark carries cost nothing. In
+// generated API documentation nearly every id is a heading's.
 const marksScript = `(() => {
 	const failed = {headings: '', anchors: ''};
 	const why = (e) => String(e && e.message || e);
 	const anchorPrefix = %q, headingPrefix = %q;
 	const proto = document.createElement('a');
 	proto.setAttribute('aria-hidden', 'true');
-	// The style parsed once; each mark is a copy (half the time of a page
-	// of 563 anchors).
+	// The style parsed once; each mark is a copy (parsing it per mark
+	// would dominate a page of many anchors).
 	proto.style.cssText = %s;
 	const mark = (href) => {
 		const a = proto.cloneNode(false);

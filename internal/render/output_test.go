@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/chromium"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // Output comparison: pages as images at a resolution where a missing
@@ -26,16 +28,17 @@ const (
 	pageDiffFraction = 0.002 // share of a page's pixels that may differ
 )
 
-// TestRender_OutputUnchanged: the renders of today print the same pages as
-// the renders before readiness on the page's clock (the network quiet period in real time, and
-// Chromium's own frames), compared as images (pdftoppm): with the quiet
-// period on the page's virtual clock, and with that and frames on demand
-// (frames.go), the default. The documents: the Go specification (static),
-// the sample manual (wait_for), a scripted page with a slow web font, a
-// background image found by layout and an image a timer adds after the load
-// event, a page that writes its text in animation frames, and one whose
-// timer starts transitions. The renders of today end the quiet period once
-// the page is idle (idle.go); the variant without that is compared too.
+// TestRender_OutputUnchanged: the Renderer prints the pages the peer's bare
+// tab (peer_test.go) prints of the same documents, compared as images
+// (pdftoppm), on both Chromium builds: readiness on the page's virtual
+// clock, its end once the page is idle (idle.go) and frames on demand
+// (frames.go; the headless shell) lose nothing the page shows. The peer
+// waits for the document's final state, which each document names (until),
+// in real time and with Chromium's own frames. The documents: the Go
+// specification (static), the sample manual (wait_for), a scripted page
+// with a slow web font, a background image found by layout and an image a
+// timer adds after the load event, a page that writes its text in
+// animation frames, and one whose timer starts transitions.
 func TestRender_OutputUnchanged(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("pdftoppm"); err != nil {
@@ -64,60 +67,53 @@ func TestRender_OutputUnchanged(t *testing.T) {
 		}
 	})
 	docs := []struct {
-		name string
-		src  Source
-		s    spec.PrintSettings
+		name  string
+		src   Source
+		s     spec.PrintSettings
+		until string // the document's final state, for the peer
 	}{
-		{"go spec", Source{HTML: goSpecDocument(t)}, settings(spec.Options{})},
-		{"sample manual", Source{HTML: manualHTML(t)}, settings(spec.Options{WaitFor: "window.__PDF_READY__===true"})},
-		{"web font and late images", Source{URL: site.URL + "/"}, settings(spec.Options{PrintBackground: new(true)})},
-		{"animation frames", Source{HTML: animationFramesPage}, settings(spec.Options{})},
-		{"a transition a timer starts", Source{URL: site.URL + "/transition"}, settings(spec.Options{PrintBackground: new(true)})},
+		{"go spec", Source{HTML: goSpecDocument(t)}, settings(spec.Options{}), ""},
+		{"sample manual", Source{HTML: manualHTML(t)}, settings(spec.Options{WaitFor: "window.__PDF_READY__===true"}), ""},
+		{"web font and late images", Source{URL: site.URL + "/"}, settings(spec.Options{PrintBackground: new(true)}), lateAssetsLoaded},
+		{"animation frames", Source{HTML: animationFramesPage}, settings(spec.Options{}), "window.__framed === true"},
+		{"a transition a timer starts", Source{URL: site.URL + "/transition"}, settings(spec.Options{PrintBackground: new(true)}), transitionEnded},
 	}
 	cfg := Config{AllowedHosts: allowlist.MustParse(site.hostPort())}
-	// Frames are the browser's (a flag it starts with); the quiet period
-	// is a render's, so each browser serves two variants, one render at a
-	// time.
-	ownFrames := newRenderer(t, cfg, func(r *Renderer) { r.hooks.chromiumFrames = true })
-	onDemand := newRenderer(t, cfg)
-	if !onDemand.current().frameControl.Load() {
-		t.Errorf("the headless shell's renders are not under BeginFrame control")
-	}
-	type variant struct {
-		name       string
-		r          *Renderer
-		realClock  bool
-		wholeQuiet bool // no end of the quiet period when the page is idle
-	}
-	before := variant{"before: real-clock quiet, Chromium's frames", ownFrames, true, true}
-	variants := []variant{
-		{"virtual-clock quiet, Chromium's frames", ownFrames, false, false},
-		{"virtual-clock quiet, frames on demand, the whole quiet period", onDemand, false, true},
-		{"virtual-clock quiet, frames on demand, ending when idle", onDemand, false, false},
-	}
-	render := func(t *testing.T, v variant, src Source, s spec.PrintSettings) [][]byte {
-		v.r.hooks.realClockQuiet = v.realClock
-		v.r.hooks.noIdleProbe = v.wholeQuiet
-		return rasterize(t, mustRender(t, v.r, src, s).pdf)
-	}
-	for _, d := range docs {
-		t.Run(d.name, func(t *testing.T) {
-			want := render(t, before, d.src, d.s)
-			for _, v := range variants {
-				got := render(t, v, d.src, d.s)
-				if len(got) != len(want) {
-					t.Errorf("%s: %d pages, before %d", v.name, len(got), len(want))
-					continue
-				}
-				for i := range want {
-					if n, total := pixelDiff(t, want[i], got[i]); float64(n) > pageDiffFraction*float64(total) {
-						t.Errorf("%s: page %d: %d of %d pixels differ (more than %.1f %%)", v.name, i+1, n, total, 100*pageDiffFraction)
+	for build, path := range testsupport.ChromiumBuilds(t) {
+		t.Run(build, func(t *testing.T) {
+			c := cfg
+			c.ChromiumPath = path
+			r := newRenderer(t, c)
+			if shell := chromium.IsHeadlessShell(path); r.current().frameControl.Load() != shell {
+				t.Errorf("BeginFrame control %v, want %v (on the headless shell only)", !shell, shell)
+			}
+			p := newPeer(t, path)
+			for _, d := range docs {
+				t.Run(d.name, func(t *testing.T) {
+					want := rasterize(t, peerPDF(t, p, d.src, d.s, d.until))
+					got := rasterize(t, mustRender(t, r, d.src, d.s).pdf)
+					if len(got) != len(want) {
+						t.Fatalf("%d pages, the peer's %d", len(got), len(want))
 					}
-				}
+					for i := range want {
+						if n, total := pixelDiff(t, want[i], got[i]); float64(n) > pageDiffFraction*float64(total) {
+							t.Errorf("page %d: %d of %d pixels differ from the peer's (more than %.1f %%)", i+1, n, total, 100*pageDiffFraction)
+						}
+					}
+				})
 			}
 		})
 	}
 }
+
+// lateAssetsLoaded is true once lateAssetsPage is complete: its font
+// loaded, its late image added and loaded, its background image fetched.
+const lateAssetsLoaded = `[...document.fonts].every(f => f.status === "loaded") &&
+	document.images.length === 1 && document.images[0].complete &&
+	performance.getEntriesByName(new URL("/background.png", location).href).length > 0`
+
+// transitionEnded is true once transitionPage's transitions have run.
+const transitionEnded = `document.body.className === "shown" && document.getAnimations().length === 0`
 
 // lateAssetsPage loads a web font and a background image that only layout
 // requests, and adds an image 100 ms after its load event.

@@ -24,7 +24,8 @@ const readChunk = 512 << 10
 const mmPerInch = 25.4
 
 // PrintParams maps resolved print settings to the Page.printToPDF call a
-// render makes (benchmarks give the same call to their baselines).
+// render makes (benchmarks give the same call to the peer they compare
+// with).
 func PrintParams(s spec.PrintSettings) page.PrintToPDFParams {
 	top, right := s.MarginTopMM/mmPerInch, s.MarginRightMM/mmPerInch
 	bottom, left := s.MarginBottomMM/mmPerInch, s.MarginLeftMM/mmPerInch
@@ -40,8 +41,8 @@ func PrintParams(s spec.PrintSettings) page.PrintToPDFParams {
 		MarginLeft:      &left,
 		PageRanges:      s.PageRanges,
 		// Chromium 154+ tags by default: say false explicitly, tagging is
-		// opt-in (a tagged PDF takes longer and is several times larger;
-		// BENCHMARKS.md, scenario 6). The outline needs the tags.
+		// opt-in (a tagged PDF takes longer and is much larger). The
+		// outline needs the tags.
 		GenerateTaggedPDF:       new(s.Tagged || s.Outline),
 		GenerateDocumentOutline: new(s.Outline),
 		PreferCSSPageSize:       new(s.PreferCSSPageSize),
@@ -62,27 +63,44 @@ func orEmptySpan(s string) string {
 	return s
 }
 
-// printPDF prints the page as a stream and hands a reader of it to sink.
 // limits are Config.MaxPages and Config.MaxBytes (0: none).
 type limits struct {
 	pages int
 	bytes int64
 }
 
-func printPDF(ctx context.Context, t *chromedp.Target, settings spec.PrintSettings, limits limits, sink func(context.Context, io.Reader) error, st *Stats, stage *string) error {
-	res, err := cdp.Call(ctx, t, page.PrintToPDF, PrintParams(settings))
+// printPage prints the page as a stream (Page.printToPDF) and returns the
+// stream's handle. A page that nothing of can run before the print, under
+// BeginFrame control and in print media, first skips the layout Chromium
+// does after the print (skipLayoutAfterPrint).
+func printPage(ctx context.Context, pg *tabPage, o printOptions, rd readiness) (cdpio.StreamHandle, error) {
+	if rd.still && pg.tabCtx != nil && o.settings.Media == "print" {
+		pg.progress.at("preparing the print")
+		if err := skipLayoutAfterPrint(ctx, pg.t, pg.w, rd.scripted); err != nil {
+			return "", err
+		}
+	}
+	pg.progress.enter("render.print", "printing")
+	pg.r.mark("checks")
+	res, err := cdp.Call(ctx, pg.t, page.PrintToPDF, PrintParams(o.settings))
 	if err != nil {
 		if strings.Contains(strings.ToLower(err.Error()), "page range") {
-			return permanent{fmt.Errorf("%w: page_ranges %q: %v", ErrPrint, settings.PageRanges, err)}
+			return "", permanent{fmt.Errorf("%w: page_ranges %q: %v", ErrPrint, o.settings.PageRanges, err)}
 		}
-		return fmt.Errorf("%w: %v", ErrPrint, err)
+		return "", fmt.Errorf("%w: %v", ErrPrint, err)
 	}
-	s := &pdfStream{ctx: ctx, t: t, h: res.Stream, maxPages: limits.pages, maxBytes: limits.bytes}
-	defer s.close()
+	return res.Stream, nil
+}
 
-	*stage = "streaming the PDF to the sink"
-	sinkErr := sink(ctx, s)
-	st.Bytes, st.Pages = s.n, s.pages.count()
+// streamPDF hands the sink of o a reader of the printed stream h, in the
+// context of the stream stage's span (the render's; tracing off, ctx
+// itself), and records the PDF's size and pages. The stream closes after.
+func streamPDF(ctx context.Context, pg *tabPage, h cdpio.StreamHandle, o streamOptions) error {
+	s := &pdfStream{ctx: ctx, t: pg.t, h: h, maxPages: o.limits.pages, maxBytes: o.limits.bytes}
+	defer s.close()
+	sinkCtx := pg.progress.enter("render.stream", "streaming the PDF to the sink")
+	sinkErr := o.sink(sinkCtx, s)
+	o.stats.Bytes, o.stats.Pages = s.n, s.pages.count()
 	switch {
 	case s.err != nil: // the stream failed: that is the cause, whatever sink made of it
 		return s.err
@@ -273,14 +291,13 @@ func isPDFDelim(c byte) bool {
 
 // Chromium lays a page out again for the screen as soon as its print ends
 // (LocalFrame::EndPrinting), inside Page.printToPDF, though the tab closes
-// next and nobody sees that layout: 5–90 ms of the renderer's main thread
-// on a Node.js API page, about 7 % of it over that manual.
-// skipLayoutAfterPrint makes that layout skip the body's contents. The page
-// adopts a style sheet that locks them (content-visibility: hidden) in any
-// media but print, and the print media the render emulated is lifted, so
-// that "not print" is "after the print": Chromium sets print media for the
-// print itself, which renders as before (the same PDF, byte for byte, but
-// for its dates: TestRender_LayoutAfterPrint).
+// next and nobody sees that layout, which on a long page is a good part of
+// its renderer's main thread. skipLayoutAfterPrint makes that layout skip
+// the body's contents. The page adopts a style sheet that locks them
+// (content-visibility: hidden) in any media but print, and the print media
+// the render emulated is lifted, so that "not print" is "after the print":
+// Chromium sets print media for the print itself, which is unchanged (the
+// pages the peer's bare tab prints: TestRender_LayoutAfterPrint).
 //
 // From the lift to the print the page is in screen media. Nothing of the
 // page may run there, so the caller does this only when none can: no frame

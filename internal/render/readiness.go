@@ -277,8 +277,8 @@ func (w *pageWatch) onEvent(ev any) {
 	w.mu.Lock()
 	switch ev := ev.(type) {
 	case *network.EventRequestWillBeSent:
-		// A request without a loader (a worker's script, measured: no
-		// later event reaches this session) finishes in another target.
+		// A request without a loader (a worker's script: no later event
+		// of it reaches this session) finishes in another target.
 		if _, ok := w.inflight[ev.RequestID]; !ok && ev.LoaderID != "" { // a redirect keeps its id
 			url := ""
 			if ev.Request != nil {
@@ -308,7 +308,7 @@ func (w *pageWatch) onEvent(ev any) {
 		}
 		if ev.Type == network.ResourceTypeDocument && ev.FrameID != w.frame {
 			// A cross-site frame's document finishes loading in the frame's
-			// own process (measured: this session never gets its
+			// own process (this session never gets its
 			// loadingFinished); the load event waits for the frame.
 			w.done(ev.RequestID)
 		}
@@ -512,22 +512,16 @@ func (w *pageWatch) checkCrashed() error {
 }
 
 // waitQuiet waits until no request is in flight and, when quiet is not 0,
-// the page went quiet long enough: in its virtual time (waitQuietVirtual),
-// or with realClock for quiet in real time, as before. frame, if not nil,
-// gives the page a frame (a tab under BeginFrame control, frames.go). With
-// probe (a tab whose documents run the idle probe, idle.go) the period
-// ends as soon as the page is idle; endedIdle says it did.
-func waitQuiet(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time.Duration, realClock bool, frame func() error, probe bool) (endedIdle bool, err error) {
-	if !quietOnVirtualClock(quiet, realClock) {
-		return false, w.waitNetworkIdle(ctx, quiet)
+// the page went quiet long enough in its virtual time (waitQuietVirtual).
+// frame, if not nil, gives the page a frame (a tab under BeginFrame
+// control, frames.go). With probe (a tab whose documents run the idle
+// probe, idle.go) the period ends as soon as the page is idle; endedIdle
+// says it did.
+func waitQuiet(ctx context.Context, t *chromedp.Target, w *pageWatch, quiet time.Duration, frame func() error, probe bool) (endedIdle bool, err error) {
+	if quiet <= 0 {
+		return false, w.waitNetworkIdle(ctx, 0)
 	}
 	return waitQuietVirtual(ctx, t, w, quiet, frame, probe)
-}
-
-// quietOnVirtualClock reports whether waitQuiet waits its quiet period on
-// the page's virtual clock, which it leaves stopped (waitQuietVirtual).
-func quietOnVirtualClock(quiet time.Duration, realClock bool) bool {
-	return quiet > 0 && !realClock
 }
 
 // waitQuietVirtual is the network quiet period in the page's virtual time:
@@ -539,8 +533,8 @@ func quietOnVirtualClock(quiet time.Duration, realClock bool) bool {
 // passes with none, as the real quiet period restarts on every request.
 //
 // A page's animation frames do not follow its virtual clock: on screen, a
-// page that works in requestAnimationFrame gets about 18 frames in the
-// 300 ms of quiet, but a budget that passes in a millisecond of real time
+// page that works in requestAnimationFrame gets a frame every frameInterval
+// of the quiet period, but a budget that passes at once in real time
 // leaves room for none. With frame (a tab whose frames the render gives),
 // the budget is granted one frame interval at a time, each followed by a
 // frame, so the page gets the frames of its quiet period as well
@@ -667,10 +661,18 @@ func runClock(ctx context.Context, t *chromedp.Target) (stop func()) {
 // grantVirtualTime lets the page's virtual clock run for budget
 // (pausing while requests are in flight) and waits until it has.
 func grantVirtualTime(ctx context.Context, t *chromedp.Target, budget time.Duration) error {
-	expired := cdp.Events(ctx, t, emulation.VirtualTimeBudgetExpired) // subscribed before the budget starts
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	expired := cdp.Events(ectx, t, emulation.VirtualTimeBudgetExpired) // subscribed before the budget starts
 	if _, err := cdp.Call(ctx, t, emulation.SetVirtualTimePolicy, emulation.SetVirtualTimePolicyParams{
 		Policy: emulation.VirtualTimePolicyPauseIfNetworkFetchesPending, Budget: new(float64(budget) / float64(time.Millisecond)),
 	}); err != nil {
+		// The subscription ends only when its iterator runs: under the
+		// canceled ectx it returns at once, and so does not outlive the
+		// call.
+		cancel()
+		for range expired {
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

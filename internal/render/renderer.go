@@ -105,80 +105,22 @@ func (nopObserver) RenderDone(string, time.Duration) {}
 
 func (nopObserver) BrowserRestarted() {}
 
-// tabDesign is how a render gets its tab. A fresh browser context per render
-// costs more per render than a new tab in the shared context or one warm tab
-// reset between renders (about:blank, clear cookies, cache and the origin's
-// storage), and much less than a new browser; BENCHMARKS.md has the figures.
-// Only the context per render isolates by construction: the shared context
-// keeps cookies, storage, service workers and the HTTP cache
-// (TestRender_RendersAreIsolated shows the leak), and a warm-tab reset must
-// name every origin a render touched, including those of out-of-process
-// frames and workers that the tab never sees. So a render pays a little time
-// for isolation, and the shared context stays only as a benchmark baseline.
-// A session (session.go) is the one warm reset kept: among the renders of
-// one caller's manual only, on the headless shell, whose frames all run in
-// the page's process where the reset names every storage key they used.
-type tabDesign int
-
-const (
-	designContextPerRender tabDesign = iota // default: new browser context and tab per render
-	designSharedContext                     // new tab in the browser's default context (not isolated)
-)
-
 // testHooks change a Renderer for tests and benchmarks only; production
-// code never sets them.
+// code never sets them. Each one injects a fault or observes a render.
 type testHooks struct {
 	// proxy are seams of the egress proxy (resolver, dialler, refusals).
 	proxy egress.Options
-	// design is how a render gets its tab (tests and benchmarks compare).
-	design tabDesign
 	// skipTabGuard disables the tab-level guard so tests can prove the
 	// proxy alone holds.
 	skipTabGuard bool
 	// trustSPKI are keys Chromium also accepts without a valid chain
 	// (test servers that stand in for sites with public certificates).
 	trustSPKI []string
-	// keepChromedpDomains skips leanTab (BenchmarkRenderDesign compares).
-	keepChromedpDomains bool
-	// noSpareTab makes every render create its tab (no spare made ahead).
-	noSpareTab bool
-	// noSessions gives every render a context of its own, Source.Session
-	// or not (benchmarks compare).
-	noSessions bool
 	// sessionIdle, if set, replaces sessionIdle (tests of its expiry).
 	sessionIdle time.Duration
-	// spareIdleLaneOnly makes the next spare only when the render that
-	// takes one leaves another lane idle (BenchmarkConcurrentRenders
-	// compares; see BENCHMARKS.md section 7's notes).
-	spareIdleLaneOnly bool
-	// serialGuard answers the guard's paused requests one after another,
-	// as before (BenchmarkRenderBreakdown compares).
-	serialGuard bool
-	// closeTabThenContext closes a render's tab, waits until Chromium no
-	// longer lists it, then disposes of its context, as before.
-	closeTabThenContext bool
-	// realClockQuiet waits the network quiet period in real time, as
-	// renders did before waitQuietVirtual (TestRender_OutputUnchanged
-	// compares).
-	realClockQuiet bool
-	// noIdleProbe waits every quiet period out, as before idle.go
-	// (TestRender_OutputUnchanged and the benchmarks compare).
-	noIdleProbe bool
-	// keepLayoutAfterPrint lets Chromium lay the whole page out again
-	// after its print, as before skipLayoutAfterPrint (the benchmarks and
-	// TestRender_LayoutAfterPrint compare).
-	keepLayoutAfterPrint bool
-	// anchorMarksApart gives every anchor a mark of its own, as before
-	// heading marks carried their headings' anchors (the benchmarks
-	// compare).
-	anchorMarksApart bool
 	// printed, if set, is called with the tab of a render once its PDF is
 	// streamed, before the tab closes (tests read the page's state).
 	printed func(ctx context.Context, t *chromedp.Target)
-	// chromiumFrames leaves a render's tab to Chromium's own frames, as
-	// before frames.go (TestRender_OutputUnchanged and the benchmarks
-	// compare).
-	chromiumFrames bool
 	// noFrameControlFlag starts the headless shell without the flag that
 	// BeginFrame control needs while its tabs are still created under it,
 	// so that Chromium refuses their BeginFrames (the fallback's test).

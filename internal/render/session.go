@@ -8,8 +8,8 @@ package render
 // another context): the tab made ahead keeps the context's process alive
 // when the previous tab closes, and the next chapter is laid out by a
 // renderer whose V8, Blink memory cache, code cache and fonts are warm,
-// where a fresh context starts a renderer process cold for every chapter
-// (the bench's section M: about a quarter of a short chapter's CPU).
+// where a fresh context starts a renderer process cold for every chapter,
+// a large share of a short chapter's CPU.
 //
 // A new tab per render keeps what is the tab's own fresh: its page (and
 // with it the page's virtual clock, which once stopped stays stopped for
@@ -71,7 +71,7 @@ func (r *Renderer) takeSession(b *browser, key string) (*sessionContext, *spareT
 	kept := r.sessions[:0]
 	for _, sc := range r.sessions {
 		switch {
-		case sc.b != b || b.retired.Load() || sc.next == nil || sc.next.ctx.Err() != nil:
+		case sc.b != b || b.retired.Load() || sc.next == nil || sc.next.ctx.Err() != nil || sc.next.stale():
 			if sc.idle.Stop() {
 				stale = append(stale, sc)
 			}

@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"net/http"
@@ -22,8 +23,7 @@ import (
 // BenchmarkSessionPages renders the pages of Debian's Node.js API
 // documentation as a manual's chapters are rendered (one session, one page
 // at a time, anchors and headings marked, the chapters' print settings):
-// each page once as the Renderer does, once with each variant (ours
-// without one of its parts), and once by the peer's bare tab (a tab in a
+// each page once as the Renderer does and once by the peer's bare tab (a tab in a
 // shared browser context printing the same page, on the same binary), the
 // order turning by one system from page to page, so that the machine's
 // drift falls on all alike. It reports each system's browser tree CPU
@@ -34,7 +34,7 @@ import (
 //	go test -run '^$' -bench BenchmarkSessionPages -benchtime 1x ./internal/render/
 //
 // It takes the first 30 pages (in name order), or SESSION_PAGES of them
-// (all: 63); SESSION_VARIANTS is a comma-separated subset of the variants.
+// (all: 63).
 func BenchmarkSessionPages(b *testing.B) {
 	pages, err := filepath.Glob(nodeDocs + "/*.html")
 	if err != nil || len(pages) == 0 {
@@ -53,17 +53,6 @@ func BenchmarkSessionPages(b *testing.B) {
 	// which a recycled browser (MaxRendersPerBrowser) would leave, its
 	// later renders then metered at nothing.
 	r := benchRenderer(b, Config{AllowedHosts: allowlist.MustParse(strings.TrimPrefix(srv.URL, "http://")), MaxRendersPerBrowser: math.MaxInt32})
-	type variant struct {
-		name string
-		set  func(r *Renderer, on bool)
-	}
-	variants := []variant{
-		{"layout-after-print", func(r *Renderer, on bool) { r.hooks.keepLayoutAfterPrint = on }},
-		{"anchor-marks-apart", func(r *Renderer, on bool) { r.hooks.anchorMarksApart = on }},
-	}
-	if want := os.Getenv("SESSION_VARIANTS"); want != "" {
-		variants = slices.DeleteFunc(variants, func(v variant) bool { return !slices.Contains(strings.Split(want, ","), v.name) })
-	}
 	s := spec.ChapterSettings(spec.Options{Outline: true}.Settings())
 	s.Outline, s.Tagged = false, false // the chapters of a manual with an outline mark their headings
 	p, err := peer.Start(context.Background(), r.cfg.ChromiumPath)
@@ -91,9 +80,9 @@ func BenchmarkSessionPages(b *testing.B) {
 		do(page, session())
 		renders++
 	}
-	// The systems: ours, each variant, and the peer's bare tab (a tab in
-	// a shared context printing the page, on the same binary). Each
-	// renders every page once, the order turning by one system a page.
+	// The systems: ours and the peer's bare tab (a tab in a shared
+	// context printing the page, on the same binary). Each renders every
+	// page once, the order turning by one system a page.
 	type system struct {
 		name    string
 		pid     int
@@ -103,15 +92,8 @@ func BenchmarkSessionPages(b *testing.B) {
 		wall    []float64
 	}
 	systems := []*system{{name: "ours", pid: r.current().pid, prepare: prepare, render: ours}}
-	for _, v := range variants {
-		systems = append(systems, &system{name: v.name, pid: r.current().pid, prepare: prepare, render: func(page string) {
-			v.set(r, true)
-			defer v.set(r, false)
-			ours(page)
-		}})
-	}
 	systems = append(systems, &system{name: "peer bare tab", pid: p.PID(), render: func(page string) {
-		if err := barePrint(p, &stepLog{wallOnly: true}, Source{URL: srv.URL + "/" + page}, s); err != nil {
+		if err := barePrint(context.Background(), p, Source{URL: srv.URL + "/" + page}, s, "", io.Discard, func(string) {}); err != nil {
 			b.Fatalf("peer %s: %v", page, err)
 		}
 	}})

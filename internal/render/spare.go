@@ -2,8 +2,8 @@ package render
 
 // The spare tab: the browser context and tab of the next render, made while
 // the current one loads and prints, so that a render does not wait for
-// Chromium to create them (BenchmarkRenderBreakdown: about 50 ms of a
-// render, most of it the tab's renderer and DevTools agents starting).
+// Chromium to create them (the tab's renderer and DevTools agents starting
+// are a large share of a short render).
 
 import (
 	"context"
@@ -26,6 +26,11 @@ type spareTab struct {
 	frames bool
 }
 
+// stale reports whether the tab was made under BeginFrame control that its
+// browser has since given up (framesFailed): its page would miss frames
+// again, so a render takes a tab with Chromium's own frames instead.
+func (sp *spareTab) stale() bool { return sp.frames && !sp.b.frameControl.Load() }
+
 // takeSpare returns the spare tab of b, if one is ready, and starts making
 // the next. A spare of another browser (replaced or recycled) is discarded.
 func (r *Renderer) takeSpare(b *browser) *spareTab {
@@ -33,13 +38,11 @@ func (r *Renderer) takeSpare(b *browser) *spareTab {
 	sp := r.spare
 	r.spare = nil
 	r.spareMu.Unlock()
-	if sp != nil && (sp.b != b || sp.ctx.Err() != nil) {
+	if sp != nil && (sp.b != b || sp.ctx.Err() != nil || sp.stale()) {
 		r.discardSpare(sp)
 		sp = nil
 	}
-	if !r.hooks.spareIdleLaneOnly || len(r.sem) < cap(r.sem) {
-		r.prepareSpare(b)
-	}
+	r.prepareSpare(b)
 	if sp != nil {
 		// The render's own reference (acquire) keeps the browser now.
 		r.dropRef(sp.b)
