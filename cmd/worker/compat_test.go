@@ -19,6 +19,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -112,7 +113,7 @@ func TestCompat_PreviousRelease(t *testing.T) {
 	raw := func(payload string) exportclient.Status {
 		t.Helper()
 		id := uuid.NewString()
-		if _, err := queue.Enqueue(asynq.NewTask(spec.TaskType, []byte(payload)), asynq.TaskID(id), asynq.Queue("default"),
+		if _, err := queue.Enqueue(tasks.NewExportTask([]byte(payload)), asynq.TaskID(id), asynq.Queue("default"),
 			asynq.MaxRetry(3), asynq.Retention(time.Hour)); err != nil {
 			t.Fatal(err)
 		}

@@ -243,11 +243,6 @@ func (p Envelope) ChapterEnvelope(i int) Envelope {
 		Source: EnvelopeSource{URL: c.URL, HTML: c.HTML}, Options: opts, Force: p.Force, RequestID: p.RequestID}
 }
 
-// ChapterTaskType is the asynq task type of one chapter of a manual,
-// queued by the manual's task so that every worker of the fleet can print
-// its chapters; the manual's task works through them too.
-const ChapterTaskType = "pdf:chapter"
-
 // ChapterTask is the payload of a pdf:chapter task: one chapter, with what
 // its key depends on (the manual's version and options), and the manual's
 // task, whose progress it counts and whose end makes it moot. Only a
