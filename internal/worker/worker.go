@@ -31,7 +31,6 @@ import (
 	"github.com/pdfexport/pdfexport/internal/callback"
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/doorbell"
-	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/fleet"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/logging"
@@ -44,6 +43,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 	"github.com/pdfexport/pdfexport/internal/tasks"
+	"github.com/pdfexport/pdfexport/internal/tasks/export"
 	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 

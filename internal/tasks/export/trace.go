@@ -40,7 +40,7 @@ import (
 //	                       links, outline), streamed into the sink
 //
 // Spans are started with tracing.Start: nothing is allocated with tracing off.
-const scope = "github.com/pdfexport/pdfexport/internal/export"
+const scope = "github.com/pdfexport/pdfexport/internal/tasks/export"
 
 // startExport starts the consumer span of one attempt of a pdf:export task,
 // continuing the trace its payload names (a malformed traceparent, which
