@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -89,10 +90,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 	var discovered *spec.SiteDiscovery
 	if j.Source.Site != nil {
 		if j, discovered, err = h.discoverSite(ctx, log, j); err != nil {
-			err = redact.Error(err)
-			h.cfg.Observer.ExportDone("failed", time.Since(start))
-			log.ErrorContext(ctx, "export failed", "err", err, "retryable", !errors.Is(err, asynq.SkipRetry), "ms", time.Since(start).Milliseconds())
-			return err
+			return h.failed(ctx, log, start, err)
 		}
 	}
 	key := j.ArtifactKey()
@@ -105,14 +103,29 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 		r, err = h.export(ctx, log, j, key)
 	}
 	if err != nil {
-		// The error becomes the task's error (the dashboard, status): no
-		// password or query value of any URL in it.
-		err = redact.Error(err)
-		h.cfg.Observer.ExportDone("failed", time.Since(start))
-		log.ErrorContext(ctx, "export failed", "err", err, "retryable", !errors.Is(err, asynq.SkipRetry), "ms", time.Since(start).Milliseconds())
-		return err
+		return h.failed(ctx, log, start, err)
 	}
 	r.Site = discovered
+	if err := h.complete(ctx, log, t, taskID, start, &r); err != nil {
+		return err
+	}
+	res = &r
+	return nil
+}
+
+// failed logs and counts an attempt that failed with err and returns it
+// redacted: it becomes the task's error (the dashboard, status), with no
+// password or query value of any URL in it.
+func (h *Handler) failed(ctx context.Context, log *slog.Logger, start time.Time, err error) error {
+	err = redact.Error(err)
+	h.cfg.Observer.ExportDone("failed", time.Since(start))
+	log.ErrorContext(ctx, "export failed", "err", err, "retryable", !errors.Is(err, asynq.SkipRetry), "ms", time.Since(start).Milliseconds())
+	return err
+}
+
+// complete logs and counts an attempt that ended with r and writes r as
+// the task's result.
+func (h *Handler) complete(ctx context.Context, log *slog.Logger, t *asynq.Task, taskID string, start time.Time, r *spec.Result) error {
 	outcome := "reused"
 	if r.Rendered {
 		outcome = "rendered"
@@ -134,7 +147,6 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
 	if h.hooks.afterResult != nil {
 		h.hooks.afterResult(ctx, taskID)
 	}
-	res = &r
 	return nil
 }
 
