@@ -10,6 +10,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
@@ -172,7 +173,7 @@ func breakdownOf(label string, wall time.Duration, samples []cpuSample, spans []
 
 // stepOrder ranks step names in the order an export passes them.
 func stepOrder() func(string) int {
-	known := []string{"pdf:export", "manual.lookup", "manual.queue", "render gate", "render", "render.tab", "render.load",
+	known := []string{tasks.TypeExport, "manual.lookup", "manual.queue", "render gate", "render", "render.tab", "render.load",
 		"render.network_idle", "render.fonts", "render.wait_for", "render.anchor_marks", "render.print", "render.stream",
 		"storage upload", "render lock release", "storage download", "manual.inspect", "manual.contents",
 		"manual.decorations", "manual.assemble", "between steps"}

@@ -18,6 +18,7 @@ import (
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/api"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 )
 
 // deliveryResult is section 9: how fast a client learns that an export is
@@ -98,7 +99,7 @@ func deliveryCLI(ctx context.Context, e *benchEnv, res *deliveryResult, n int) e
 	defer bare.Close()
 	bareAsynq := func() (time.Duration, error) {
 		start := time.Now()
-		info, err := bare.EnqueueContext(ctx, asynq.NewTask(spec.TaskType, payload), asynq.Retention(time.Hour))
+		info, err := bare.EnqueueContext(ctx, tasks.NewExportTask(payload), asynq.Retention(time.Hour))
 		if err != nil {
 			return 0, err
 		}

@@ -18,7 +18,7 @@ import (
 // run: each option may add this much CPU and wall time per export of the
 // Go specification (outline on), and its heap peak above the worker's
 // idle heap may be at most docHeapFactor × the PDF's size (the bound
-// internal/export documents: pdfcpu holds one document, as about 25–35
+// internal/tasks/export documents: pdfcpu holds one document, as about 25–35
 // times its size for a tagged PDF of many small objects, one
 // post-processing at a time). The heap figure is what the Go heap holds,
 // garbage not yet collected included: what the process needs.

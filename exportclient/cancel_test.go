@@ -14,6 +14,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -97,12 +98,12 @@ func TestCancel_ExportNoWorkerTook(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no callback task: %v", err)
 	}
-	var ct spec.CallbackTask
+	var ct tasks.Callback
 	var f spec.Final
 	if err := json.Unmarshal(info.Payload, &ct); err != nil || json.Unmarshal(ct.Body, &f) != nil {
 		t.Fatalf("callback payload %s: %v", info.Payload, err)
 	}
-	if info.Type != spec.CallbackTaskType || ct.URL != "https://hooks.example.com/pdf" || ct.Delivery != info.ID ||
+	if info.Type != tasks.TypeCallback || ct.URL != "https://hooks.example.com/pdf" || ct.Delivery != info.ID ||
 		f.TaskID != job.TaskID || f.State != spec.StateCanceled || f.ManualID != "m" {
 		t.Errorf("callback task %s %+v, body %+v", info.Type, ct, f)
 	}

@@ -24,13 +24,14 @@ import (
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 )
 
 // DefaultQueues are the queues a worker serves by default (its QUEUES).
 var DefaultQueues = spec.DefaultQueues()
 
 // TaskType is the asynq task type the worker handles.
-const TaskType = spec.TaskType
+const TaskType = tasks.TypeExport
 
 // Errors callers branch on.
 var (
@@ -449,7 +450,7 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 	if err != nil {
 		return Enqueued{}, fmt.Errorf("exportclient: encoding the envelope: %w", err)
 	}
-	task := asynq.NewTask(spec.TaskType, body)
+	task := tasks.NewExportTask(body)
 	info, err := c.client.EnqueueContext(ctx, task, asynq.TaskID(taskID), asynq.Queue(s.queue), asynq.MaxRetry(c.cfg.MaxRetry),
 		asynq.Timeout(c.cfg.Timeout), asynq.Retention(c.cfg.Retention))
 	if errors.Is(err, asynq.ErrTaskIDConflict) && s.taskID != "" {

@@ -107,7 +107,7 @@ func TestClient_DoesNotPullInRendererOrStorage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	for _, banned := range []string{"github.com/chromedp/", "github.com/aws/", "pdfexport/internal/render", "pdfexport/internal/storage", "pdfexport/internal/export"} {
+	for _, banned := range []string{"github.com/chromedp/", "github.com/aws/", "pdfexport/internal/render", "pdfexport/internal/storage", "pdfexport/internal/tasks/export"} {
 		if strings.Contains(string(out), banned) {
 			t.Errorf("exportclient depends on %s", banned)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 )
 
 // State of an export.
@@ -123,7 +124,7 @@ func (c *Client) taskInfo(ctx context.Context, taskID string) (*asynq.TaskInfo, 
 		return nil, err
 	}
 	// Most tasks are on this client's queue: one read, no queue listing.
-	if info, err := c.inspector.GetTaskInfo(c.cfg.Queue, taskID); err == nil && info.Type == spec.TaskType {
+	if info, err := c.inspector.GetTaskInfo(c.cfg.Queue, taskID); err == nil && info.Type == tasks.TypeExport {
 		return info, nil
 	}
 	queues, err := c.inspector.Queues()
@@ -138,7 +139,7 @@ func (c *Client) taskInfo(ctx context.Context, taskID string) (*asynq.TaskInfo, 
 		if err != nil {
 			return nil, fmt.Errorf("%w: reading task %s: %w", ErrUnavailable, taskID, err)
 		}
-		if info.Type != spec.TaskType {
+		if info.Type != tasks.TypeExport {
 			break // a callback or other task: not an export
 		}
 		return info, nil

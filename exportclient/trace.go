@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 )
 
 // tracer is the global provider's: a no-op until the application installs
@@ -28,7 +29,7 @@ var w3c propagation.TraceContext
 // context into the envelope, so the worker's span continues the trace.
 // Without tracing and without a trace context in ctx, p gets no traceparent.
 func startEnqueue(ctx context.Context, p *spec.Envelope, queue, key string) (context.Context, trace.Span) {
-	ctx, span := tracer().Start(ctx, spec.TaskType+" enqueue", trace.WithSpanKind(trace.SpanKindProducer))
+	ctx, span := tracer().Start(ctx, tasks.TypeExport+" enqueue", trace.WithSpanKind(trace.SpanKindProducer))
 	if span.IsRecording() {
 		span.SetAttributes(
 			attribute.String("messaging.operation.type", "send"),

@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -131,7 +132,7 @@ func TestExport_EnqueuesTheContractPayload(t *testing.T) {
 	if p.V != 1 || p.ManualID != "ops-guide" || p.Options.Paper != "Letter" || !p.Options.Landscape || !p.Options.Outline {
 		t.Fatalf("payload = %+v", p)
 	}
-	if info.Type != spec.TaskType || info.Retention <= 0 {
+	if info.Type != tasks.TypeExport || info.Retention <= 0 {
 		t.Fatalf("task type %q retention %s: results would not be kept", info.Type, info.Retention)
 	}
 	if out.ArtifactKey != p.ArtifactKey() {

@@ -22,6 +22,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/fleet"
 	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -118,7 +119,7 @@ func TestCompat_PreviousRelease(t *testing.T) {
 	raw := func(payload string) exportclient.Status {
 		t.Helper()
 		id := uuid.NewString()
-		if _, err := queue.Enqueue(asynq.NewTask(spec.TaskType, []byte(payload)), asynq.TaskID(id), asynq.Queue("default"),
+		if _, err := queue.Enqueue(tasks.NewExportTask([]byte(payload)), asynq.TaskID(id), asynq.Queue("default"),
 			asynq.MaxRetry(3), asynq.Retention(time.Hour)); err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,7 @@
 // Package artifact is the record a worker stores beside every PDF it
 // renders, "<key>.json": what a reuse reports of that PDF (its pages, its
 // render's warnings) without opening it. The worker writes it
-// (internal/export) and both the worker and bin/api (a POST answered from
+// (internal/tasks/export) and both the worker and bin/api (a POST answered from
 // storage) read it, so its one definition and its one bounded reader live
 // here.
 package artifact

@@ -15,7 +15,6 @@ package callback
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +31,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/egress"
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 )
 
 // Observer counts deliveries: delivered | retry | refused.
@@ -107,9 +107,9 @@ var ErrRefused = errors.New("callback refused")
 // an error (retried with backoff) on any other answer or a network failure;
 // a SkipRetry error when the delivery is refused or the task is malformed.
 func (d *Deliverer) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
-	var ct spec.CallbackTask
-	if err := json.Unmarshal(t.Payload(), &ct); err != nil || ct.URL == "" || ct.Delivery == "" {
-		return d.refuse(fmt.Errorf("%w: malformed %s payload", ErrRefused, spec.CallbackTaskType), "")
+	ct, err := tasks.DecodeCallback(t.Payload())
+	if err != nil {
+		return d.refuse(fmt.Errorf("%w: %w", ErrRefused, err), "")
 	}
 	ctx, span := startDelivery(ctx, ct)
 	defer func() { endDelivery(span, rerr) }()

@@ -18,6 +18,7 @@ import (
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 )
 
 // secret is a CALLBACK_SECRET entry: whsec_ and the base64 of a 24-byte key.
@@ -72,11 +73,11 @@ func (r *receiver) host() string { return strings.TrimPrefix(r.srv.URL, "http://
 func task(t *testing.T, url string) *asynq.Task {
 	body, _ := json.Marshal(spec.Final{TaskID: "t-1", State: spec.StateCompleted, ManualID: "ops", Version: "1",
 		Result: &spec.Result{ArtifactKey: "ops/1/abc.pdf", Pages: 3}})
-	payload, err := json.Marshal(spec.CallbackTask{URL: url, Delivery: "callback-t-1", Body: body})
+	payload, err := json.Marshal(tasks.Callback{URL: url, Delivery: "callback-t-1", Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return asynq.NewTask(spec.CallbackTaskType, payload)
+	return asynq.NewTask(tasks.TypeCallback, payload)
 }
 
 func deliverer(cfg Config) *Deliverer {

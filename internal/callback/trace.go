@@ -12,6 +12,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
@@ -33,11 +34,11 @@ func transport(tr http.RoundTripper) http.RoundTripper {
 	}))
 }
 
-func startDelivery(ctx context.Context, ct spec.CallbackTask) (context.Context, trace.Span) {
+func startDelivery(ctx context.Context, ct tasks.Callback) (context.Context, trace.Span) {
 	if spec.ValidTraceparent(ct.Traceparent) {
 		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": ct.Traceparent, "tracestate": ct.Tracestate})
 	}
-	ctx, span := tracing.StartKind(ctx, scope, spec.CallbackTaskType, trace.SpanKindConsumer)
+	ctx, span := tracing.StartKind(ctx, scope, tasks.TypeCallback, trace.SpanKindConsumer)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("pdfexport.delivery", ct.Delivery), attribute.String("url.full", redact.URL(ct.URL)))
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
@@ -36,9 +37,9 @@ func TestDeliver_ContinuesTheExportsTrace(t *testing.T) {
 
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	body, _ := json.Marshal(spec.Final{TaskID: "t-1", State: spec.StateCompleted})
-	payload, _ := json.Marshal(spec.CallbackTask{URL: srv.URL + "/hook", Delivery: "callback-t-1", Body: body,
+	payload, _ := json.Marshal(tasks.Callback{URL: srv.URL + "/hook", Delivery: "callback-t-1", Body: body,
 		Traceparent: "00-" + traceID + "-00f067aa0ba902b7-01"})
-	tk := asynq.NewTask(spec.CallbackTaskType, payload)
+	tk := asynq.NewTask(tasks.TypeCallback, payload)
 	if err := d.ProcessTask(context.Background(), tk); err == nil {
 		t.Fatal("a 503 was delivered")
 	}
@@ -55,7 +56,7 @@ func TestDeliver_ContinuesTheExportsTrace(t *testing.T) {
 			t.Errorf("span %s in trace %s", s.Name(), s.SpanContext().TraceID())
 		}
 		switch s.Name() {
-		case spec.CallbackTaskType:
+		case tasks.TypeCallback:
 			if deliveries++; deliveries == 1 && s.Status().Code.String() != "Error" {
 				t.Errorf("failed delivery's span status %v", s.Status())
 			}

@@ -28,7 +28,7 @@ import (
 // output is not stored; it is the answer.
 
 // MaxEngineBytes bounds a PDF-engine request: the most the worker's
-// post-processing takes too (internal/export.MaxPostProcessBytes).
+// post-processing takes too (internal/tasks/export.MaxPostProcessBytes).
 const MaxEngineBytes = 32 << 20
 
 // maxEngineFiles bounds the PDFs of one request.

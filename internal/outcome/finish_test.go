@@ -18,6 +18,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -331,7 +332,7 @@ func TestFinish_StepsAfterTheRecordAreReDriven(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no callback after the re-drive: %v", err)
 			}
-			var ct spec.CallbackTask
+			var ct tasks.Callback
 			var body spec.Final
 			if json.Unmarshal(info.Payload, &ct) != nil || json.Unmarshal(ct.Body, &body) != nil || body.State != spec.StateCompleted || body.Result.Pages != 2 {
 				t.Errorf("callback body %s, want the recorded completed", ct.Body)
@@ -397,7 +398,7 @@ func TestSweep_DropsTheOwnersOfDeletedTasks(t *testing.T) {
 		}
 		env := &spec.Envelope{V: 1, ManualID: "m", Version: "1", Source: spec.EnvelopeSource{HTMLRef: &ref}}
 		payload, _ := json.Marshal(env)
-		if _, err := fin.Client.Enqueue(asynq.NewTask(spec.TaskType, payload), asynq.TaskID(id)); err != nil {
+		if _, err := fin.Client.Enqueue(tasks.NewExportTask(payload), asynq.TaskID(id)); err != nil {
 			t.Fatal(err)
 		}
 		return env

@@ -29,6 +29,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/doorbell"
 	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 )
 
 // ArchivedFinalTTL keeps the record of a failed or canceled export as long as
@@ -46,16 +47,12 @@ func CallbackTaskID(exportTaskID string) string { return "callback-" + exportTas
 
 func (r *Finisher) enqueueCallback(ctx context.Context, queue, taskID, url string, body []byte) error {
 	id := CallbackTaskID(taskID)
-	ct := spec.CallbackTask{URL: url, Delivery: id, Body: body}
+	ct := tasks.Callback{URL: url, Delivery: id, Body: body}
 	// The export's trace context, when ctx has one: the delivery continues
 	// the trace (tracing off and none received: nothing is written).
 	tc := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, tc)
 	ct.Traceparent, ct.Tracestate = tc["traceparent"], tc["tracestate"]
-	payload, err := json.Marshal(ct)
-	if err != nil {
-		return fmt.Errorf("outcome: encoding callback: %w", err)
-	}
 	opts := []asynq.Option{asynq.TaskID(id), asynq.MaxRetry(r.CallbackMaxRetry), asynq.Timeout(2 * time.Minute)}
 	if queue != "" {
 		opts = append(opts, asynq.Queue(queue))
@@ -63,7 +60,11 @@ func (r *Finisher) enqueueCallback(ctx context.Context, queue, taskID, url strin
 	if r.Retention > 0 {
 		opts = append(opts, asynq.Retention(r.Retention))
 	}
-	info, err := r.Client.EnqueueContext(ctx, asynq.NewTask(spec.CallbackTaskType, payload), opts...)
+	t, err := tasks.NewCallbackTask(ct, opts...)
+	if err != nil {
+		return fmt.Errorf("outcome: %w", err)
+	}
+	info, err := r.Client.EnqueueContext(ctx, t)
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		return nil // enqueued already, by an earlier run of this final step
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -91,17 +92,17 @@ func TestFinish_OneCallbackPerExport(t *testing.T) {
 	}
 	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: srv.Addr()})
 	defer insp.Close()
-	tasks, err := insp.ListPendingTasks("critical")
-	if err != nil || len(tasks) != 1 {
-		t.Fatalf("pending callbacks: %d (%v), want 1", len(tasks), err)
+	pending, err := insp.ListPendingTasks("critical")
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("pending callbacks: %d (%v), want 1", len(pending), err)
 	}
-	var ct spec.CallbackTask
+	var ct tasks.Callback
 	var body spec.Final
-	if err := json.Unmarshal(tasks[0].Payload, &ct); err != nil || json.Unmarshal(ct.Body, &body) != nil {
-		t.Fatalf("payload %s: %v", tasks[0].Payload, err)
+	if err := json.Unmarshal(pending[0].Payload, &ct); err != nil || json.Unmarshal(ct.Body, &body) != nil {
+		t.Fatalf("payload %s: %v", pending[0].Payload, err)
 	}
-	if tasks[0].ID != CallbackTaskID("t-9") || ct.Delivery != tasks[0].ID || ct.URL != cb.URL || body.TaskID != "t-9" || body.Result.Pages != 2 || tasks[0].MaxRetry != 3 {
-		t.Errorf("callback task %s (max retry %d): %+v, body %+v", tasks[0].ID, tasks[0].MaxRetry, ct, body)
+	if pending[0].ID != CallbackTaskID("t-9") || ct.Delivery != pending[0].ID || ct.URL != cb.URL || body.TaskID != "t-9" || body.Result.Pages != 2 || pending[0].MaxRetry != 3 {
+		t.Errorf("callback task %s (max retry %d): %+v, body %+v", pending[0].ID, pending[0].MaxRetry, ct, body)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 )
 
 // Sweeper finishes the exports asynq archived without a Finish: a worker
@@ -201,7 +202,7 @@ func (s *Sweeper) finish(ctx context.Context, queue, taskID string) (bool, error
 	if err != nil {
 		return false, err
 	}
-	if info.Type != spec.TaskType || info.State != asynq.TaskStateArchived {
+	if info.Type != tasks.TypeExport || info.State != asynq.TaskStateArchived {
 		return false, nil
 	}
 	f := spec.Final{TaskID: taskID, State: spec.StateFailed, Error: info.LastErr, Retried: info.Retried}

@@ -149,7 +149,8 @@ func ChapterSettings(s PrintSettings) PrintSettings {
 // options o print untagged and without Chromium's outline, carrying a
 // heading mark per heading from which the assembly builds the outline:
 // a manual with an outline that is not tagged. Chromium's own outline
-// needs its tagged structure, a sixth or so of a long chapter's print.
+// needs its tagged structure, which makes a long chapter's print markedly
+// slower.
 // A tagged manual's chapters keep Chromium's outline and structure. The
 // options of a chapter's envelope (ChapterEnvelope) answer as the
 // manual's do.
@@ -230,23 +231,24 @@ type chapterIdentity struct {
 	Title string `json:"title,omitempty"`
 }
 
+// chapterOptions are the options a manual's chapter is printed with: the
+// print settings, without what the assembly adds to the whole manual.
+func (o Options) chapterOptions() Options {
+	o.Metadata, o.Watermark, o.Encryption, o.TOC = nil, nil, nil, false
+	o.HeaderHTML, o.FooterHTML = "", "" // drawn over the assembled manual
+	o.Tagged = o.Tagged || o.PDFUA      // a tagged chapter; the rest is the assembly's
+	o.Lang, o.PDFUA, o.PDFA = "", false, ""
+	return o
+}
+
 // ChapterEnvelope is the envelope of chapter i printed on its own: the
 // manual's identity and print settings, the chapter as its source.
 func (p Envelope) ChapterEnvelope(i int) Envelope {
 	c := p.Source.Chapters[i]
-	opts := p.Options
-	opts.Metadata, opts.Watermark, opts.Encryption, opts.TOC = nil, nil, nil, false
-	opts.HeaderHTML, opts.FooterHTML = "", "" // drawn over the assembled manual
-	opts.Tagged = opts.Tagged || opts.PDFUA   // a tagged chapter; the rest is the assembly's
-	opts.Lang, opts.PDFUA, opts.PDFA = "", false, ""
+	opts := p.Options.chapterOptions()
 	return Envelope{V: p.V, ManualID: p.ManualID, Version: p.Version,
 		Source: EnvelopeSource{URL: c.URL, HTML: c.HTML}, Options: opts, Force: p.Force, RequestID: p.RequestID}
 }
-
-// ChapterTaskType is the asynq task type of one chapter of a manual,
-// queued by the manual's task so that every worker of the fleet can print
-// its chapters; the manual's task works through them too.
-const ChapterTaskType = "pdf:chapter"
 
 // ChapterTask is the payload of a pdf:chapter task: one chapter, with what
 // its key depends on (the manual's version and options), and the manual's
@@ -265,11 +267,7 @@ type ChapterTask struct {
 
 // ChapterTask is chapter i of the manual p as a task of its own.
 func (p Envelope) ChapterTask(manualTask string, i int) ChapterTask {
-	opts := p.Options
-	opts.Metadata, opts.Watermark, opts.Encryption, opts.TOC = nil, nil, nil, false
-	opts.HeaderHTML, opts.FooterHTML = "", "" // drawn over the assembled manual
-	opts.Tagged = opts.Tagged || opts.PDFUA   // a tagged chapter; the rest is the assembly's
-	opts.Lang, opts.PDFUA, opts.PDFA = "", false, ""
+	opts := p.Options.chapterOptions()
 	// The manual's version: a chapter of an envelope that needs a newer
 	// worker needs it too.
 	return ChapterTask{V: p.V, ManualTask: manualTask, Index: i, ManualID: p.ManualID, Version: p.Version,

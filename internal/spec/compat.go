@@ -15,9 +15,9 @@ import (
 // refuses a newer one for good, naming the version it needs. Requests (what
 // callers send) stay "v":1; only enqueuers choose an envelope's version.
 //
-// Workers of builds before EnvelopeVersion 2 (commit 6484386 and earlier)
-// serve version 1 only (their validation refuses any other "v") and
-// announce nothing in Redis, which is how an enqueuer tells them apart.
+// Workers of builds without EnvelopeVersion 2 serve version 1 only (their
+// validation refuses any other "v") and announce nothing in Redis, which is
+// how an enqueuer tells them apart.
 const (
 	MinEnvelopeVersion = 1
 	// EnvelopeVersion is the newest envelope version this build's workers

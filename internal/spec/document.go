@@ -13,7 +13,7 @@ import (
 // after printing (options.metadata, options.watermark, options.encryption).
 // An export that asks for none of them streams from Chromium into storage;
 // one that asks for any is spooled to a temporary file and post-processed
-// file to file (internal/export). All three are part of the artifact's
+// file to file (internal/tasks/export). All three are part of the artifact's
 // identity; the passwords only through the keyed identity of their
 // reference (EncryptionRef), like per-export credentials.
 

@@ -9,9 +9,6 @@ import (
 	"strings"
 )
 
-// TaskType is the asynq task type of an export.
-const TaskType = "pdf:export"
-
 // PayloadVersion is the schema version of requests ("v" of what callers
 // send), and of envelopes that need nothing newer than version 1
 // (compat.go: envelopes carry the version of the worker they need).

@@ -36,23 +36,6 @@ type Final struct {
 	Retried   int     `json:"retried"` // attempts before the final one
 }
 
-// CallbackTaskType is the asynq task that delivers one callback.
-const CallbackTaskType = "pdf:callback"
-
-// CallbackTask is the payload of a pdf:callback task: the body is fixed
-// when the export is final, so every attempt POSTs the same bytes under the
-// same delivery id (webhook-id); only webhook-timestamp and the signature
-// are fresh.
-type CallbackTask struct {
-	URL      string `json:"url"`
-	Delivery string `json:"delivery"`
-	Body     []byte `json:"body"` // the JSON of a Final
-	// Traceparent and Tracestate are the W3C trace context of the export
-	// that became final: the delivery's spans join its trace. Optional.
-	Traceparent string `json:"traceparent,omitempty"`
-	Tracestate  string `json:"tracestate,omitempty"`
-}
-
 // Callback request headers, the Standard Webhooks ones (standardwebhooks.com).
 // webhook-id is the delivery id (the same on every attempt of one export's
 // callback), webhook-timestamp the attempt's time in unix seconds, and

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/internal/doorbell"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 )
 
 // chapterQueue queues a manual's chapters as pdf:chapter tasks on the
@@ -31,16 +31,15 @@ func chapterTaskID(manualTask string, i int) string {
 	return manualTask + "-chapter-" + strconv.Itoa(i)
 }
 
-func (q chapterQueue) EnqueueChapters(ctx context.Context, queue string, tasks []spec.ChapterTask) error {
+func (q chapterQueue) EnqueueChapters(ctx context.Context, queue string, chapters []spec.ChapterTask) error {
 	var errs []error
-	for _, ct := range tasks {
-		b, err := json.Marshal(ct)
+	for _, ct := range chapters {
+		t, err := tasks.NewChapterTask(ct, asynq.TaskID(chapterTaskID(ct.ManualTask, ct.Index)), asynq.Queue(queue),
+			asynq.MaxRetry(q.retries), asynq.Timeout(q.timeout))
 		if err != nil {
 			return err
 		}
-		_, err = q.client.EnqueueContext(ctx, asynq.NewTask(spec.ChapterTaskType, b),
-			asynq.TaskID(chapterTaskID(ct.ManualTask, ct.Index)), asynq.Queue(queue),
-			asynq.MaxRetry(q.retries), asynq.Timeout(q.timeout))
+		_, err = q.client.EnqueueContext(ctx, t)
 		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 			errs = append(errs, fmt.Errorf("chapter %d: %w", ct.Index, err))
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/fleet"
 	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -58,7 +59,7 @@ func TestWorker_NewerEnvelopeFailsForGoodAndSaysSo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			id := uuid.NewString()
 			q := asynq.NewClientFromRedisClient(rdb)
-			if _, err := q.Enqueue(asynq.NewTask(spec.TaskType, []byte(tc.payload)), asynq.TaskID(id), asynq.MaxRetry(3)); err != nil {
+			if _, err := q.Enqueue(tasks.NewExportTask([]byte(tc.payload)), asynq.TaskID(id), asynq.MaxRetry(3)); err != nil {
 				t.Fatal(err)
 			}
 			var got delivery

@@ -19,6 +19,7 @@ import (
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/doorbell"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -264,7 +265,7 @@ func TestWorker_ALostRingCostsOnePollInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	enq := time.Now()
-	info, err := plain.Enqueue(asynq.NewTask(spec.TaskType, body), asynq.Queue("default"))
+	info, err := plain.Enqueue(tasks.NewExportTask(body), asynq.Queue("default"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +357,7 @@ func TestWorker_ScheduledTasksAreFoundByThePoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	due := time.Now().Add(time.Second)
-	info, err := plain.Enqueue(asynq.NewTask(spec.TaskType, body), asynq.Queue("default"), asynq.ProcessAt(due))
+	info, err := plain.Enqueue(tasks.NewExportTask(body), asynq.Queue("default"), asynq.ProcessAt(due))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +409,7 @@ func TestWorker_ABurstOfEnqueuesCostsIdleWorkersAFewPolls(t *testing.T) {
 	for i := range burst {
 		<-tick.C
 		payload := fmt.Sprintf(`{"v":1,"manual_id":"burst","version":"%d","source":{"html":"<p>x"}}`, i)
-		info, err := client.EnqueueContext(ctx, asynq.NewTask(spec.TaskType, []byte(payload)))
+		info, err := client.EnqueueContext(ctx, tasks.NewExportTask([]byte(payload)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -151,7 +152,7 @@ func TestWorker_ForgedReferencesAreRefusedAndTheOwnerCompletes(t *testing.T) {
 	// Straight onto the queue: the worker refuses both for good.
 	raw := asynq.NewClientFromRedisClient(redis.Client())
 	for body, field := range map[string]string{forgedCreds: "source.credentials_ref", forgedDoc: "source.html_ref"} {
-		info, err := raw.EnqueueContext(ctx, asynq.NewTask(spec.TaskType, []byte(body)), asynq.MaxRetry(3), asynq.Retention(time.Hour))
+		info, err := raw.EnqueueContext(ctx, tasks.NewExportTask([]byte(body)), asynq.MaxRetry(3), asynq.Retention(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}

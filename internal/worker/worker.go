@@ -31,7 +31,6 @@ import (
 	"github.com/pdfexport/pdfexport/internal/callback"
 	"github.com/pdfexport/pdfexport/internal/config"
 	"github.com/pdfexport/pdfexport/internal/doorbell"
-	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/fleet"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/logging"
@@ -43,6 +42,8 @@ import (
 	"github.com/pdfexport/pdfexport/internal/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/tasks"
+	"github.com/pdfexport/pdfexport/internal/tasks/export"
 	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
@@ -537,9 +538,9 @@ func (w *Worker) newServers(b *wiring) (func(), error) {
 		mux.Use(w.track)
 		mux.Use(w.opts.Middleware...)
 		mux.Use(taskDeadline(cfg.TaskTimeout))
-		mux.Handle(spec.TaskType, h)
-		mux.Handle(spec.ChapterTaskType, h.ChapterTasks())
-		mux.Handle(spec.CallbackTaskType, b.callbacks)
+		mux.Handle(tasks.TypeExport, h)
+		mux.Handle(tasks.TypeChapter, h.ChapterTasks())
+		mux.Handle(tasks.TypeCallback, b.callbacks)
 		return mux
 	}
 	handler, err := w.newHandler(b, b.renderer)
@@ -884,7 +885,7 @@ func taskDeadline(d time.Duration) asynq.MiddlewareFunc {
 // fleet retrying after a shared outage does not return in lock-step.
 func retryDelay(n int, _ error, t *asynq.Task) time.Duration {
 	limit := 5 * time.Minute
-	if t != nil && t.Type() == spec.CallbackTaskType {
+	if t != nil && t.Type() == tasks.TypeCallback {
 		limit = time.Hour
 	}
 	d := time.Second << min(n, 12)

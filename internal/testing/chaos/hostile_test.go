@@ -24,6 +24,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/testing/harness"
 	"github.com/pdfexport/pdfexport/internal/testing/pdfcheck"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
@@ -251,7 +252,7 @@ func TestHostileInputs(t *testing.T) {
 		hc hostileCase
 		id string
 	}
-	var tasks []pendingTask
+	var queued []pendingTask
 
 	for _, hc := range cases {
 		switch hc.iface {
@@ -282,13 +283,13 @@ func TestHostileInputs(t *testing.T) {
 			ok := resp.StatusCode == want && body.Field == hc.want && body.Error != ""
 			h.result(t, hc, ok, fmt.Sprintf("%d %s", resp.StatusCode, truncate(string(b), 300)))
 		case "task":
-			info, err := raw.Enqueue(asynq.NewTask(spec.TaskType, []byte(hc.body)), asynq.MaxRetry(3), asynq.Retention(time.Hour))
+			info, err := raw.Enqueue(tasks.NewExportTask([]byte(hc.body)), asynq.MaxRetry(3), asynq.Retention(time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}
-			tasks = append(tasks, pendingTask{hc, info.ID})
+			queued = append(queued, pendingTask{hc, info.ID})
 		case "chapter":
-			info, err := raw.Enqueue(asynq.NewTask(spec.ChapterTaskType, []byte(hc.body)), asynq.MaxRetry(3), asynq.Retention(time.Hour))
+			info, err := raw.Enqueue(asynq.NewTask(tasks.TypeChapter, []byte(hc.body)), asynq.MaxRetry(3), asynq.Retention(time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -360,7 +361,7 @@ func TestHostileInputs(t *testing.T) {
 	}
 
 	// Raw tasks: archived at once (no retries) with an error naming the field.
-	for _, pt := range tasks {
+	for _, pt := range queued {
 		st := c.waitState(pt.id, 60*time.Second, exportclient.StateFailed, exportclient.StateCompleted)
 		ok := st.State == exportclient.StateFailed && st.Retried == 0 && strings.Contains(st.Error, pt.hc.want+":")
 		h.result(t, pt.hc, ok, fmt.Sprintf("state %s, retried %d, error %q", st.State, st.Retried, st.Error))

@@ -18,12 +18,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/tasks"
+	"github.com/pdfexport/pdfexport/internal/tasks/export"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -89,7 +90,7 @@ func startEnvSide(t *testing.T, workers int, wrap func(storage.Backend) storage.
 			RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 100 * time.Millisecond },
 		})
 		mux := asynq.NewServeMux()
-		mux.Handle(spec.TaskType, h)
+		mux.Handle(tasks.TypeExport, h)
 		if err := srv.Start(mux); err != nil {
 			t.Fatal(err)
 		}
@@ -270,7 +271,7 @@ func TestExport_BadPayloadIsArchivedWithFieldName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			info, err := cl.Enqueue(asynq.NewTask(spec.TaskType, []byte(tt.payload)), asynq.MaxRetry(5), asynq.Retention(time.Hour))
+			info, err := cl.Enqueue(tasks.NewExportTask([]byte(tt.payload)), asynq.MaxRetry(5), asynq.Retention(time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}

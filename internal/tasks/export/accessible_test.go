@@ -23,7 +23,7 @@ const overlayForm = "PdxOverlay"
 // what PDF/UA needs, which the export's warnings name.
 func TestManual_AccessibleManuals(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
-	sample, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "examples", "manual.html"))
+	sample, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", "examples", "manual.html"))
 	if err != nil {
 		t.Fatal(err)
 	}

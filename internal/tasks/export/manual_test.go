@@ -25,11 +25,12 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/export"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/tasks"
+	"github.com/pdfexport/pdfexport/internal/tasks/export"
 	"github.com/pdfexport/pdfexport/internal/testing/pdfcheck"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
@@ -120,7 +121,7 @@ func startManualEnvWith(t *testing.T, site *chapterSite, asynqConcurrency, chapt
 		RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 100 * time.Millisecond },
 	})
 	mux := asynq.NewServeMux()
-	mux.Handle(spec.TaskType, h)
+	mux.Handle(tasks.TypeExport, h)
 	if err := srv.Start(mux); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/redact"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
@@ -39,7 +40,7 @@ import (
 //	                       links, outline), streamed into the sink
 //
 // Spans are started with tracing.Start: nothing is allocated with tracing off.
-const scope = "github.com/pdfexport/pdfexport/internal/export"
+const scope = "github.com/pdfexport/pdfexport/internal/tasks/export"
 
 // startExport starts the consumer span of one attempt of a pdf:export task,
 // continuing the trace its payload names (a malformed traceparent, which
@@ -48,7 +49,7 @@ func startExport(ctx context.Context, taskID string, p spec.Envelope, decodeErr 
 	if decodeErr == nil && p.Traceparent != "" && spec.ValidTraceparent(p.Traceparent) {
 		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": p.Traceparent, "tracestate": p.Tracestate})
 	}
-	ctx, span := tracing.StartKind(ctx, scope, spec.TaskType, trace.SpanKindConsumer)
+	ctx, span := tracing.StartKind(ctx, scope, tasks.TypeExport, trace.SpanKindConsumer)
 	if !span.IsRecording() {
 		return ctx, span
 	}

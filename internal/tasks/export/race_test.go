@@ -23,6 +23,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
@@ -100,7 +101,7 @@ func newRaceRig(t *testing.T, retention time.Duration) *raceRig {
 		TaskCheckInterval: 20 * time.Millisecond, Logger: testsupport.QuietAsynq{}, LogLevel: asynq.FatalLevel,
 		RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 200 * time.Millisecond }})
 	mux := asynq.NewServeMux()
-	mux.Handle(spec.TaskType, h)
+	mux.Handle(tasks.TypeExport, h)
 
 	return &raceRig{rdb: rdb, h: h, client: client, worker: worker, mux: mux, canceled: canceled}
 }
@@ -182,7 +183,7 @@ collect:
 	if err != nil {
 		t.Fatalf("callback: %v", err)
 	}
-	var ct spec.CallbackTask
+	var ct tasks.Callback
 	var body spec.Final
 	if json.Unmarshal(cb.Payload, &ct) != nil || json.Unmarshal(ct.Body, &body) != nil || body.State != spec.StateCompleted {
 		t.Errorf("callback body %s, want state completed", ct.Body)
@@ -291,7 +292,7 @@ func TestFinish_ARunAfterACancelRacedTheCompletionDoesNotFinishAgain(t *testing.
 			if err != nil {
 				t.Fatalf("callback: %v", err)
 			}
-			var ct spec.CallbackTask
+			var ct tasks.Callback
 			var body spec.Final
 			if json.Unmarshal(cb.Payload, &ct) != nil || json.Unmarshal(ct.Body, &body) != nil || body.State != spec.StateCompleted {
 				t.Errorf("callback body %s, want state completed", ct.Body)

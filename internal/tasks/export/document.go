@@ -44,12 +44,10 @@ import (
 
 // MaxPostProcessBytes bounds the PDF a document option post-processes:
 // pdfcpu holds the whole document, and a tagged PDF of many small objects
-// costs about 25–35 times its size on the heap at the peak (make bench,
-// row D: +37 to +55 MiB for the 1.6 MiB print of the tagged Go
-// specification), image-heavy ones far less. One post-processing at a time
-// per worker process, so a worker needs at most about 35 × 32 MiB ≈ 1.1 GiB
-// more for it. A larger PDF with document options fails for good naming
-// the limit.
+// costs many times its size on the heap at the peak (docs/CAPACITY.md),
+// image-heavy ones far less. One post-processing runs at a time per worker
+// process, so this bound, times that factor, caps what a worker needs for
+// it. A larger PDF with document options fails for good naming the limit.
 const MaxPostProcessBytes = 32 << 20
 
 // ErrPostProcess: the post-processing of the document options failed or

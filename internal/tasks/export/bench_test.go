@@ -9,12 +9,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 )
 
 // memStore keeps what is stored in memory.
@@ -107,7 +106,7 @@ func benchmarkProcessTask(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		if err := h.ProcessTask(ctx, asynq.NewTask(spec.TaskType, payloads[i])); err != nil {
+		if err := h.ProcessTask(ctx, tasks.NewExportTask(payloads[i])); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 )
 
 // The handler's decisions, fast: storage, renderer and gate in memory behind
@@ -205,7 +206,7 @@ func TestHandler_RefusesBadEnvelopesForGood(t *testing.T) {
 		`{"v":1,"manual_id":"m","version":"1","source":{"html":"x"},"traceparent":"00-zz"}`:                                  "traceparent",
 		`{"v":1,"manual_id":"m","version":"1","source":{"html_ref":{"sha256":"` + strings.Repeat("a", 64) + `","bytes":3}}}`: "source.html_ref",
 	} {
-		err := h.ProcessTask(context.Background(), asynq.NewTask(spec.TaskType, []byte(body)))
+		err := h.ProcessTask(context.Background(), tasks.NewExportTask([]byte(body)))
 		if !errors.Is(err, asynq.SkipRetry) || !strings.Contains(err.Error(), field) {
 			t.Errorf("%s: err %v, want a final error naming %s", body, err, field)
 		}
