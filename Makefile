@@ -17,7 +17,7 @@ VERSION ?= $(if $(UNRELEASED)$(RELEASE_COMMIT),$(RELEASE)-dev$(if $(HEAD_SHORT),
 COMMIT ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null || c=$$c-dirty; } && echo $$c)
 BUILD_DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
 SOURCE_URL := https://github.com/pdfexport/pdfexport
-BUILDINFO := github.com/pdfexport/pdfexport/internal/buildinfo
+BUILDINFO := github.com/pdfexport/pdfexport/internal/platform/buildinfo
 LDFLAGS = -s -w -X $(BUILDINFO).Version=$(VERSION) -X $(BUILDINFO).Commit=$(COMMIT) -X $(BUILDINFO).Date=$(BUILD_DATE)
 # Pinned Go tools, installed into ./bin on first use.
 STATICCHECK_VERSION := v0.8.2
@@ -96,7 +96,7 @@ chaos: setup ## reliability suite: fault scenarios, soak, hostile inputs, fuzzin
 release-tools: # the pinned release tools in ./bin, and the SBOM step beside them
 	@test -x bin/goreleaser || GOBIN=$(CURDIR)/bin $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
 	@test -x bin/cyclonedx-gomod || GOBIN=$(CURDIR)/bin $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
-	$(GO) build -o bin/release-sbom ./internal/sbom
+	$(GO) build -o bin/release-sbom ./internal/platform/sbom
 
 # GoReleaser asks git for a remote URL even for a snapshot; a checkout with
 # no remote (a worktree, a fresh git init) lends it the project's for the run.

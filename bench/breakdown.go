@@ -10,8 +10,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/pdfexport/pdfexport/internal/platform/tracing"
 	"github.com/pdfexport/pdfexport/internal/tasks"
-	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
 // stepBreakdown is section M's breakdown of one export, logged during the run: every span the

@@ -17,7 +17,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/api"
-	"github.com/pdfexport/pdfexport/internal/keyspace"
+	"github.com/pdfexport/pdfexport/internal/platform/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 

@@ -15,9 +15,9 @@ import (
 
 	"github.com/pdfexport/pdfexport/bench/peer"
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/chromium"
-	"github.com/pdfexport/pdfexport/internal/proctree"
 	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/render/chromium"
+	"github.com/pdfexport/pdfexport/internal/render/proctree"
 )
 
 // The systems of the distinct-documents section (7).

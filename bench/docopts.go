@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/render/proctree"
 )
 
 // Budgets of the document options, against the plain export of the same

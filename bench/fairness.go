@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/render/proctree"
 )
 
 // Fairness (section 11; interactive exports stay fast while a catalogue

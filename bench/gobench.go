@@ -53,10 +53,10 @@ func runGoBenchmarks(ctx context.Context, o options, rep *report) error {
 		{"-bench", ".", "-benchtime", o.renderBench, "-count", strconv.Itoa(o.renderCount), "./internal/render"},
 		// What tracing costs when it is off (the default) and on: one span,
 		// and the export handler (in-memory storage, renderer and gate).
-		{"-bench", "Span|ProcessTask", "-benchmem", "-benchtime", fmt.Sprintf("%dx", opsN*10), "-count", strconv.Itoa(opsCount), "./internal/tracing", "./internal/tasks/export"},
+		{"-bench", "Span|ProcessTask", "-benchmem", "-benchtime", fmt.Sprintf("%dx", opsN*10), "-count", strconv.Itoa(opsCount), "./internal/platform/tracing", "./internal/tasks/export"},
 		// One check of the egress proxy's peer guard below a running
 		// Chromium: own, foreign and flooded connections.
-		{"-bench", "PeerGuard", "-benchtime", "1s", "-count", strconv.Itoa(opsCount), "./internal/egress"},
+		{"-bench", "PeerGuard", "-benchtime", "1s", "-count", strconv.Itoa(opsCount), "./internal/render/egress"},
 	}
 	res := &goBenchResult{lines: map[string][]benchRun{}}
 	rep.goBench = res

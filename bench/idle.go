@@ -20,9 +20,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/config"
-	"github.com/pdfexport/pdfexport/internal/logging"
-	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/platform/config"
+	"github.com/pdfexport/pdfexport/internal/platform/logging"
+	"github.com/pdfexport/pdfexport/internal/render/proctree"
 	"github.com/pdfexport/pdfexport/internal/testing/harness"
 	"github.com/pdfexport/pdfexport/internal/worker"
 )

@@ -19,9 +19,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/manuals"
-	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/delivery/manuals"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
+	"github.com/pdfexport/pdfexport/internal/render/proctree"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 	"github.com/pdfexport/pdfexport/internal/testing/harness"

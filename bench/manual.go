@@ -20,8 +20,8 @@ import (
 
 	"github.com/pdfexport/pdfexport/bench/peer"
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/chromium"
 	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/render/chromium"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/harness"
 )

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/chromium"
-	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/render/chromium"
+	"github.com/pdfexport/pdfexport/internal/render/proctree"
 	"github.com/pdfexport/pdfexport/internal/testing/harness"
 )
 

@@ -2,8 +2,8 @@ package main
 
 import (
 	"github.com/pdfexport/pdfexport/bench/peer"
-	"github.com/pdfexport/pdfexport/internal/chromium"
-	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/platform/config"
+	"github.com/pdfexport/pdfexport/internal/render/chromium"
 
 	"bytes"
 	"context"

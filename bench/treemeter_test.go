@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/render/proctree"
 )
 
 // TestTreeMeter_KeepsTheTimeOfAnOrphanedGrandchild: a browser killed

@@ -14,11 +14,11 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/platform/config"
 )
 
-// Variables read by libraries rather than by internal/config: the AWS SDK's
-// and OpenTelemetry's (internal/tracing; the manifests show
+// Variables read by libraries rather than by internal/platform/config: the AWS SDK's
+// and OpenTelemetry's (internal/platform/tracing; the manifests show
 // OTEL_EXPORTER_OTLP_ENDPOINT commented out).
 var external = map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true, "AWS_PROFILE": true,
 	"OTEL_EXPORTER_OTLP_ENDPOINT": true, "OTEL_SERVICE_NAME": true, "OTEL_RESOURCE_ATTRIBUTES": true, "OTEL_TRACES_SAMPLER": true, "OTEL_TRACES_SAMPLER_ARG": true}

@@ -19,7 +19,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/platform/config"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 	"github.com/pdfexport/pdfexport/internal/worker"
 )

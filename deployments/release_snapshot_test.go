@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/buildinfo"
+	"github.com/pdfexport/pdfexport/internal/platform/buildinfo"
 )
 
 // Run by `make release-check` after `make release-snapshot` (never by make

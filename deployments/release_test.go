@@ -14,11 +14,11 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/pdfexport/pdfexport/internal/buildinfo"
+	"github.com/pdfexport/pdfexport/internal/platform/buildinfo"
 )
 
 // The checks of the release configuration (.goreleaser.yaml) against
-// CHANGELOG.md, internal/buildinfo and the Makefile. They read files only
+// CHANGELOG.md, internal/platform/buildinfo and the Makefile. They read files only
 // (and build the binaries once for --version), so they run in make test;
 // `make release-check` builds the snapshot itself and checks what it wrote
 // (release_snapshot_test.go).
@@ -145,7 +145,7 @@ func versionsAgree(changelog, snapshotTemplate, release string, headTags []strin
 		return fmt.Errorf(".goreleaser.yaml snapshot.version_template is %q, CHANGELOG.md's newest release is %s", snapshotTemplate, newest)
 	}
 	if release != "v"+newest {
-		return fmt.Errorf("internal/buildinfo.Release is %q, CHANGELOG.md's newest release is %s", release, newest)
+		return fmt.Errorf("internal/platform/buildinfo.Release is %q, CHANGELOG.md's newest release is %s", release, newest)
 	}
 	for _, tag := range headTags {
 		if semverRE.MatchString(strings.TrimPrefix(tag, "v")) && tag != "v"+newest {
@@ -156,7 +156,7 @@ func versionsAgree(changelog, snapshotTemplate, release string, headTags []strin
 }
 
 // TestReleaseMatchesChangelog: a release names its version once in each of
-// CHANGELOG.md, .goreleaser.yaml and internal/buildinfo; this fails while
+// CHANGELOG.md, .goreleaser.yaml and internal/platform/buildinfo; this fails while
 // they disagree (and when the CHANGELOG leaves the Keep a Changelog form).
 func TestReleaseMatchesChangelog(t *testing.T) {
 	const good = "# Changelog\n\n## [Unreleased]\n\n## [0.2.0] - 2027-01-10\n\n## [0.1.0] - 2026-12-01\n\n[Unreleased]: u\n[0.2.0]: a\n[0.1.0]: b\n"
@@ -236,7 +236,7 @@ func makefileStamps(t *testing.T) []string {
 	return stampedVars(strings.ReplaceAll(m[1], "$(BUILDINFO)", buildinfoPkg))
 }
 
-const buildinfoPkg = "github.com/pdfexport/pdfexport/internal/buildinfo"
+const buildinfoPkg = "github.com/pdfexport/pdfexport/internal/platform/buildinfo"
 
 var stampRE = regexp.MustCompile(`-X[= ]` + regexp.QuoteMeta(buildinfoPkg) + `\.(\w+)=`)
 
@@ -321,7 +321,7 @@ func TestReleaseConfig(t *testing.T) {
 		t.Errorf("checksum %+v, want SHA256SUMS, sha256", c.Checksum)
 	}
 	if len(c.SBOMs) != 1 || c.SBOMs[0].Artifacts != "binary" || c.SBOMs[0].Cmd != "../bin/release-sbom" {
-		t.Errorf("sboms %+v, want one per binary through ../bin/release-sbom (internal/sbom)", c.SBOMs)
+		t.Errorf("sboms %+v, want one per binary through ../bin/release-sbom (internal/platform/sbom)", c.SBOMs)
 	}
 }
 

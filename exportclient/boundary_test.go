@@ -17,8 +17,8 @@ func TestBoundary_LinksNoWorkerCode(t *testing.T) {
 	}
 	deps := strings.Fields(string(out))
 	for _, forbidden := range []string{
-		"github.com/pdfexport/pdfexport/internal/egress",
-		"github.com/pdfexport/pdfexport/internal/proctree",
+		"github.com/pdfexport/pdfexport/internal/render/egress",
+		"github.com/pdfexport/pdfexport/internal/render/proctree",
 		"github.com/pdfexport/pdfexport/internal/render",
 		"github.com/pdfexport/pdfexport/internal/storage",
 		"github.com/chromedp/",

@@ -8,8 +8,8 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/tasks/outcome"
 )
 
 // ErrFinal: the export is final already (completed, failed, canceled), so

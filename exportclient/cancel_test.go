@@ -12,9 +12,9 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/tasks"
+	"github.com/pdfexport/pdfexport/internal/tasks/outcome"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 

@@ -18,13 +18,13 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/doorbell"
-	"github.com/pdfexport/pdfexport/internal/fleet"
-	"github.com/pdfexport/pdfexport/internal/outcome"
-	"github.com/pdfexport/pdfexport/internal/sidestore"
+	"github.com/pdfexport/pdfexport/internal/queue/doorbell"
+	"github.com/pdfexport/pdfexport/internal/queue/fleet"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/storage/sidestore"
 	"github.com/pdfexport/pdfexport/internal/tasks"
+	"github.com/pdfexport/pdfexport/internal/tasks/outcome"
 )
 
 // DefaultQueues are the queues a worker serves by default (its QUEUES).

@@ -3,7 +3,7 @@ package exportclient
 import (
 	"errors"
 
-	"github.com/pdfexport/pdfexport/internal/fleet"
+	"github.com/pdfexport/pdfexport/internal/queue/fleet"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 

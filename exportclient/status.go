@@ -10,10 +10,10 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/pdfexport/pdfexport/internal/keyspace"
-	"github.com/pdfexport/pdfexport/internal/outcome"
+	"github.com/pdfexport/pdfexport/internal/platform/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/tasks"
+	"github.com/pdfexport/pdfexport/internal/tasks/outcome"
 )
 
 // State of an export.

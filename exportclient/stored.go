@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pdfexport/pdfexport/internal/keyspace"
+	"github.com/pdfexport/pdfexport/internal/platform/keyspace"
 )
 
 // An export whose artifact is stored already need not be queued: a worker

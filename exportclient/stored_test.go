@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/keyspace"
+	"github.com/pdfexport/pdfexport/internal/platform/keyspace"
 )
 
 // TestCompleteStored: an export completed from storage costs one SET with

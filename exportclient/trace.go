@@ -14,7 +14,7 @@ import (
 )
 
 // tracer is the global provider's: a no-op until the application installs
-// one (the binaries do with OTEL_* set; see internal/tracing). It is looked
+// one (the binaries do with OTEL_* set; see internal/platform/tracing). It is looked
 // up per enqueue rather than kept, so an application that replaces its
 // provider is followed.
 func tracer() trace.Tracer { return otel.Tracer("github.com/pdfexport/pdfexport/exportclient") }

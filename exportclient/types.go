@@ -1,7 +1,7 @@
 package exportclient
 
 import (
-	"github.com/pdfexport/pdfexport/internal/fleet"
+	"github.com/pdfexport/pdfexport/internal/queue/fleet"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/pdfexport/pdfexport/internal/fleet"
+	"github.com/pdfexport/pdfexport/internal/queue/fleet"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/pdfexport/pdfexport/internal/keyspace"
+	"github.com/pdfexport/pdfexport/internal/platform/keyspace"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )

@@ -2,7 +2,7 @@
 # make lint's semver check of exportclient, the public Go package: the pinned
 # apidiff (golang.org/x/exp/cmd/apidiff, in ./bin) compares its API at the
 # release named in exportclient/API_BASE with the working tree's. An
-# incompatible change fails, unless internal/buildinfo's Release has moved to
+# incompatible change fails, unless internal/platform/buildinfo's Release has moved to
 # a new major version since that release (in v0.x, a new minor: semver's
 # rule for 0.y.z, docs/RELEASES.md). Exits non-zero naming each incompatible
 # change.
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 APIDIFF=$(realpath "${APIDIFF:-bin/apidiff}")
 PKG=github.com/pdfexport/pdfexport/exportclient
 read -r base_version base_commit < <(grep -v '^#' exportclient/API_BASE)
-release=$(sed -n 's/^const Release = "\(v[^"]*\)"$/\1/p' internal/buildinfo/buildinfo.go)
+release=$(sed -n 's/^const Release = "\(v[^"]*\)"$/\1/p' internal/platform/buildinfo/buildinfo.go)
 [[ -n $base_version && -n $base_commit && -n $release ]] || { echo "apidiff: cannot read exportclient/API_BASE or buildinfo.Release" >&2; exit 2; }
 
 git cat-file -e "$base_commit^{commit}" 2>/dev/null || {

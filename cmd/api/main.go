@@ -18,11 +18,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/internal/api"
-	"github.com/pdfexport/pdfexport/internal/buildinfo"
-	"github.com/pdfexport/pdfexport/internal/config"
-	"github.com/pdfexport/pdfexport/internal/logging"
-	"github.com/pdfexport/pdfexport/internal/redisconn"
-	"github.com/pdfexport/pdfexport/internal/tracing"
+	"github.com/pdfexport/pdfexport/internal/platform/buildinfo"
+	"github.com/pdfexport/pdfexport/internal/platform/config"
+	"github.com/pdfexport/pdfexport/internal/platform/logging"
+	"github.com/pdfexport/pdfexport/internal/platform/redisconn"
+	"github.com/pdfexport/pdfexport/internal/platform/tracing"
 )
 
 // Exit codes.

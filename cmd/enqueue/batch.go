@@ -18,7 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/platform/config"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
 

@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/sourceauth"
+	"github.com/pdfexport/pdfexport/internal/render/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/config"
-	"github.com/pdfexport/pdfexport/internal/manuals"
+	"github.com/pdfexport/pdfexport/internal/delivery/manuals"
+	"github.com/pdfexport/pdfexport/internal/platform/config"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 

@@ -12,9 +12,9 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/pdfexport/pdfexport/internal/platform/tracing/tracingtest"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
-	"github.com/pdfexport/pdfexport/internal/tracing/tracingtest"
 )
 
 // TestExport_TraceContext: `enqueue export` run with TRACEPARENT (a traced

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/config"
-	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/platform/config"
+	"github.com/pdfexport/pdfexport/internal/render/proctree"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/harness"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"

@@ -10,7 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
 
-	"github.com/pdfexport/pdfexport/internal/redact"
+	"github.com/pdfexport/pdfexport/internal/platform/redact"
 )
 
 // DashboardConfig mounts the asynqmon web UI.

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/pdfexport/pdfexport/internal/doorbell"
+	"github.com/pdfexport/pdfexport/internal/queue/doorbell"
 )
 
 // WithQueueMetrics adds asynq's queue collector (asynq_queue_size,

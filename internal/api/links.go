@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/apiauth"
-	"github.com/pdfexport/pdfexport/internal/manuals"
+	"github.com/pdfexport/pdfexport/internal/api/apiauth"
+	"github.com/pdfexport/pdfexport/internal/delivery/manuals"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )

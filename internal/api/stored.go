@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/artifact"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/storage/artifact"
 )
 
 // storedResult is the result a worker would give p from storage alone, and

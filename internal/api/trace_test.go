@@ -14,9 +14,9 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/api/apitest"
+	"github.com/pdfexport/pdfexport/internal/platform/tracing"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
-	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
 const (

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/pdfcpu/pdfcpu/pkg/api"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 
-	"github.com/pdfexport/pdfexport/internal/pdfperm"
+	"github.com/pdfexport/pdfexport/internal/assemble/pdfperm"
 )
 
 // The PDF-engine routes work on PDFs the caller uploads: nothing is

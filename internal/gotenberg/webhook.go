@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/callback"
+	"github.com/pdfexport/pdfexport/internal/delivery/callback"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
 // Webhooks delivers an asynchronous conversion's result to the caller's
-// URLs (internal/callback's Deliverer: CALLBACK_ALLOWED_HOSTS and the
+// URLs (internal/delivery/callback's Deliverer: CALLBACK_ALLOWED_HOSTS and the
 // egress guard).
 type Webhooks interface {
 	CheckURL(rawURL string) error

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/keyspace"
+	"github.com/pdfexport/pdfexport/internal/platform/keyspace"
 )
 
 // Lease is a held render mutex. It renews itself every TTL/3 until Release;

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pdfexport/pdfexport/internal/keyspace"
+	"github.com/pdfexport/pdfexport/internal/platform/keyspace"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pdfexport/pdfexport/internal/tracing"
+	"github.com/pdfexport/pdfexport/internal/platform/tracing"
 )
 
 // Spans: "render gate" for Enter, with an event for how it let the caller

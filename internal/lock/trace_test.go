@@ -10,8 +10,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/pdfexport/pdfexport/internal/platform/tracing"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
-	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
 func recordSpans(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder) {

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/bench/peer"
-	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/chromium"
-	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
+	"github.com/pdfexport/pdfexport/internal/render/chromium"
+	"github.com/pdfexport/pdfexport/internal/render/proctree"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 

@@ -21,9 +21,9 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
-	"github.com/pdfexport/pdfexport/internal/chromium"
-	"github.com/pdfexport/pdfexport/internal/egress"
-	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/render/chromium"
+	"github.com/pdfexport/pdfexport/internal/render/egress"
+	"github.com/pdfexport/pdfexport/internal/render/proctree"
 )
 
 // disabledFeatures are the Chromium features every browser starts without.
@@ -153,7 +153,7 @@ func (r *Renderer) browserOptions(b *browser) ([]chromedp.ExecAllocatorOption, e
 		chromedp.ProxyServer("http://"+r.proxy.Load().Addr()),
 		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
 		// The proxy opens the HTTPS tunnels of hosts with source
-		// credentials with certificates made from its key (internal/egress);
+		// credentials with certificates made from its key (internal/render/egress);
 		// only that key is accepted in place of a valid chain.
 		chromedp.Flag("ignore-certificate-errors-spki-list", strings.Join(append([]string{r.proxy.Load().SPKI()}, r.hooks.trustSPKI...), ",")),
 		// WebRTC may not send UDP, which no HTTP proxy sees.

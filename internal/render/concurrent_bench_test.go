@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/bench/peer"
-	"github.com/pdfexport/pdfexport/internal/chromium"
+	"github.com/pdfexport/pdfexport/internal/render/chromium"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 

@@ -16,9 +16,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/pdfexport/pdfexport/bench/peer"
-	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/chromium"
-	"github.com/pdfexport/pdfexport/internal/sourceauth"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
+	"github.com/pdfexport/pdfexport/internal/render/chromium"
+	"github.com/pdfexport/pdfexport/internal/render/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 

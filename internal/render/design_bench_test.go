@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/bench/peer"
-	"github.com/pdfexport/pdfexport/internal/chromium"
-	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/render/chromium"
+	"github.com/pdfexport/pdfexport/internal/render/proctree"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 

@@ -191,7 +191,7 @@
 //
 // # Egress policy
 //
-// Two layers enforce Config.AllowedHosts (guard.go, internal/egress). The tab-level
+// Two layers enforce Config.AllowedHosts (guard.go, internal/render/egress). The tab-level
 // guard (Fetch interception) fails every request of the tab's own process to
 // a scheme other than http(s), ws(s), data:, blob: or about: (file: included)
 // or to a host off the allowlist, and turns a blocked main document into
@@ -206,7 +206,7 @@
 // # Source credentials
 //
 // Because every request passes the proxy, the proxy is also where private
-// sources get their credentials (internal/egress): Config.SourceAuth
+// sources get their credentials (internal/render/egress): Config.SourceAuth
 // (operator rules) for the origins they match, Source.Auth for the source
 // URL's exact origin (scheme, host and port), on a proxy listener of that
 // render's own browser context. The proxy serves only the processes the

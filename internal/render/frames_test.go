@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 

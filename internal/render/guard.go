@@ -16,9 +16,9 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/egress"
-	"github.com/pdfexport/pdfexport/internal/redact"
+	"github.com/pdfexport/pdfexport/internal/platform/redact"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
+	"github.com/pdfexport/pdfexport/internal/render/egress"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 

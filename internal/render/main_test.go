@@ -41,7 +41,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/render/proctree"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/chromium"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
+	"github.com/pdfexport/pdfexport/internal/render/chromium"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )

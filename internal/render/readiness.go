@@ -18,7 +18,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/render/egress"
 )
 
 // Readiness bounds. The render deadline bounds them too.

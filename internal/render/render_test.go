@@ -24,7 +24,7 @@ import (
 	"testing/iotest"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/harness"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/bench/peer"
-	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 

@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pdfexport/pdfexport/internal/tracing"
+	"github.com/pdfexport/pdfexport/internal/platform/tracing"
 )
 
 // Spans of a render, under the caller's span (tracing off: none; the

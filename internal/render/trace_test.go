@@ -10,8 +10,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pdfexport/pdfexport/internal/platform/tracing"
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
 // TestRender_StageSpans: a render is a span under the caller's, with one

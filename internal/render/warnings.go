@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 
-	"github.com/pdfexport/pdfexport/internal/egress"
+	"github.com/pdfexport/pdfexport/internal/render/egress"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 

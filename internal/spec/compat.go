@@ -22,7 +22,7 @@ const (
 	MinEnvelopeVersion = 1
 	// EnvelopeVersion is the newest envelope version this build's workers
 	// serve. Version 2 adds options.fast_web_view; it is the first that
-	// workers announce (internal/fleet), so an enqueuer can keep an
+	// workers announce (internal/queue/fleet), so an enqueuer can keep an
 	// envelope off workers that cannot serve it. Version 3 adds
 	// source.site, options.lang, pdf_ua and pdf_a, and options.tagged
 	// with source.chapters (which version 2 refuses). Bump it, and list the

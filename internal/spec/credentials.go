@@ -11,7 +11,7 @@ import (
 
 // Source credentials: headers and cookies a request to a private source
 // gets. One type serves every stage: a caller's per-export credentials in its
-// request, what the enqueuer stores beside the task (internal/sidestore), the
+// request, what the enqueuer stores beside the task (internal/storage/sidestore), the
 // operator's rules (sourceauth) and what the egress proxy adds to a request.
 // Per-export credentials apply only to the source URL's exact host and port,
 // they are secrets (never logged, never shown), and they never sit in the
@@ -107,7 +107,7 @@ func (c Credentials) Apply(h http.Header, path string) {
 }
 
 // IdentityBytes is the byte string the keyed identity of the credentials
-// hashes (internal/sidestore): header names canonical and sorted, cookies sorted by
+// hashes (internal/storage/sidestore): header names canonical and sorted, cookies sorted by
 // name and path ("" is "/"), so the same credentials in any order or case
 // have one identity.
 func (c Credentials) IdentityBytes() []byte {
@@ -148,7 +148,7 @@ type Cookie struct {
 // CredentialsRef names credentials stored beside the task, which owns them:
 // a worker reads them only for the task that stored them (checked in Redis),
 // whatever ID a payload names. Identity is the keyed hash of the credentials
-// (internal/sidestore): it is part of the artifact's identity and reveals nothing
+// (internal/storage/sidestore): it is part of the artifact's identity and reveals nothing
 // about them. The names are kept so status and the dashboard can say which
 // headers and cookies were sent. Envelope-only: a request that names it is
 // refused.

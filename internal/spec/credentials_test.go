@@ -7,7 +7,7 @@ import (
 
 	. "github.com/pdfexport/pdfexport/internal/spec"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 )
 
 func TestValidate_Credentials(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 )
 
 // Defaults an enqueuer and the workers must agree on. The workers'
-// variables (internal/config) and exportclient.Config both take them from
+// variables (internal/platform/config) and exportclient.Config both take them from
 // here, so a client left at its zero values enqueues exactly what a worker
 // left at its defaults expects.
 const (

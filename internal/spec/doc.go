@@ -7,7 +7,7 @@
 // key, the result document a finished task writes and the final states.
 //
 // It depends on the standard library only (allowlists come in through the
-// HostList interface, which internal/egress implements), so the
+// HostList interface, which internal/render/egress implements), so the
 // public exportclient package and the worker share exactly one definition
 // of what a valid request is and which artifact it names. It does not know
 // about Redis, Chromium or storage.

@@ -50,7 +50,7 @@ type Encryption struct {
 	Allow         []string `json:"allow,omitempty"`
 }
 
-// Passwords are an encryption's secrets, as internal/sidestore keeps them.
+// Passwords are an encryption's secrets, as internal/storage/sidestore keeps them.
 type Passwords struct {
 	User  string `json:"user,omitempty"`
 	Owner string `json:"owner"`
@@ -62,7 +62,7 @@ func (e *Encryption) Passwords() Passwords {
 }
 
 // IdentityBytes is the byte string the keyed identity of the passwords
-// hashes (internal/sidestore). Its "pdfexport:encryption" prefix keeps it apart from
+// hashes (internal/storage/sidestore). Its "pdfexport:encryption" prefix keeps it apart from
 // credentials' identities under the same key.
 func (p Passwords) IdentityBytes() []byte {
 	b, _ := json.Marshal(p)

@@ -12,7 +12,7 @@ import (
 	. "github.com/pdfexport/pdfexport/internal/spec"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 )
 
 func TestValidate_Callback(t *testing.T) {

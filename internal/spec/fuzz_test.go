@@ -10,7 +10,7 @@ import (
 
 	. "github.com/pdfexport/pdfexport/internal/spec"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 )
 
 // The fuzz targets check the promises of the wire contract on arbitrary

@@ -7,7 +7,7 @@ import (
 
 // A manual straight from a docs site: source.site names the site's start
 // page, and the worker reads the chapters from the site's navigation
-// (internal/site), each chapter's revision derived from its content unless
+// (internal/tasks/site), each chapter's revision derived from its content unless
 // Revision gives one. The discovered site then is a manual from chapters:
 // Envelope.WithChapters.
 

@@ -2,7 +2,7 @@ package spec
 
 import (
 	"errors"
-	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 	"strings"
 	"testing"
 )

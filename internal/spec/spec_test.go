@@ -9,7 +9,7 @@ import (
 
 	. "github.com/pdfexport/pdfexport/internal/spec"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 )
 
 var testAllowed = allowlist.MustParse("docs.example.com,*.example.org,127.0.0.1:8080")

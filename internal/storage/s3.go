@@ -20,7 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 	"go.opentelemetry.io/otel"
 
-	"github.com/pdfexport/pdfexport/internal/tracing"
+	"github.com/pdfexport/pdfexport/internal/platform/tracing"
 )
 
 // S3Config configures an S3 backend. Zero values are the documented

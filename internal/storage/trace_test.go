@@ -9,8 +9,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/pdfexport/pdfexport/internal/platform/tracing"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
-	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
 // TestS3_SpansWithTracingOn: with tracing enabled, the AWS SDK's own

@@ -5,7 +5,7 @@
 //	type          payload                         constructor       handler
 //	pdf:export    spec.Envelope (an enqueuer's)   NewExportTask     export.Handler (internal/tasks/export)
 //	pdf:chapter   spec.ChapterTask (a manual's)   NewChapterTask    export.Handler.ChapterTasks
-//	pdf:callback  Callback (a final export's)     NewCallbackTask   callback.Deliverer (internal/callback)
+//	pdf:callback  Callback (a final export's)     NewCallbackTask   callback.Deliverer (internal/delivery/callback)
 //
 // The payloads of pdf:export and pdf:chapter are wire contracts with
 // compatibility rules (envelope versions, strict decoding), so they and

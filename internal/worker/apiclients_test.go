@@ -14,8 +14,8 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/api"
+	"github.com/pdfexport/pdfexport/internal/api/apiauth"
 	"github.com/pdfexport/pdfexport/internal/api/apitest"
-	"github.com/pdfexport/pdfexport/internal/apiauth"
 	"github.com/pdfexport/pdfexport/internal/storage"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )

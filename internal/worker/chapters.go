@@ -10,7 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pdfexport/pdfexport/internal/doorbell"
+	"github.com/pdfexport/pdfexport/internal/queue/doorbell"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/tasks"
 )

@@ -14,8 +14,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pdfexport/pdfexport/internal/fleet"
-	"github.com/pdfexport/pdfexport/internal/keyspace"
+	"github.com/pdfexport/pdfexport/internal/platform/keyspace"
+	"github.com/pdfexport/pdfexport/internal/queue/fleet"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"

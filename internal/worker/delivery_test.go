@@ -18,9 +18,9 @@ import (
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/api"
 	"github.com/pdfexport/pdfexport/internal/api/apitest"
-	"github.com/pdfexport/pdfexport/internal/config"
-	"github.com/pdfexport/pdfexport/internal/outcome"
+	"github.com/pdfexport/pdfexport/internal/platform/config"
 	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/tasks/outcome"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/doorbell"
+	"github.com/pdfexport/pdfexport/internal/queue/doorbell"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"

@@ -14,7 +14,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/render/proctree"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 

@@ -18,10 +18,10 @@ import (
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/api"
 	"github.com/pdfexport/pdfexport/internal/api/apitest"
-	"github.com/pdfexport/pdfexport/internal/outcome"
-	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/storage/sidestore"
 	"github.com/pdfexport/pdfexport/internal/tasks"
+	"github.com/pdfexport/pdfexport/internal/tasks/outcome"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 

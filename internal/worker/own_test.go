@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pdfexport/pdfexport/internal/config"
+	"github.com/pdfexport/pdfexport/internal/platform/config"
 )
 
 // TestOwnEndpoints: every endpoint the configuration names for the worker

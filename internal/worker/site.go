@@ -10,15 +10,15 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/pdfexport/pdfexport/internal/buildinfo"
-	"github.com/pdfexport/pdfexport/internal/egress"
-	"github.com/pdfexport/pdfexport/internal/site"
+	"github.com/pdfexport/pdfexport/internal/platform/buildinfo"
+	"github.com/pdfexport/pdfexport/internal/render/egress"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/tasks/export"
+	"github.com/pdfexport/pdfexport/internal/tasks/site"
 )
 
 // siteReader reads source.site navigations for the export handlers:
-// internal/site over a client that dials only what ALLOWED_HOSTS allows,
+// internal/tasks/site over a client that dials only what ALLOWED_HOSTS allows,
 // with the egress guard's checks of renders (no special-purpose address
 // the list does not name, none of the worker's own endpoints).
 type siteReader struct {
@@ -98,7 +98,7 @@ func (u userAgent) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // Discover implements export.SiteDiscoverer: a page that answers 4xx and
 // a host the egress guard refuses fail for good, like the caller's own
-// mistakes (internal/site's field errors).
+// mistakes (internal/tasks/site's field errors).
 func (s *siteReader) Discover(ctx context.Context, sp spec.Site) (export.Discovery, error) {
 	res, err := site.Discover(ctx, s.cfg, site.Spec{URL: sp.URL, Nav: sp.Nav, Include: sp.Include, Exclude: sp.Exclude,
 		MaxChapters: sp.MaxChapters, Revision: sp.Revision})

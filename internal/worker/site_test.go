@@ -155,7 +155,7 @@ func copyNodeDocs(t *testing.T, root string) {
 	}
 }
 
-// fixtureSource is a site generator's fixture in internal/site/testdata.
+// fixtureSource is a site generator's fixture in internal/tasks/site/testdata.
 func fixtureSource(t *testing.T, name string) string {
 	t.Helper()
 	dir, err := filepath.Abs(filepath.Join("..", "site", "testdata", "src", name))

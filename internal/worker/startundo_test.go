@@ -17,7 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pdfexport/pdfexport/internal/proctree"
+	"github.com/pdfexport/pdfexport/internal/render/proctree"
 	"github.com/pdfexport/pdfexport/internal/tasks/export"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
@@ -27,11 +27,11 @@ import (
 var ownedGoroutines = []string{
 	"pdfexport/internal/worker.(*Worker)",
 	"pdfexport/internal/render.",
-	"pdfexport/internal/doorbell.",
-	"pdfexport/internal/outcome.",
-	"pdfexport/internal/sourceauth.",
+	"pdfexport/internal/queue/doorbell.",
+	"pdfexport/internal/tasks/outcome.",
+	"pdfexport/internal/render/sourceauth.",
 	"pdfexport/internal/storage.",
-	"pdfexport/internal/fleet.",
+	"pdfexport/internal/queue/fleet.",
 	"chromedp/chromedp",
 	"hibiken/asynq",
 	"redis/go-redis/v9",

@@ -17,11 +17,11 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/logging"
+	"github.com/pdfexport/pdfexport/internal/platform/logging"
+	"github.com/pdfexport/pdfexport/internal/platform/tracing"
+	"github.com/pdfexport/pdfexport/internal/platform/tracing/tracingtest"
 	"github.com/pdfexport/pdfexport/internal/testing/harness"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
-	"github.com/pdfexport/pdfexport/internal/tracing"
-	"github.com/pdfexport/pdfexport/internal/tracing/tracingtest"
 )
 
 // TestWorker_OneTraceFromEnqueueToCallback: tracing configured only by the

@@ -1,10 +1,3 @@
-// Package worker builds and runs one pdfexport worker from its configuration:
-// artifact storage, Chromium, the lock Redis and render gate, the pdf:export
-// handler, the asynq server and the admin HTTP server. It is the one place
-// they are wired, for cmd/worker, the benchmark and the tests. Start brings
-// them up in dependency order (storage, the private temporary directory,
-// Chromium, locks, queue server, admin); Shutdown takes them down in the
-// reverse order.
 package worker
 
 import (
@@ -26,25 +19,25 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/internal/admin"
-	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/buildinfo"
-	"github.com/pdfexport/pdfexport/internal/callback"
-	"github.com/pdfexport/pdfexport/internal/config"
-	"github.com/pdfexport/pdfexport/internal/doorbell"
-	"github.com/pdfexport/pdfexport/internal/fleet"
+	"github.com/pdfexport/pdfexport/internal/delivery/callback"
 	"github.com/pdfexport/pdfexport/internal/lock"
-	"github.com/pdfexport/pdfexport/internal/logging"
-	"github.com/pdfexport/pdfexport/internal/outcome"
-	"github.com/pdfexport/pdfexport/internal/redact"
-	"github.com/pdfexport/pdfexport/internal/redisconn"
+	"github.com/pdfexport/pdfexport/internal/platform/buildinfo"
+	"github.com/pdfexport/pdfexport/internal/platform/config"
+	"github.com/pdfexport/pdfexport/internal/platform/logging"
+	"github.com/pdfexport/pdfexport/internal/platform/redact"
+	"github.com/pdfexport/pdfexport/internal/platform/redisconn"
+	"github.com/pdfexport/pdfexport/internal/platform/tracing"
+	"github.com/pdfexport/pdfexport/internal/queue/doorbell"
+	"github.com/pdfexport/pdfexport/internal/queue/fleet"
 	"github.com/pdfexport/pdfexport/internal/render"
-	"github.com/pdfexport/pdfexport/internal/sidestore"
-	"github.com/pdfexport/pdfexport/internal/sourceauth"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
+	"github.com/pdfexport/pdfexport/internal/render/sourceauth"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/storage/sidestore"
 	"github.com/pdfexport/pdfexport/internal/tasks"
 	"github.com/pdfexport/pdfexport/internal/tasks/export"
-	"github.com/pdfexport/pdfexport/internal/tracing"
+	"github.com/pdfexport/pdfexport/internal/tasks/outcome"
 )
 
 // ErrUnavailable wraps a start failure of a dependency (Redis, storage,
@@ -474,7 +467,7 @@ func (w *Worker) newCallbacks(b *wiring) func() {
 
 // startDoorbell makes what idle queue servers wait on. Idle, each queue
 // server waits on the doorbell every enqueue rings, and polls only every
-// TASK_CHECK_INTERVAL besides (internal/doorbell); without it, it only
+// TASK_CHECK_INTERVAL besides (internal/queue/doorbell); without it, it only
 // polls. Either way the idle polls are counted.
 func (w *Worker) startDoorbell(b *wiring) func() {
 	b.idleWait = func([]string) func(context.Context, time.Duration) { return doorbell.PollOnly(w.metrics) }
@@ -708,7 +701,7 @@ func shutdownAll(servers []*asynq.Server) {
 }
 
 // announce tells enqueuers which envelope versions this process serves
-// (internal/fleet), now and every fleet.Interval until its undo, which
+// (internal/queue/fleet), now and every fleet.Interval until its undo, which
 // withdraws it once the queue servers stopped.
 func (w *Worker) announce(ctx context.Context, rdb redis.UniversalClient) (func(), error) {
 	self := fleet.Self(buildinfo.String(), slices.Sorted(maps.Keys(w.cfg.QueueWeights)))

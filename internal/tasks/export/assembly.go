@@ -17,7 +17,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/internal/assemble"
-	"github.com/pdfexport/pdfexport/internal/redact"
+	"github.com/pdfexport/pdfexport/internal/platform/redact"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )

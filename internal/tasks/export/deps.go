@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/lock"
-	"github.com/pdfexport/pdfexport/internal/outcome"
 	"github.com/pdfexport/pdfexport/internal/render"
-	"github.com/pdfexport/pdfexport/internal/sidestore"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/storage/sidestore"
+	"github.com/pdfexport/pdfexport/internal/tasks/outcome"
 )
 
 // Store is what the handler needs from artifact storage.
@@ -142,7 +142,7 @@ type ChapterQueue interface {
 	EnqueueChapters(ctx context.Context, queue string, tasks []spec.ChapterTask) error
 }
 
-// SiteDiscoverer reads a site's chapters (internal/site through the
+// SiteDiscoverer reads a site's chapters (internal/tasks/site through the
 // egress guard). An error the caller cannot fix by retrying (a field of
 // the site, a page that will not be there) matches spec.ErrInvalid or
 // asynq.SkipRetry.

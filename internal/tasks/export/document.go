@@ -16,7 +16,7 @@ import (
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 
-	"github.com/pdfexport/pdfexport/internal/pdfperm"
+	"github.com/pdfexport/pdfexport/internal/assemble/pdfperm"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 

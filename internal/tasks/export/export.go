@@ -12,10 +12,10 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/pdfexport/pdfexport/internal/redact"
-	"github.com/pdfexport/pdfexport/internal/sidestore"
+	"github.com/pdfexport/pdfexport/internal/platform/redact"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/storage/sidestore"
 )
 
 // job is an envelope and the secrets its references resolved to.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/pdfexport/pdfexport/internal/redact"
+	"github.com/pdfexport/pdfexport/internal/platform/redact"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 

@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/pdfexport/pdfexport/internal/artifact"
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/storage/artifact"
 )
 
 // artifactInfo is the record stored next to each PDF ("….pdf.json").

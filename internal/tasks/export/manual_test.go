@@ -24,9 +24,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/allowlist"
 	"github.com/pdfexport/pdfexport/internal/lock"
 	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 	"github.com/pdfexport/pdfexport/internal/tasks"

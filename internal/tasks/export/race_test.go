@@ -15,15 +15,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/keyspace"
 	"github.com/pdfexport/pdfexport/internal/lock"
-	"github.com/pdfexport/pdfexport/internal/outcome"
+	"github.com/pdfexport/pdfexport/internal/platform/keyspace"
 	"github.com/pdfexport/pdfexport/internal/render"
-	"github.com/pdfexport/pdfexport/internal/sidestore"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/storage/sidestore"
 	"github.com/pdfexport/pdfexport/internal/tasks"
+	"github.com/pdfexport/pdfexport/internal/tasks/outcome"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pdfexport/pdfexport/internal/allowlist"
-	"github.com/pdfexport/pdfexport/internal/sidestore"
+	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/storage/sidestore"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 

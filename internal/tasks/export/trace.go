@@ -10,17 +10,17 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pdfexport/pdfexport/internal/redact"
+	"github.com/pdfexport/pdfexport/internal/platform/redact"
+	"github.com/pdfexport/pdfexport/internal/platform/tracing"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 	"github.com/pdfexport/pdfexport/internal/tasks"
-	"github.com/pdfexport/pdfexport/internal/tracing"
 )
 
 // Spans of an export attempt (tracing off: none, see tracing.Start):
 //
 //	pdf:export (consumer; a child of the enqueue span the payload's traceparent names)
-//	├─ site.discover       a source.site's navigation and revisions (internal/site)
+//	├─ site.discover       a source.site's navigation and revisions (internal/tasks/site)
 //	├─ render gate         internal/lock: acquired | released | fail_open, the holder waited for
 //	├─ render              internal/render: render.load, render.network_idle, render.fonts,
 //	│  │                   render.wait_for, render.print, render.stream

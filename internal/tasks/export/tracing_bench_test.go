@@ -6,7 +6,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/pdfexport/pdfexport/internal/tracing"
+	"github.com/pdfexport/pdfexport/internal/platform/tracing"
 )
 
 // BenchmarkProcessTaskTraced is BenchmarkProcessTask with tracing on: every

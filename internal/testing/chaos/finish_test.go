@@ -15,8 +15,8 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/exportclient"
-	"github.com/pdfexport/pdfexport/internal/keyspace"
-	"github.com/pdfexport/pdfexport/internal/outcome"
+	"github.com/pdfexport/pdfexport/internal/platform/keyspace"
+	"github.com/pdfexport/pdfexport/internal/tasks/outcome"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pdfexport/pdfexport/internal/outcome"
+	"github.com/pdfexport/pdfexport/internal/tasks/outcome"
 )
 
 // sideKeyWatch checks, once a second for a scenario's whole run, that no

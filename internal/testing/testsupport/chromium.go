@@ -5,7 +5,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"github.com/pdfexport/pdfexport/internal/chromium"
+	"github.com/pdfexport/pdfexport/internal/render/chromium"
 )
 
 // ChromiumPath returns the Chromium binary the tests run: $CHROMIUM_PATH if
