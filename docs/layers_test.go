@@ -15,7 +15,7 @@ const layersHead = "## Layers"
 // layerRow matches a row of the layer table: its number, then the packages
 // of that layer as code spans ("`internal/render/`" names a folder and
 // everything below it).
-var layerRow = regexp.MustCompile("(?m)^\\| ([0-9]+) \\| (.+) \\|$")
+var layerRow = regexp.MustCompile(`(?m)^\| ([0-9]+) \| (.+) \|$`)
 
 // layers is the layer table of ARCHITECTURE.md: a package pattern and its
 // layer. A pattern is a package path relative to the module, or one ending

@@ -21,6 +21,7 @@ func TestBoundary_LinksNoWorkerCode(t *testing.T) {
 		"github.com/pdfexport/pdfexport/internal/render/proctree",
 		"github.com/pdfexport/pdfexport/internal/render",
 		"github.com/pdfexport/pdfexport/internal/storage",
+		"github.com/pdfexport/pdfexport/internal/tasks/export",
 		"github.com/chromedp/",
 		"github.com/aws/",
 	} {

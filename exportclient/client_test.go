@@ -3,9 +3,7 @@ package exportclient_test
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -98,19 +96,6 @@ func TestClient_RedisDownIsUnavailable(t *testing.T) {
 	_, err = c.Enqueue(context.Background(), exportclient.Request{ManualID: "m", Version: "1", HTML: "x"})
 	if !errors.Is(err, exportclient.ErrUnavailable) {
 		t.Fatalf("Enqueue = %v, want ErrUnavailable", err)
-	}
-}
-
-// The public client must stay light for API servers: no Chromium, no AWS SDK.
-func TestClient_DoesNotPullInRendererOrStorage(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "github.com/pdfexport/pdfexport/exportclient").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	for _, banned := range []string{"github.com/chromedp/", "github.com/aws/", "pdfexport/internal/render", "pdfexport/internal/storage", "pdfexport/internal/tasks/export"} {
-		if strings.Contains(string(out), banned) {
-			t.Errorf("exportclient depends on %s", banned)
-		}
 	}
 }
 
