@@ -158,7 +158,7 @@ func copyNodeDocs(t *testing.T, root string) {
 // fixtureSource is a site generator's fixture in internal/tasks/site/testdata.
 func fixtureSource(t *testing.T, name string) string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "site", "testdata", "src", name))
+	dir, err := filepath.Abs(filepath.Join("..", "tasks", "site", "testdata", "src", name))
 	if err != nil {
 		t.Fatal(err)
 	}
