@@ -34,6 +34,8 @@ type conversion struct {
 	// reuse is the URL routes' opt-in to a stored PDF (reuse.go); the
 	// file routes always reuse, their bytes are their content.
 	reuse reuse
+	// post are the PDF-engine steps on the rendered PDF (post.go).
+	post []postStep
 }
 
 // convert answers a Chromium route: build reads the form into a
@@ -47,6 +49,7 @@ func (h *handler) convert(w http.ResponseWriter, r *http.Request, build func(r *
 	}
 	c, err := build(r, f)
 	if err == nil {
+		c.post = postSteps(f)
 		err = f.err()
 	}
 	if err != nil {
@@ -64,7 +67,18 @@ func (h *handler) convert(w http.ResponseWriter, r *http.Request, build func(r *
 		writeError(w, err)
 		return
 	} else if ok {
-		h.async(w, r, hook, h.exportResult(r, *p))
+		h.async(w, r, hook, h.exportResult(r, *p, c.post))
+		return
+	}
+	if len(c.post) > 0 {
+		res, err := h.exportResult(r, *p, c.post)(r.Context())
+		if err != nil {
+			if r.Context().Err() == nil {
+				writeError(w, err)
+			}
+			return
+		}
+		writeResult(w, res)
 		return
 	}
 	h.exportAndServe(w, r, *p)

@@ -9,16 +9,14 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"mime"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/pdfcpu/pdfcpu/pkg/api"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 
+	"github.com/pdfexport/pdfexport/internal/assemble/engine"
 	"github.com/pdfexport/pdfexport/internal/assemble/pdfperm"
 )
 
@@ -138,13 +136,7 @@ func (h *handler) engine(job engineJob) http.HandlerFunc {
 			}
 			return
 		}
-		defer res.body.Close()
-		w.Header().Set("Content-Type", res.contentType)
-		if res.contentType != "application/json" {
-			w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": res.fileName}))
-		}
-		w.Header().Set("Content-Length", strconv.FormatInt(res.size, 10))
-		_, _ = io.Copy(w, res.body)
+		writeResult(w, res)
 	}
 }
 
@@ -183,16 +175,8 @@ func pack(files []upload, name string) (result, error) {
 		fileName: strings.TrimSuffix(name, ".pdf") + ".zip"}, nil
 }
 
-var disableConfigDir sync.Once
-
-// pdfConf is pdfcpu's configuration for a caller's PDFs: no config
-// directory, relaxed validation (PDFs in the wild bend the rules).
-func pdfConf() *model.Configuration {
-	disableConfigDir.Do(api.DisableConfigDir)
-	conf := model.NewDefaultConfiguration()
-	conf.ValidationMode = model.ValidationRelaxed
-	return conf
-}
+// pdfConf is the engine's pdfcpu configuration.
+func pdfConf() *model.Configuration { return engine.Conf() }
 
 func pdfErr(name string, err error) error {
 	return badRequest("The PDF '%s' could not be processed: %v", printable(name), err)

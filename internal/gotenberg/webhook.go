@@ -179,9 +179,10 @@ func (h *handler) deliverError(ctx context.Context, hk webhook, err error) {
 	h.log.InfoContext(ctx, "gotenberg: webhook error delivered", "trace", hk.trace, "status", he.status)
 }
 
-// exportResult is produce for a conversion: its export, waited for, and
-// the PDF opened from storage.
-func (h *handler) exportResult(r *http.Request, p exportclient.Payload) func(ctx context.Context) (result, error) {
+// exportResult is produce for a conversion: its export, waited for, the
+// PDF opened from storage, and the steps after the conversion run on it.
+func (h *handler) exportResult(r *http.Request, p exportclient.Payload, steps []postStep) func(ctx context.Context) (result, error) {
+	name := outputName(r)
 	return func(ctx context.Context) (result, error) {
 		key := ""
 		if res, ok := h.storedOf(ctx, p); ok {
@@ -201,6 +202,10 @@ func (h *handler) exportResult(r *http.Request, p exportclient.Payload) func(ctx
 		if err != nil {
 			return result{}, &httpError{status: http.StatusServiceUnavailable, msg: "storage unavailable"}
 		}
-		return result{body: body, size: obj.Size, contentType: "application/pdf"}, nil
+		res := result{body: body, size: obj.Size, contentType: "application/pdf", fileName: name}
+		if len(steps) == 0 {
+			return res, nil
+		}
+		return h.runSteps(ctx, res, steps, name)
 	}
 }
