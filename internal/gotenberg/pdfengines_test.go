@@ -165,7 +165,7 @@ func TestMetadataWriteThenRead(t *testing.T) {
 // and their refusals come before anything renders.
 func TestConversionSteps(t *testing.T) {
 	f := &form{values: map[string]string{"metadata": `{"Title":"T"}`, "userPassword": "u"},
-		all: map[string][]string{"stampSource": {"text"}, "stampExpression": {"S"}, "watermarkSource": {"image"}},
+		all:   map[string][]string{"stampSource": {"text"}, "stampExpression": {"S"}, "watermarkSource": {"image"}},
 		marks: map[string][]upload{"watermark": {{name: "w.png", data: tinyPNG()}}}}
 	steps := postSteps(f)
 	if err := f.err(); err != nil {
