@@ -4,20 +4,12 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
-
-	"github.com/pdfcpu/pdfcpu/pkg/api"
-	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
-
-	"github.com/pdfexport/pdfexport/internal/assemble/engine"
-	"github.com/pdfexport/pdfexport/internal/assemble/pdfperm"
 )
 
 // The PDF-engine routes work on PDFs the caller uploads: nothing is
@@ -45,8 +37,6 @@ var refusedRoutes = map[string]string{
 	"/forms/pdfengines/optimize":          "image recompression is not offered",
 	"/forms/pdfengines/rotate":            "page rotation is not offered",
 	"/forms/pdfengines/embed":             "file attachments are not offered",
-	"/forms/pdfengines/watermark":         "watermarking uploaded PDFs is not offered; a conversion takes a text watermark (watermarkSource text)",
-	"/forms/pdfengines/stamp":             "stamps are not offered",
 	"/forms/pdfengines/bookmarks/read":    "bookmarks are made by generateDocumentOutline at conversion",
 	"/forms/pdfengines/bookmarks/write":   "bookmarks are made by generateDocumentOutline at conversion",
 	"/forms/pdfengines/factur-x":          "Factur-X invoices are not offered",
@@ -57,10 +47,12 @@ var refusedRoutes = map[string]string{
 }
 
 func (h *handler) engineRoutes() {
-	h.mux.HandleFunc("POST /forms/pdfengines/merge", h.engine(h.merge))
-	h.mux.HandleFunc("POST /forms/pdfengines/metadata/read", h.engine(h.readMetadata))
-	h.mux.HandleFunc("POST /forms/pdfengines/metadata/write", h.engine(h.writeMetadata))
-	h.mux.HandleFunc("POST /forms/pdfengines/encrypt", h.engine(h.encrypt))
+	h.mux.HandleFunc("POST /forms/pdfengines/merge", h.engine(mergeRoute))
+	h.mux.HandleFunc("POST /forms/pdfengines/metadata/read", h.engine(plain(readMetadata)))
+	h.mux.HandleFunc("POST /forms/pdfengines/metadata/write", h.engine(writeMetadataRoute))
+	h.mux.HandleFunc("POST /forms/pdfengines/encrypt", h.engine(encryptRoute))
+	h.mux.HandleFunc("POST /forms/pdfengines/stamp", h.engine(marksRoute("stamp")))
+	h.mux.HandleFunc("POST /forms/pdfengines/watermark", h.engine(marksRoute("watermark")))
 	for route, why := range refusedRoutes {
 		h.mux.HandleFunc("POST "+route, notImplemented(route, why))
 	}
@@ -69,6 +61,13 @@ func (h *handler) engineRoutes() {
 // engineJob turns the PDFs of a form into the answer's files, or its
 // JSON (metadata/read).
 type engineJob func(ctx context.Context, f *form, pdfs []upload) ([]upload, error)
+
+// engineRoute reads a route's fields, as Gotenberg does before it looks
+// for the PDFs (their errors come first), and returns its job.
+type engineRoute func(f *form) engineJob
+
+// plain is a route whose job reads its own fields.
+func plain(job engineJob) engineRoute { return func(*form) engineJob { return job } }
 
 // jsonAnswer is the "error" of an engineJob whose answer is JSON, not
 // files.
@@ -79,13 +78,14 @@ func (j *jsonAnswer) Error() string { return "a JSON answer" }
 // engine reads the form of a PDF-engine route, holds one of the
 // EngineJobs slots while job runs, and answers its output: one PDF, or a
 // zip of several, as Gotenberg does.
-func (h *handler) engine(job engineJob) http.HandlerFunc {
+func (h *handler) engine(route engineRoute) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		f, err := readForm(w, r, limits{bytes: MaxEngineBytes, parts: maxEngineFiles + 16, valueBytes: 64 << 10})
 		if err != nil {
 			writeError(w, err)
 			return
 		}
+		job := route(f)
 		var pdfs []upload
 		for _, u := range f.files {
 			if strings.HasSuffix(strings.ToLower(u.name), ".pdf") {
@@ -93,7 +93,8 @@ func (h *handler) engine(job engineJob) http.HandlerFunc {
 			}
 		}
 		if len(pdfs) == 0 {
-			writeError(w, badRequest("Invalid form data: no form file found for extensions: [.pdf]"))
+			f.errs = append(f.errs, "no form file found for extensions: [.pdf]")
+			writeError(w, f.err())
 			return
 		}
 		if len(pdfs) > maxEngineFiles {
@@ -103,6 +104,9 @@ func (h *handler) engine(job engineJob) http.HandlerFunc {
 		// Gotenberg takes the files in the alphabetical order of their names.
 		slices.SortFunc(pdfs, func(a, b upload) int { return strings.Compare(a.name, b.name) })
 		run := func(ctx context.Context) (result, error) {
+			if err := f.err(); err != nil {
+				return result{}, err
+			}
 			select {
 			case h.engineSlot <- struct{}{}:
 			case <-ctx.Done():
@@ -126,7 +130,7 @@ func (h *handler) engine(job engineJob) http.HandlerFunc {
 			writeError(w, err)
 			return
 		} else if ok {
-			h.async(w, r, hk, run)
+			h.async(w, r, hk, filesOnly(run))
 			return
 		}
 		res, err := run(r.Context())
@@ -175,13 +179,6 @@ func pack(files []upload, name string) (result, error) {
 		fileName: strings.TrimSuffix(name, ".pdf") + ".zip"}, nil
 }
 
-// pdfConf is the engine's pdfcpu configuration.
-func pdfConf() *model.Configuration { return engine.Conf() }
-
-func pdfErr(name string, err error) error {
-	return badRequest("The PDF '%s' could not be processed: %v", printable(name), err)
-}
-
 // refuseEngineFields refuses the fields of the engine routes pdfexport
 // does not offer, by name.
 func refuseEngineFields(f *form) {
@@ -196,194 +193,15 @@ func refuseEngineFields(f *form) {
 	}
 }
 
-// merge is POST /forms/pdfengines/merge: the PDFs in name order, as one,
-// with the metadata and encryption fields applied.
-func (h *handler) merge(ctx context.Context, f *form, pdfs []upload) ([]upload, error) {
-	refuseEngineFields(f)
-	props := engineMetadata(f)
-	user, owner := passwords(f, false)
-	if err := f.err(); err != nil {
-		return nil, err
-	}
-	rs := make([]io.ReadSeeker, len(pdfs))
-	for i, p := range pdfs {
-		if err := api.Validate(bytes.NewReader(p.data), pdfConf()); err != nil {
-			return nil, pdfErr(p.name, err)
+// filesOnly refuses a JSON answer (metadata/read) to a webhook, in
+// Gotenberg's words: its webhook delivers output files.
+func filesOnly(run func(ctx context.Context) (result, error)) func(ctx context.Context) (result, error) {
+	return func(ctx context.Context) (result, error) {
+		res, err := run(ctx)
+		if err == nil && res.contentType == "application/json" {
+			res.body.Close()
+			return result{}, badRequest("The webhook middleware can only work with multipart/form-data routes that results in output files")
 		}
-		rs[i] = bytes.NewReader(p.data)
+		return res, err
 	}
-	var out bytes.Buffer
-	if err := api.MergeRaw(rs, &out, false, pdfConf()); err != nil {
-		return nil, badRequest("The PDFs could not be merged: %v", err)
-	}
-	data, err := finish(ctx, "merged.pdf", out.Bytes(), props, user, owner, permissionBits(f))
-	if err != nil {
-		return nil, err
-	}
-	return []upload{{name: "merged.pdf", data: data}}, nil
 }
-
-// finish writes the properties, then the encryption, into a PDF.
-func finish(ctx context.Context, name string, data []byte, props map[string]string, user, owner string, perms model.PermissionFlags) ([]byte, error) {
-	if kw, ok := props["Keywords"]; ok {
-		// pdfcpu keeps keywords apart from the other properties.
-		props = maps.Clone(props)
-		delete(props, "Keywords")
-		var words []string
-		for _, w := range strings.Split(kw, ",") {
-			if w = strings.TrimSpace(w); w != "" {
-				words = append(words, w)
-			}
-		}
-		var out bytes.Buffer
-		if err := api.AddKeywords(bytes.NewReader(data), &out, words, pdfConf()); err != nil {
-			return nil, pdfErr(name, err)
-		}
-		data = out.Bytes()
-	}
-	if len(props) > 0 {
-		var out bytes.Buffer
-		if err := api.AddProperties(bytes.NewReader(data), &out, props, pdfConf()); err != nil {
-			return nil, pdfErr(name, err)
-		}
-		data = out.Bytes()
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if owner != "" {
-		conf := pdfConf()
-		conf.Cmd = model.ENCRYPT
-		conf.Permissions = perms
-		conf.UserPW, conf.OwnerPW = user, owner
-		conf.EncryptUsingAES, conf.EncryptKeyLength = true, 256
-		var out bytes.Buffer
-		if err := api.Encrypt(bytes.NewReader(data), &out, conf); err != nil {
-			return nil, pdfErr(name, err)
-		}
-		data = out.Bytes()
-	}
-	return data, nil
-}
-
-// passwords are userPassword and ownerPassword (the owner's defaults to
-// the user's); required: the route needs them.
-func passwords(f *form, required bool) (user, owner string) {
-	user, owner = f.text("userPassword"), f.text("ownerPassword")
-	if required && user == "" {
-		f.errs = append(f.errs, "form field 'userPassword' is required")
-	}
-	if owner == "" {
-		owner = user
-	}
-	for _, k := range []string{"userPassword", "ownerPassword"} {
-		if len(f.values[k]) > 127 {
-			f.invalid(k, "…", errors.New("longer than 127 bytes"))
-		}
-	}
-	return user, owner
-}
-
-// engineMetadata is the metadata field as pdfcpu properties: the
-// information dictionary's text entries; a date or a trapping flag is
-// refused by name.
-func engineMetadata(f *form) map[string]string {
-	var raw map[string]any
-	if !f.json("metadata", &raw) {
-		return nil
-	}
-	props := map[string]string{}
-	for k, v := range raw {
-		switch k {
-		case "Title", "Author", "Subject", "Creator", "Producer", "Keywords":
-		default:
-			f.errs = append(f.errs, unsupported("metadata", fmt.Sprintf("the key '%s'; pdfexport writes Title, Author, Subject, Keywords, Creator and Producer", printable(k))).Error())
-			continue
-		}
-		switch v := v.(type) {
-		case string:
-			props[k] = v
-		case []any:
-			var words []string
-			for _, e := range v {
-				if s, ok := e.(string); ok {
-					words = append(words, s)
-				}
-			}
-			props[k] = strings.Join(words, ", ")
-		default:
-			f.invalid("metadata", f.value("metadata"), fmt.Errorf("'%s' must be a string", k))
-		}
-	}
-	return props
-}
-
-// readMetadata is POST /forms/pdfengines/metadata/read: a JSON object of
-// each PDF's information dictionary, by file name.
-func (h *handler) readMetadata(ctx context.Context, f *form, pdfs []upload) ([]upload, error) {
-	all := map[string]map[string]any{}
-	for _, p := range pdfs {
-		info, err := api.PDFInfo(bytes.NewReader(p.data), p.name, nil, false, pdfConf())
-		if err != nil {
-			return nil, pdfErr(p.name, err)
-		}
-		m := map[string]any{"PageCount": info.PageCount, "PDFVersion": info.Version}
-		for k, v := range map[string]string{"Title": info.Title, "Author": info.Author, "Subject": info.Subject,
-			"Creator": info.Creator, "Producer": info.Producer, "CreationDate": info.CreationDate, "ModDate": info.ModificationDate} {
-			if v != "" {
-				m[k] = v
-			}
-		}
-		if len(info.Keywords) > 0 {
-			m["Keywords"] = info.Keywords
-		}
-		all[p.name] = m
-	}
-	b, err := json.Marshal(all)
-	if err != nil {
-		return nil, err
-	}
-	return nil, &jsonAnswer{body: b}
-}
-
-// writeMetadata is POST /forms/pdfengines/metadata/write.
-func (h *handler) writeMetadata(ctx context.Context, f *form, pdfs []upload) ([]upload, error) {
-	props := engineMetadata(f)
-	if !f.has("metadata") {
-		f.errs = append(f.errs, "form field 'metadata' is required")
-	}
-	if err := f.err(); err != nil {
-		return nil, err
-	}
-	out := make([]upload, 0, len(pdfs))
-	for _, p := range pdfs {
-		data, err := finish(ctx, p.name, p.data, props, "", "", 0)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, upload{name: p.name, data: data})
-	}
-	return out, nil
-}
-
-// encrypt is POST /forms/pdfengines/encrypt: AES-256 with userPassword
-// and ownerPassword.
-func (h *handler) encrypt(ctx context.Context, f *form, pdfs []upload) ([]upload, error) {
-	user, owner := passwords(f, true)
-	perms := permissionBits(f)
-	if err := f.err(); err != nil {
-		return nil, err
-	}
-	out := make([]upload, 0, len(pdfs))
-	for _, p := range pdfs {
-		data, err := finish(ctx, p.name, p.data, nil, user, owner, perms)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, upload{name: p.name, data: data})
-	}
-	return out, nil
-}
-
-// permissionBits are the allow* fields as PDF permission bits.
-func permissionBits(f *form) model.PermissionFlags { return pdfperm.Flags(permissions(f)) }

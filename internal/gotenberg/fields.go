@@ -16,8 +16,16 @@ import (
 // every invalid one, so the answer names them all at once.
 type form struct {
 	values map[string]string
-	files  []upload
-	errs   []string
+	// all are every value of each field, in the order sent: a repeated
+	// field (stampSource) is a list.
+	all   map[string][]string
+	files []upload
+	// marks are the files of the stamp and watermark fields, by field.
+	marks map[string][]upload
+	errs  []string
+	// fault answers the form on its own, in Gotenberg's words, when no
+	// field is invalid (metadata it cannot write).
+	fault error
 	// read are the fields a route asked for, present or not: the fields
 	// it supports, which the contract (api/gotenberg.yaml) must list.
 	read map[string]bool
@@ -42,7 +50,7 @@ func (f *form) invalid(key, got string, why error) {
 // err is the form's invalid fields as Gotenberg words them, or nil.
 func (f *form) err() error {
 	if len(f.errs) == 0 {
-		return nil
+		return f.fault
 	}
 	return badRequest("Invalid form data: %s", strings.Join(f.errs, "\n"))
 }
@@ -191,4 +199,10 @@ func (f *form) file(name string) (upload, bool) {
 		}
 	}
 	return upload{}, false
+}
+
+// list is every value of the field, in the order sent.
+func (f *form) list(key string) []string {
+	f.mark(key)
+	return f.all[key]
 }
