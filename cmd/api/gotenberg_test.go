@@ -555,7 +555,7 @@ func TestBinaries_GotenbergRoutes(t *testing.T) {
 		if !bytes.Contains(read.body, []byte(`"Author":"Writer"`)) {
 			t.Errorf("metadata/write then read: %s", read.body)
 		}
-		refused(t, e.post(t, "/forms/pdfengines/metadata/write", nil, file("a.pdf", string(one.body)), field("metadata", `{"Trapped":"True"}`)), 400, "form field 'metadata' is not supported")
+		refused(t, e.post(t, "/forms/pdfengines/metadata/write", nil, file("a.pdf", string(one.body)), field("metadata", "{\"Bad\\nKey\":\"x\"}")), 400, "Refused keys: 'BadKey'")
 		enc := e.post(t, "/forms/pdfengines/encrypt", nil, file("a.pdf", string(one.body)), field("userPassword", "u-pass"), field("ownerPassword", "o-pass"))
 		path := filepath.Join(t.TempDir(), "e.pdf")
 		_ = os.WriteFile(path, enc.body, 0o600)
