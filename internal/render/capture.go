@@ -56,7 +56,9 @@ func captureAndStream(ctx context.Context, pg *tabPage, o captureOptions, so str
 	if so.limits.bytes > 0 && int64(len(img)) > so.limits.bytes {
 		return permanent{fmt.Errorf("%w: the image is larger than RENDER_MAX_BYTES=%d (%d bytes)", ErrLimit, so.limits.bytes, len(img))}
 	}
-	so.stats.Bytes = int64(len(img))
+	// An image is one page: what a reuse reports of a stored artifact,
+	// whose info a page count of 0 marks as incomplete.
+	so.stats.Bytes, so.stats.Pages = int64(len(img)), 1
 	sinkCtx := pg.progress.enter("render.stream", "streaming the image to the sink")
 	rd := bytes.NewReader(img)
 	if err := so.sink(sinkCtx, rd); err != nil {
