@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/spec"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // shotPage has a red 300x200 box below a white spacer taller than the
@@ -84,7 +85,7 @@ func TestStage_Capture(t *testing.T) {
 				t.Errorf("image %v, want %v", s, tc.size)
 			}
 			for p, ok := range tc.pixels {
-				if r, g, b, a := img.At(p.X, p.Y).RGBA(); !ok(r>>8, g>>8, b>>8, a>>8) {
+				if !ok(rgba(img.At(p.X, p.Y))) {
 					t.Errorf("pixel %v is %v", p, img.At(p.X, p.Y))
 				}
 			}
@@ -97,5 +98,57 @@ func opaqueWhite(r, g, b, a uint32) bool { return r == 255 && g == 255 && b == 2
 func same(c color.RGBA) func(r, g, b, a uint32) bool {
 	return func(r, g, b, a uint32) bool {
 		return r == uint32(c.R) && g == uint32(c.G) && b == uint32(c.B) && a == uint32(c.A)
+	}
+}
+
+// TestRender_CaptureOnBothBuilds: the selector's box is captured on the
+// headless shell, whose tabs draw only the frames the capture gives them
+// (BeginFrame control), and on the full browser, which draws its own.
+func TestRender_CaptureOnBothBuilds(t *testing.T) {
+	t.Parallel()
+	for build, path := range testsupport.ChromiumBuilds(t) {
+		t.Run(build, func(t *testing.T) {
+			r := newRenderer(t, Config{ChromiumPath: path, Timeout: 30 * time.Second})
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var got []byte
+			settings := spec.Options{Screenshot: &spec.Screenshot{Selector: "#target"}}.Settings()
+			if _, err := r.Render(ctx, Source{HTML: shotPage}, settings, func(_ context.Context, img io.Reader) error {
+				var err error
+				got, err = io.ReadAll(img)
+				return err
+			}); err != nil {
+				t.Fatalf("Render: %v", err)
+			}
+			img, _, err := image.Decode(bytes.NewReader(got))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := img.Bounds().Size(); s != image.Pt(300, 200) || !same(color.RGBA{R: 255, A: 255})(rgba(img.At(150, 100))) {
+				t.Errorf("image %v with %v at its centre, want the red 300x200 box", s, img.At(150, 100))
+			}
+		})
+	}
+}
+
+func rgba(c color.Color) (r, g, b, a uint32) {
+	r, g, b, a = c.RGBA()
+	return r >> 8, g >> 8, b >> 8, a >> 8
+}
+
+// TestRender_CaptureOverMaxBytes: an image over RENDER_MAX_BYTES reaches
+// no sink and fails for good with ErrLimit.
+func TestRender_CaptureOverMaxBytes(t *testing.T) {
+	t.Parallel()
+	r := newRenderer(t, Config{MaxBytes: 1000, Timeout: 30 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sunk := false
+	_, err := r.Render(ctx, Source{HTML: shotPage}, spec.Options{Screenshot: &spec.Screenshot{}}.Settings(), func(context.Context, io.Reader) error {
+		sunk = true
+		return nil
+	})
+	if !errors.Is(err, ErrLimit) || Retryable(err) || sunk {
+		t.Fatalf("Render: %v (retryable %v, sink called %v), want a final ErrLimit before the sink", err, Retryable(err), sunk)
 	}
 }
