@@ -153,6 +153,10 @@ type Options struct {
 	// PDFA is the PDF/A level a manual claims: "2b" or "" (chapters only;
 	// not with Encryption).
 	PDFA string `json:"pdf_a,omitempty"`
+	// Screenshot makes the export an image of the page (PNG, JPEG or
+	// WebP) instead of a PDF: a single page only, without the options
+	// that shape a PDF. It needs workers of envelope version 4.
+	Screenshot *Screenshot `json:"screenshot,omitempty"`
 }
 
 // Margins are page margins in millimetres; a nil field is 10 mm.

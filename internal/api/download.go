@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
 
@@ -103,7 +104,8 @@ func (a *api) serveObject(w http.ResponseWriter, r *http.Request, key string, ob
 	}
 	defer body.Close()
 	h := w.Header()
-	h.Set("Content-Type", "application/pdf")
+	mediaType, _ := spec.ArtifactType(key)
+	h.Set("Content-Type", mediaType)
 	h.Set("Content-Disposition", mime.FormatMediaType(as.disposition, map[string]string{"filename": as.fileName}))
 	h.Set("ETag", `"`+obj.ETag+`"`)
 	h.Set("Cache-Control", as.cacheControl)
@@ -131,12 +133,13 @@ func (a *api) serveObject(w http.ResponseWriter, r *http.Request, key string, ob
 	}
 }
 
-// fileName is the download name: manual-version.pdf from the artifact's
-// metadata (identifiers are [A-Za-z0-9._-], safe in a header), else the
-// key's last element.
+// fileName is the download name: manual-version.pdf (or the image's
+// extension) from the artifact's metadata (identifiers are [A-Za-z0-9._-],
+// safe in a header), else the key's last element.
 func fileName(obj storage.Object) string {
 	if m, v := obj.Metadata["manual-id"], obj.Metadata["version"]; m != "" && v != "" {
-		return m + "-" + v + ".pdf"
+		_, ext := spec.ArtifactType(obj.Key)
+		return m + "-" + v + ext
 	}
 	return obj.Key[strings.LastIndex(obj.Key, "/")+1:]
 }

@@ -290,7 +290,8 @@ var fieldNames = map[string]string{
 	"options.page_ranges": "nativePageRanges", "options.scale": "scale", "options.wait_for": "waitForExpression",
 	"options.margin_mm.top": "marginTop", "options.margin_mm.right": "marginRight", "options.margin_mm.bottom": "marginBottom",
 	"options.margin_mm.left": "marginLeft", "options.header_html": "header.html", "options.footer_html": "footer.html",
-	"request_id": "Gotenberg-Trace",
+	"request_id":                  "Gotenberg-Trace",
+	"options.screenshot.selector": "selector", "options.screenshot.format": "format", "options.screenshot.quality": "quality",
 }
 
 // formField is the form field (or file) an export field stands for.

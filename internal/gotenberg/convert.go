@@ -36,6 +36,9 @@ type conversion struct {
 	reuse reuse
 	// post are the PDF-engine steps on the rendered PDF (post.go).
 	post []postStep
+	// shot: the export is an image (screenshot.go), which no PDF-engine
+	// step takes.
+	shot bool
 }
 
 // convert answers a Chromium route: build reads the form into a
@@ -48,8 +51,10 @@ func (h *handler) convert(w http.ResponseWriter, r *http.Request, build func(r *
 		return
 	}
 	c, err := build(r, f)
-	if err == nil {
+	if err == nil && !c.shot {
 		c.post = postSteps(f)
+	}
+	if err == nil {
 		err = f.err()
 	}
 	if err != nil {
@@ -158,6 +163,9 @@ func (h *handler) export(ctx context.Context, r *http.Request, p exportclient.Pa
 // for page ranges the document does not have, 403 for a URL the
 // allowlist refuses, 503 for a time-out.
 func failedErr(msg string) error {
+	if err, ok := selectorErr(msg); ok {
+		return err
+	}
 	status := http.StatusInternalServerError
 	switch {
 	case strings.Contains(msg, "page errors"), strings.Contains(msg, "HTTP error status"):
@@ -265,8 +273,9 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string) {
 	}
 	defer body.Close()
 	hd := w.Header()
-	hd.Set("Content-Type", "application/pdf")
-	hd.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": outputName(r)}))
+	mediaType, name := answerType(key, outputName(r))
+	hd.Set("Content-Type", mediaType)
+	hd.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
 	hd.Set("Content-Length", strconv.FormatInt(obj.Size, 10))
 	w.WriteHeader(http.StatusOK)
 	if _, err := io.Copy(&idleWriter{w: w, rc: http.NewResponseController(w)}, body); err != nil && ctx.Err() == nil {

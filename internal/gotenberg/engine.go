@@ -31,19 +31,16 @@ const DefaultEngineJobs = 2
 
 // refusedRoutes are Gotenberg's routes pdfexport answers 501, and why.
 var refusedRoutes = map[string]string{
-	"/forms/pdfengines/split":             "split the PDF with a PDF tool of your own, or convert with nativePageRanges",
-	"/forms/pdfengines/flatten":           "Chromium prints no form fields to flatten",
-	"/forms/pdfengines/convert":           "PDF/A and PDF/UA conversion needs LibreOffice, which pdfexport does not run",
-	"/forms/pdfengines/optimize":          "image recompression is not offered",
-	"/forms/pdfengines/rotate":            "page rotation is not offered",
-	"/forms/pdfengines/embed":             "file attachments are not offered",
-	"/forms/pdfengines/bookmarks/read":    "bookmarks are made by generateDocumentOutline at conversion",
-	"/forms/pdfengines/bookmarks/write":   "bookmarks are made by generateDocumentOutline at conversion",
-	"/forms/pdfengines/factur-x":          "Factur-X invoices are not offered",
-	"/forms/chromium/screenshot/url":      "pdfexport makes PDFs, not screenshots",
-	"/forms/chromium/screenshot/html":     "pdfexport makes PDFs, not screenshots",
-	"/forms/chromium/screenshot/markdown": "pdfexport makes PDFs, not screenshots",
-	"/forms/libreoffice/convert":          "pdfexport runs Chromium only, no LibreOffice",
+	"/forms/pdfengines/split":           "split the PDF with a PDF tool of your own, or convert with nativePageRanges",
+	"/forms/pdfengines/flatten":         "Chromium prints no form fields to flatten",
+	"/forms/pdfengines/convert":         "PDF/A and PDF/UA conversion needs LibreOffice, which pdfexport does not run",
+	"/forms/pdfengines/optimize":        "image recompression is not offered",
+	"/forms/pdfengines/rotate":          "page rotation is not offered",
+	"/forms/pdfengines/embed":           "file attachments are not offered",
+	"/forms/pdfengines/bookmarks/read":  "bookmarks are made by generateDocumentOutline at conversion",
+	"/forms/pdfengines/bookmarks/write": "bookmarks are made by generateDocumentOutline at conversion",
+	"/forms/pdfengines/factur-x":        "Factur-X invoices are not offered",
+	"/forms/libreoffice/convert":        "pdfexport runs Chromium only, no LibreOffice",
 }
 
 func (h *handler) engineRoutes() {

@@ -96,6 +96,7 @@ func New(cfg Config) http.Handler {
 	h.mux.HandleFunc("POST /forms/chromium/convert/html", h.convertHTML)
 	h.mux.HandleFunc("POST /forms/chromium/convert/markdown", h.convertMarkdown)
 	h.engineRoutes()
+	h.screenshotRoutes()
 	h.mux.HandleFunc("GET /health", h.health)
 	h.mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) { writeText(w, http.StatusOK, h.cfg.Version) })
 	return h

@@ -202,7 +202,8 @@ func (h *handler) exportResult(r *http.Request, p exportclient.Payload, steps []
 		if err != nil {
 			return result{}, &httpError{status: http.StatusServiceUnavailable, msg: "storage unavailable"}
 		}
-		res := result{body: body, size: obj.Size, contentType: "application/pdf", fileName: name}
+		mediaType, fileName := answerType(key, name)
+		res := result{body: body, size: obj.Size, contentType: mediaType, fileName: fileName}
 		if len(steps) == 0 {
 			return res, nil
 		}

@@ -201,6 +201,7 @@ type renderJob struct {
 	ready   readyOptions   // waitReady, checkPage
 	measure measureOptions // measure
 	print   printOptions   // printPage
+	capture captureOptions // capturePage, instead of printPage and streamPDF
 	stream  streamOptions  // streamPDF
 }
 
@@ -250,6 +251,7 @@ func (r *Renderer) newJob(src Source, settings spec.PrintSettings, sink func(con
 		ready:   readyOptions{waitFor: settings.WaitFor, failOn: settings.FailOn},
 		measure: measureOptions{markAnchors: src.MarkAnchors, markHeadings: src.MarkHeadings},
 		print:   printOptions{settings: settings},
+		capture: captureOptions{shot: settings.Screenshot},
 		stream:  streamOptions{sink: sink, limits: limits{r.cfg.MaxPages, r.cfg.MaxBytes}, stats: st},
 	}
 }
@@ -392,6 +394,11 @@ func (r *Renderer) runPage(ctx context.Context, pg *tabPage, job *renderJob) (er
 	}
 	settings, err := measure(ctx, pg, job.measure, job.print.settings)
 	if err != nil {
+		return err
+	}
+	if job.capture.shot != nil {
+		err = captureAndStream(ctx, pg, job.capture, job.stream)
+		r.mark("captured")
 		return err
 	}
 	h, err := printPage(ctx, pg, printOptions{settings: settings}, rd)

@@ -27,8 +27,8 @@ const (
 	// source.site, options.lang, pdf_ua and pdf_a, and options.tagged
 	// with source.chapters (which version 2 refuses). Bump it, and list the
 	// new fields in addedIn, with every change of the envelope's fields or
-	// meaning.
-	EnvelopeVersion = 3
+	// meaning. Version 4 adds options.screenshot.
+	EnvelopeVersion = 4
 )
 
 // addedIn maps each envelope field added after version 1 (its JSON path,
@@ -53,6 +53,17 @@ var addedIn = map[string]int{
 	"options.lang":             3,
 	"options.pdf_ua":           3,
 	"options.pdf_a":            3,
+	// A worker of version 3 would refuse it as an unknown field.
+	"options.screenshot":                     4,
+	"options.screenshot.format":              4,
+	"options.screenshot.width":               4,
+	"options.screenshot.height":              4,
+	"options.screenshot.clip":                4,
+	"options.screenshot.selector":            4,
+	"options.screenshot.quality":             4,
+	"options.screenshot.optimize_for_speed":  4,
+	"options.screenshot.omit_background":     4,
+	"options.screenshot.device_scale_factor": 4,
 }
 
 // taggedManualVersion is the version that serves options.tagged with

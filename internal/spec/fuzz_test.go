@@ -20,7 +20,7 @@ import (
 //	go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 60s ./internal/spec
 
 // keyRE is the shape every artifact key has: two identifiers and the hash.
-var keyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*/[0-9a-f]{16}\.pdf$`)
+var keyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*/[0-9a-f]{16}\.(pdf|png|jpeg|webp)$`)
 
 // checkKey asserts the properties of a validated payload's key: its shape,
 // no "..", and that encoding and decoding the payload (what travels through

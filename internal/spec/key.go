@@ -31,7 +31,7 @@ func (p Envelope) identities() (credentials, passwords string) {
 }
 
 func (p Envelope) artifactKey(credentials, passwords string) string {
-	return p.ManualID + "/" + p.Version + "/" + p.contentHash(credentials, passwords)[:16] + ".pdf"
+	return p.ManualID + "/" + p.Version + "/" + p.contentHash(credentials, passwords)[:16] + p.Options.artifactExt()
 }
 
 // ContentHash is the full hex SHA-256 over the canonical settings and source

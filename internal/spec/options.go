@@ -84,6 +84,9 @@ type Options struct {
 	// PDFA is the PDF/A conformance a manual claims: "2b" (PDF/A-2b) or
 	// "". source.chapters only; refused with Encryption.
 	PDFA string `json:"pdf_a,omitempty"`
+	// Screenshot makes the export an image of the page, not a PDF
+	// (screenshot.go).
+	Screenshot *Screenshot `json:"screenshot,omitempty"`
 }
 
 // PDFALevels are the accepted Options.PDFA values.
@@ -133,6 +136,9 @@ type PrintSettings struct {
 	Lang      string `json:"lang,omitempty"`
 	PDFUA     bool   `json:"pdf_ua,omitempty"`
 	PDFA      string `json:"pdf_a,omitempty"`
+	// Screenshot: the export is an image (omitted for a PDF, for the same
+	// reason as Document).
+	Screenshot *ScreenshotSettings `json:"screenshot,omitempty"`
 	// FailOn is not part of the artifact's identity (json "-"): it does not
 	// change the PDF, only whether one with warnings is acceptable.
 	FailOn FailOn `json:"-"`
@@ -184,6 +190,7 @@ func (o Options) Settings() PrintSettings {
 		Lang:              o.Lang,
 		PDFUA:             o.PDFUA,
 		PDFA:              o.PDFA,
+		Screenshot:        o.Screenshot.settings(),
 	}
 	if s.Paper == "" {
 		s.Paper = DefaultPaper
@@ -199,6 +206,9 @@ func (o Options) Settings() PrintSettings {
 	}
 	if o.Scale != nil {
 		s.Scale = *o.Scale
+	}
+	if s.Media == "" && s.Screenshot != nil {
+		s.Media = "screen" // an image shows the page as a screen does
 	}
 	if s.Media == "" {
 		s.Media = DefaultMedia

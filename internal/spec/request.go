@@ -117,6 +117,7 @@ func (r Request) Validate(hosts Hosts) error {
 	errs = append(errs, r.Source.Credentials.validate(r.Source.URL)...)
 	errs = append(errs, r.Options.validateManual(r.Source.Chapters != nil || r.Source.Site != nil)...)
 	errs = append(errs, r.Options.validateDocument(false)...)
+	errs = append(errs, r.Options.validateScreenshot(r.Source.Chapters != nil || r.Source.Site != nil)...)
 	return errors.Join(errs...)
 }
 

@@ -67,6 +67,7 @@ func (e Envelope) Validate(hosts Hosts) error {
 	errs = append(errs, e.Options.validateManual(e.Source.Chapters != nil || e.Source.Site != nil)...)
 	errs = append(errs, e.validateTraceContext()...)
 	errs = append(errs, e.Options.validateDocument(true)...)
+	errs = append(errs, e.Options.validateScreenshot(e.Source.Chapters != nil || e.Source.Site != nil)...)
 	errs = append(errs, e.EncryptionRef.validate(e.Options.Encryption)...)
 	if e.Client != "" {
 		if fe := validateIdentifier("client", e.Client); fe != nil {

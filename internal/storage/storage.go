@@ -54,7 +54,8 @@ type PutOptions struct {
 	// '.', '-' and '_' are replaced by '_'. Empty: no Content-Disposition.
 	FileName string
 	// ContentType defaults to application/pdf for keys ending in .pdf,
-	// application/json for .json, else application/octet-stream.
+	// application/json for .json, image/png, image/jpeg and image/webp
+	// for .png, .jpeg and .webp, else application/octet-stream.
 	ContentType string
 }
 
@@ -319,6 +320,8 @@ func contentType(key string, o PutOptions) string {
 		return "application/pdf"
 	case strings.HasSuffix(key, ".json"):
 		return "application/json"
+	case strings.HasSuffix(key, ".png"), strings.HasSuffix(key, ".jpeg"), strings.HasSuffix(key, ".webp"):
+		return "image/" + key[strings.LastIndexByte(key, '.')+1:] // a screenshot's
 	default:
 		return "application/octet-stream"
 	}

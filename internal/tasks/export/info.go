@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/pdfexport/pdfexport/internal/render"
+	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 	"github.com/pdfexport/pdfexport/internal/storage/artifact"
 )
@@ -44,6 +45,9 @@ func (h *Handler) writeInfo(ctx context.Context, key, etag string, info artifact
 func (h *Handler) describe(ctx context.Context, key string, obj storage.Object) (artifactInfo, error) {
 	if info, err := h.readInfo(ctx, key); err == nil && info.ETag == obj.ETag {
 		return info, nil
+	}
+	if _, ext := spec.ArtifactType(key); ext != ".pdf" {
+		return artifactInfo{ETag: obj.ETag, Pages: 1, Bytes: obj.Size}, nil // an image (render.Stats.Pages)
 	}
 	rc, err := h.cfg.Store.Open(ctx, key)
 	if err != nil {

@@ -198,8 +198,10 @@ func (h *Handler) print(ctx context.Context, p job, src render.Source, settings 
 func (h *Handler) uploader(ctx context.Context, p job, t target, s *stream) func(context.Context, io.Reader) error {
 	taskID := ownerTask(ctx) // the sink's context is the renderer's, not the task's
 	return func(rctx context.Context, pdf io.Reader) error {
+		mediaType, ext := spec.ArtifactType(t.key)
 		opts := storage.PutOptions{
-			FileName: p.ManualID + "-" + p.Version + ".pdf",
+			FileName:    p.ManualID + "-" + p.Version + ext,
+			ContentType: mediaType,
 			Metadata: map[string]string{
 				"manual-id":    p.ManualID,
 				"version":      p.Version,
