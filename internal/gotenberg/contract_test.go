@@ -96,6 +96,7 @@ func TestContractFields(t *testing.T) {
 	// a watermark's with its source.
 	f := &form{values: map[string]string{"userPassword": "u", "watermarkSource": "text"}}
 	chromiumOptions(f, &exportclient.Payload{}, "https://docs.example.com/")
+	postSteps(f)
 	read := slices.Sorted(maps.Keys(f.read))
 	listed := c.fields("ChromiumFields")
 	for _, k := range []string{"cookies", "extraHttpHeaders"} { // the URL route's

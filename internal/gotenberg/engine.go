@@ -39,16 +39,9 @@ const DefaultEngineJobs = 2
 
 // refusedRoutes are Gotenberg's routes pdfexport answers 501, and why.
 var refusedRoutes = map[string]string{
-	"/forms/pdfengines/split":             "split the PDF with a PDF tool of your own, or convert with nativePageRanges",
-	"/forms/pdfengines/flatten":           "Chromium prints no form fields to flatten",
 	"/forms/pdfengines/convert":           "PDF/A and PDF/UA conversion needs LibreOffice, which pdfexport does not run",
-	"/forms/pdfengines/optimize":          "image recompression is not offered",
-	"/forms/pdfengines/rotate":            "page rotation is not offered",
-	"/forms/pdfengines/embed":             "file attachments are not offered",
 	"/forms/pdfengines/watermark":         "watermarking uploaded PDFs is not offered; a conversion takes a text watermark (watermarkSource text)",
 	"/forms/pdfengines/stamp":             "stamps are not offered",
-	"/forms/pdfengines/bookmarks/read":    "bookmarks are made by generateDocumentOutline at conversion",
-	"/forms/pdfengines/bookmarks/write":   "bookmarks are made by generateDocumentOutline at conversion",
 	"/forms/pdfengines/factur-x":          "Factur-X invoices are not offered",
 	"/forms/chromium/screenshot/url":      "pdfexport makes PDFs, not screenshots",
 	"/forms/chromium/screenshot/html":     "pdfexport makes PDFs, not screenshots",
@@ -57,10 +50,11 @@ var refusedRoutes = map[string]string{
 }
 
 func (h *handler) engineRoutes() {
-	h.mux.HandleFunc("POST /forms/pdfengines/merge", h.engine(h.merge))
-	h.mux.HandleFunc("POST /forms/pdfengines/metadata/read", h.engine(h.readMetadata))
-	h.mux.HandleFunc("POST /forms/pdfengines/metadata/write", h.engine(h.writeMetadata))
-	h.mux.HandleFunc("POST /forms/pdfengines/encrypt", h.engine(h.encrypt))
+	h.mux.HandleFunc("POST /forms/pdfengines/merge", h.engine(plain(h.merge)))
+	h.mux.HandleFunc("POST /forms/pdfengines/metadata/read", h.engine(plain(h.readMetadata)))
+	h.mux.HandleFunc("POST /forms/pdfengines/metadata/write", h.engine(plain(h.writeMetadata)))
+	h.mux.HandleFunc("POST /forms/pdfengines/encrypt", h.engine(plain(h.encrypt)))
+	h.pageRoutes()
 	for route, why := range refusedRoutes {
 		h.mux.HandleFunc("POST "+route, notImplemented(route, why))
 	}
@@ -69,6 +63,13 @@ func (h *handler) engineRoutes() {
 // engineJob turns the PDFs of a form into the answer's files, or its
 // JSON (metadata/read).
 type engineJob func(ctx context.Context, f *form, pdfs []upload) ([]upload, error)
+
+// engineRoute reads a route's fields, as Gotenberg does before it looks
+// for the PDFs (their errors come first), and returns its job.
+type engineRoute func(f *form) engineJob
+
+// plain is a route whose job reads its own fields.
+func plain(job engineJob) engineRoute { return func(*form) engineJob { return job } }
 
 // jsonAnswer is the "error" of an engineJob whose answer is JSON, not
 // files.
@@ -79,13 +80,14 @@ func (j *jsonAnswer) Error() string { return "a JSON answer" }
 // engine reads the form of a PDF-engine route, holds one of the
 // EngineJobs slots while job runs, and answers its output: one PDF, or a
 // zip of several, as Gotenberg does.
-func (h *handler) engine(job engineJob) http.HandlerFunc {
+func (h *handler) engine(route engineRoute) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		f, err := readForm(w, r, limits{bytes: MaxEngineBytes, parts: maxEngineFiles + 16, valueBytes: 64 << 10})
 		if err != nil {
 			writeError(w, err)
 			return
 		}
+		job := route(f)
 		var pdfs []upload
 		for _, u := range f.files {
 			if strings.HasSuffix(strings.ToLower(u.name), ".pdf") {
@@ -93,7 +95,8 @@ func (h *handler) engine(job engineJob) http.HandlerFunc {
 			}
 		}
 		if len(pdfs) == 0 {
-			writeError(w, badRequest("Invalid form data: no form file found for extensions: [.pdf]"))
+			f.errs = append(f.errs, "no form file found for extensions: [.pdf]")
+			writeError(w, f.err())
 			return
 		}
 		if len(pdfs) > maxEngineFiles {
@@ -103,6 +106,9 @@ func (h *handler) engine(job engineJob) http.HandlerFunc {
 		// Gotenberg takes the files in the alphabetical order of their names.
 		slices.SortFunc(pdfs, func(a, b upload) int { return strings.Compare(a.name, b.name) })
 		run := func(ctx context.Context) (result, error) {
+			if err := f.err(); err != nil {
+				return result{}, err
+			}
 			select {
 			case h.engineSlot <- struct{}{}:
 			case <-ctx.Done():
@@ -120,7 +126,7 @@ func (h *handler) engine(job engineJob) http.HandlerFunc {
 			if err != nil {
 				return result{}, err
 			}
-			return pack(out, outputName(r))
+			return pack(out, engineOutputName(r, out))
 		}
 		if hk, ok, err := h.webhookOf(r); err != nil {
 			writeError(w, err)

@@ -17,6 +17,7 @@ import (
 type form struct {
 	values map[string]string
 	files  []upload
+	embeds []upload // the files of the embeds field (embed.go)
 	errs   []string
 	// read are the fields a route asked for, present or not: the fields
 	// it supports, which the contract (api/gotenberg.yaml) must list.

@@ -49,6 +49,12 @@ func readForm(w http.ResponseWriter, r *http.Request, lim limits) (*form, error)
 			if err != nil {
 				return nil, err
 			}
+			if p.FormName() == embedsField {
+				if err := f.readEmbed(p, name, lim); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if _, dup := f.file(name); dup {
 				return nil, badRequest("Invalid form data: the file '%s' is sent twice", name)
 			}

@@ -39,6 +39,7 @@ type postStep struct {
 // the steps, in Gotenberg's order; an invalid field is in f's errors.
 func postSteps(f *form) []postStep {
 	var steps []postStep
+	steps = append(steps, pageSteps(f)...)
 	slices.SortStableFunc(steps, func(a, b postStep) int { return a.order - b.order })
 	return steps
 }

@@ -14,23 +14,23 @@ import (
 // note with its popup and a link.
 func formPDF() []byte {
 	var b pdfBuilder
-	font := b.add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+	font := b.Add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
 	ap := func(text string) int {
-		return b.stream(fmt.Sprintf("/Type /XObject /Subtype /Form /BBox [0 0 100 20] /Resources << /Font << /F1 %d 0 R >> >>", font),
+		return b.Stream(fmt.Sprintf("/Type /XObject /Subtype /Form /BBox [0 0 100 20] /Resources << /Font << /F1 %d 0 R >> >>", font),
 			[]byte("BT /F1 12 Tf 2 5 Td ("+text+") Tj ET"), true)
 	}
-	text := b.add("<< /Type /Annot /Subtype /Widget /FT /Tx /T (name) /DA (/F1 12 Tf 0 g) /Rect [100 100 300 140] /AP << /N %d 0 R >> >>", ap("Filled"))
+	text := b.Add("<< /Type /Annot /Subtype /Widget /FT /Tx /T (name) /DA (/F1 12 Tf 0 g) /Rect [100 100 300 140] /AP << /N %d 0 R >> >>", ap("Filled"))
 	on, off := ap("On"), ap("Off")
-	box := b.add("<< /Type /Annot /Subtype /Widget /FT /Btn /T (box) /Rect [100 200 120 220] /AS /On /AP << /N << /On %d 0 R /Off %d 0 R >> >> >>", on, off)
-	bare := b.add("<< /Type /Annot /Subtype /Widget /FT /Tx /T (bare) /DA (/F1 12 Tf 0 g) /Rect [0 0 10 10] >>")
-	hidden := b.add("<< /Type /Annot /Subtype /Square /F 2 /Rect [0 0 10 10] /AP << /N %d 0 R >> >>", ap("Hidden"))
-	popup := b.reserve()
-	note := b.add("<< /Type /Annot /Subtype /Text /Rect [400 400 420 420] /Popup %d 0 R /AP << /N %d 0 R >> >>", popup, ap("Note"))
-	b.set(popup, "<< /Type /Annot /Subtype /Popup /Rect [400 300 500 400] /Parent %d 0 R >>", note)
-	link := b.add("<< /Type /Annot /Subtype /Link /Rect [0 700 100 720] /A << /S /URI /URI (https://example.com/) >> >>")
+	box := b.Add("<< /Type /Annot /Subtype /Widget /FT /Btn /T (box) /Rect [100 200 120 220] /AS /On /AP << /N << /On %d 0 R /Off %d 0 R >> >> >>", on, off)
+	bare := b.Add("<< /Type /Annot /Subtype /Widget /FT /Tx /T (bare) /DA (/F1 12 Tf 0 g) /Rect [0 0 10 10] >>")
+	hidden := b.Add("<< /Type /Annot /Subtype /Square /F 2 /Rect [0 0 10 10] /AP << /N %d 0 R >> >>", ap("Hidden"))
+	popup := b.Reserve()
+	note := b.Add("<< /Type /Annot /Subtype /Text /Rect [400 400 420 420] /Popup %d 0 R /AP << /N %d 0 R >> >>", popup, ap("Note"))
+	b.Set(popup, "<< /Type /Annot /Subtype /Popup /Rect [400 300 500 400] /Parent %d 0 R >>", note)
+	link := b.Add("<< /Type /Annot /Subtype /Link /Rect [0 700 100 720] /A << /S /URI /URI (https://example.com/) >> >>")
 	annots := fmt.Sprintf("/Annots [%d 0 R %d 0 R %d 0 R %d 0 R %d 0 R %d 0 R %d 0 R]", text, box, bare, hidden, note, popup, link)
-	b.catalog = fmt.Sprintf("/AcroForm << /Fields [%d 0 R %d 0 R %d 0 R] /DA (/F1 12 Tf 0 g) >>", text, box, bare)
-	return b.bytes(b.textPages(func(int) string { return annots }, "Form"))
+	b.Catalog = fmt.Sprintf("/AcroForm << /Fields [%d 0 R %d 0 R %d 0 R] /DA (/F1 12 Tf 0 g) >>", text, box, bare)
+	return b.Bytes(b.TextPages(func(int) string { return annots }, "Form"))
 }
 
 // TestFlatten: appearances become page content, placed on their

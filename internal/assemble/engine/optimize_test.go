@@ -5,49 +5,30 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 )
-
-// photo is w x h samples of comp components that look like a photo to a
-// compressor: smooth shapes and grain, which Flate keeps large and JPEG
-// does not.
-func photo(w, h, comp int) []byte {
-	rng := rand.New(rand.NewPCG(1, 2))
-	out := make([]byte, 0, w*h*comp)
-	for y := range h {
-		for x := range w {
-			for c := range comp {
-				v := 128 + 90*math.Sin(float64(x+40*c)/23)*math.Cos(float64(y)/31) + float64(rng.IntN(41)-20)
-				out = append(out, byte(max(0, min(255, v))))
-			}
-		}
-	}
-	return out
-}
 
 // imagePDF is a page drawing an RGB photo with a soft mask, a gray
 // photo, a small image and an indexed one; it returns the PDF and the
 // images' object numbers by name.
 func imagePDF() ([]byte, map[string]int) {
 	var b pdfBuilder
-	mask := b.stream("/Type /XObject /Subtype /Image /Width 400 /Height 300 /ColorSpace /DeviceGray /BitsPerComponent 8", photo(400, 300, 1), true)
+	mask := b.Stream("/Type /XObject /Subtype /Image /Width 400 /Height 300 /ColorSpace /DeviceGray /BitsPerComponent 8", photo(400, 300, 1), true)
 	imgs := map[string]int{
-		"rgb":     b.stream(fmt.Sprintf("/Type /XObject /Subtype /Image /Width 400 /Height 300 /ColorSpace /DeviceRGB /BitsPerComponent 8 /SMask %d 0 R", mask), photo(400, 300, 3), true),
-		"gray":    b.stream("/Type /XObject /Subtype /Image /Width 300 /Height 300 /ColorSpace /DeviceGray /BitsPerComponent 8", photo(300, 300, 1), true),
-		"small":   b.stream("/Type /XObject /Subtype /Image /Width 40 /Height 40 /ColorSpace /DeviceRGB /BitsPerComponent 8", photo(40, 40, 3), true),
-		"indexed": b.stream("/Type /XObject /Subtype /Image /Width 300 /Height 300 /ColorSpace [/Indexed /DeviceRGB 255 <"+string(bytes.Repeat([]byte("00"), 768))+">] /BitsPerComponent 8", photo(300, 300, 1), true),
+		"rgb":     b.Stream(fmt.Sprintf("/Type /XObject /Subtype /Image /Width 400 /Height 300 /ColorSpace /DeviceRGB /BitsPerComponent 8 /SMask %d 0 R", mask), photo(400, 300, 3), true),
+		"gray":    b.Stream("/Type /XObject /Subtype /Image /Width 300 /Height 300 /ColorSpace /DeviceGray /BitsPerComponent 8", photo(300, 300, 1), true),
+		"small":   b.Stream("/Type /XObject /Subtype /Image /Width 40 /Height 40 /ColorSpace /DeviceRGB /BitsPerComponent 8", photo(40, 40, 3), true),
+		"indexed": b.Stream("/Type /XObject /Subtype /Image /Width 300 /Height 300 /ColorSpace [/Indexed /DeviceRGB 255 <"+string(bytes.Repeat([]byte("00"), 768))+">] /BitsPerComponent 8", photo(300, 300, 1), true),
 	}
 	imgs["mask"] = mask
 	xo := fmt.Sprintf("/Resources << /XObject << /A %d 0 R /B %d 0 R /C %d 0 R /D %d 0 R >> >>", imgs["rgb"], imgs["gray"], imgs["small"], imgs["indexed"])
-	pages := b.reserve()
-	content := b.stream("", []byte("q 400 0 0 300 0 0 cm /A Do Q q 300 0 0 300 0 400 cm /B Do Q q 40 0 0 40 500 500 cm /C Do Q q 100 0 0 100 300 0 cm /D Do Q"), false)
-	page := b.add("<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] %s /Contents %d 0 R >>", pages, xo, content)
-	b.set(pages, "<< /Type /Pages /Kids [%d 0 R] /Count 1 >>", page)
-	return b.bytes(b.add("<< /Type /Catalog /Pages %d 0 R >>", pages)), imgs
+	pages := b.Reserve()
+	content := b.Stream("", []byte("q 400 0 0 300 0 0 cm /A Do Q q 300 0 0 300 0 400 cm /B Do Q q 40 0 0 40 500 500 cm /C Do Q q 100 0 0 100 300 0 cm /D Do Q"), false)
+	page := b.Add("<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] %s /Contents %d 0 R >>", pages, xo, content)
+	b.Set(pages, "<< /Type /Pages /Kids [%d 0 R] /Count 1 >>", page)
+	return b.Bytes(b.Add("<< /Type /Catalog /Pages %d 0 R >>", pages)), imgs
 }
 
 // TestOptimizeImages: the large gray and RGB images become JPEG of the

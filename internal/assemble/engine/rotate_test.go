@@ -10,7 +10,7 @@ import (
 // they had; the others stay.
 func TestRotate(t *testing.T) {
 	var b pdfBuilder
-	doc := b.bytes(b.textPages(func(page int) string {
+	doc := b.Bytes(b.TextPages(func(page int) string {
 		if page == 2 {
 			return "/Rotate 90"
 		}

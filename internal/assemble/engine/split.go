@@ -32,6 +32,12 @@ var ErrPageSelection = errors.New("invalid page selection")
 // ErrTooManyParts is a split into more than its MaxParts PDFs.
 var ErrTooManyParts = errors.New("too many parts")
 
+// ErrPartsTooLarge is a split whose parts together pass its MaxBytes:
+// each part carries the resources its pages share with the others, so
+// many parts of a document with large shared resources are many times
+// its size.
+var ErrPartsTooLarge = errors.New("the parts are too large")
+
 // SplitOptions configure Split.
 type SplitOptions struct {
 	Mode string // SplitIntervals or SplitPages
@@ -47,6 +53,8 @@ type SplitOptions struct {
 	Name string
 	// MaxParts bounds the parts; 0 is MaxSplitParts.
 	MaxParts int
+	// MaxBytes bounds the parts' bytes together; 0: no bound.
+	MaxBytes int64
 }
 
 // Split cuts pdf into parts, in page order.
@@ -64,6 +72,7 @@ func Split(ctx context.Context, pdf []byte, opts SplitOptions) ([]File, error) {
 	}
 	stem := strings.TrimSuffix(opts.Name, path.Ext(opts.Name))
 	out := make([]File, 0, len(parts))
+	var total int64
 	for i, pages := range parts {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -71,6 +80,9 @@ func Split(ctx context.Context, pdf []byte, opts SplitOptions) ([]File, error) {
 		data, err := extractPages(src, pages)
 		if err != nil {
 			return nil, &InputError{File: opts.Name, Err: err}
+		}
+		if total += int64(len(data)); opts.MaxBytes > 0 && total > opts.MaxBytes {
+			return nil, &InputError{File: opts.Name, Err: fmt.Errorf("%w: more than %d bytes after %d of %d parts", ErrPartsTooLarge, opts.MaxBytes, i+1, len(parts))}
 		}
 		name := fmt.Sprintf("%s_%d.pdf", stem, i)
 		if opts.Mode == SplitPages && opts.Unify {
@@ -141,6 +153,13 @@ func SelectPages(count int, sel string) ([]int, error) {
 	}
 	slices.Sort(pages)
 	return pages, nil
+}
+
+// CheckPageSelection reports whether sel is a page selection (the syntax
+// of SplitOptions.Span) without a document to select from.
+func CheckPageSelection(sel string) error {
+	_, err := parseSelection(sel)
+	return err
 }
 
 // parseSelection is a page selection in pdfcpu's terms.

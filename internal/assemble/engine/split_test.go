@@ -72,6 +72,7 @@ func TestSplitRefusals(t *testing.T) {
 		{"zero interval", SplitOptions{Mode: SplitIntervals, Span: "0"}, ErrPageSelection},
 		{"too many intervals", SplitOptions{Mode: SplitIntervals, Span: "1", MaxParts: 10}, ErrTooManyParts},
 		{"too many pages", SplitOptions{Mode: SplitPages, Span: "1-", MaxParts: 10}, ErrTooManyParts},
+		{"too large", SplitOptions{Mode: SplitIntervals, Span: "1", MaxBytes: 2000}, ErrPartsTooLarge},
 		{"too many ranges", SplitOptions{Mode: SplitPages, Span: strings.Repeat("1,", maxSelectionTokens) + "1"}, ErrPageSelection},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
