@@ -150,6 +150,12 @@ func TestSplitRouteBounds(t *testing.T) {
 			t.Errorf("%s: %d %q, want a 400 naming splitSpan and the bound", mode, rec.Code, rec.Body.String())
 		}
 	}
+	// The bound is the request's: two PDFs under it alone, over it together.
+	half := testsupport.NumberedPDF(engine.MaxSplitParts/2 + 1)
+	rec := post(t, "/forms/pdfengines/split", nil, file("files", "a.pdf", half), file("files", "b.pdf", half), field("splitMode", "intervals"), field("splitSpan", "1"))
+	if rec.Code != 400 || !strings.Contains(rec.Body.String(), "splitSpan") {
+		t.Errorf("two PDFs: %d %q, want a 400 naming splitSpan", rec.Code, rec.Body.String())
+	}
 }
 
 // TestPageRoutes: rotate, optimize, flatten, embed and bookmarks answer

@@ -44,7 +44,7 @@ func readSplit(f *form) (opts engine.SplitOptions, ok bool) {
 		f.errs = append(f.errs, "form field 'splitSpan' is required")
 		valid = false
 	}
-	return engine.SplitOptions{Mode: mode, Span: span, Unify: unify, MaxBytes: maxSplitBytes}, valid && mode != ""
+	return engine.SplitOptions{Mode: mode, Span: span, Unify: unify}, valid && mode != ""
 }
 
 // splitStep is a conversion's split: its PDF (named as the answer) into
@@ -56,9 +56,14 @@ func splitStep(f *form) (postStep, bool) {
 	}
 	return postStep{order: stepSplit, run: func(ctx context.Context, files []upload) ([]upload, error) {
 		var out []upload
+		var size int64
 		for _, in := range files {
+			// The bounds are the request's, over all its PDFs.
 			o := opts
-			o.Name = in.name
+			o.Name, o.MaxParts, o.MaxBytes = in.name, engine.MaxSplitParts-len(out), maxSplitBytes-size
+			if o.MaxParts <= 0 || o.MaxBytes <= 0 {
+				return nil, badRequest("Invalid form data: form field 'splitSpan' is invalid (the PDFs split into more than %d parts or %d bytes)", engine.MaxSplitParts, maxSplitBytes)
+			}
 			parts, err := engine.Split(ctx, in.data, o)
 			if errors.Is(err, engine.ErrPageSelection) {
 				// Gotenberg's answer when no engine can split with the span.
@@ -67,11 +72,9 @@ func splitStep(f *form) (postStep, bool) {
 			if err != nil {
 				return nil, pageErr(in.name, err)
 			}
-			if len(out)+len(parts) > engine.MaxSplitParts {
-				return nil, badRequest("Invalid form data: form field 'splitSpan' is invalid (the PDFs split into more than %d parts)", engine.MaxSplitParts)
-			}
 			for _, p := range parts {
 				out = append(out, upload{name: p.Name, data: p.Data})
+				size += int64(len(p.Data))
 			}
 		}
 		return out, nil

@@ -23,7 +23,7 @@ const DefaultImageQuality = 80
 // would take more memory to decode than a job may hold.
 const (
 	MinOptimizeImageBytes = 30 << 10
-	MaxOptimizePixels     = 40 << 20
+	MaxOptimizePixels     = 16 << 20
 )
 
 // OptimizeOptions configure OptimizeImages.
