@@ -47,11 +47,12 @@ help: ## list targets
 setup: ## install redis-server, Chromium, fonts, poppler-utils (apt) and versitygw where missing
 	@scripts/setup.sh
 
-build: ## build bin/worker, bin/enqueue and bin/api
+build: ## build bin/worker, bin/enqueue, bin/api and bin/allinone
 	@mkdir -p bin
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/worker ./cmd/worker
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/enqueue ./cmd/enqueue
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/api ./cmd/api
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/allinone ./cmd/allinone
 
 demo: setup build ## run the end-to-end demo: Redis + 2 workers + 7 concurrent exports + a whole manual
 	$(GO) run ./examples/demo
@@ -127,5 +128,5 @@ image: ## build the container image (deployments/Dockerfile) with docker or podm
 	  --build-arg VERSION=$(VERSION) --build-arg REVISION=$(COMMIT) --build-arg BUILD_DATE=$(BUILD_DATE) --build-arg SOURCE=$(SOURCE_URL) .
 
 clean: ## remove build output (bin/, stray go build binaries) and demo data
-	rm -rf bin/worker bin/enqueue bin/api bin/release-sbom var/demo dist dist.repro
+	rm -rf bin/worker bin/enqueue bin/api bin/allinone bin/release-sbom var/demo dist dist.repro
 	rm -f enqueue worker demo cmd/api/api cmd/enqueue/enqueue cmd/worker/worker examples/demo/demo bench/bench

@@ -187,7 +187,7 @@ func TestArchitectureShipsWhatTheBinariesLink(t *testing.T) {
 	}
 	slices.Sort(listed)
 
-	cmd := exec.Command("go", "list", "-deps", "./cmd/worker", "./cmd/enqueue", "./cmd/api", "./exportclient")
+	cmd := exec.Command("go", "list", "-deps", "./cmd/worker", "./cmd/enqueue", "./cmd/api", "./cmd/allinone", "./exportclient")
 	cmd.Dir = ".."
 	out, err := cmd.Output()
 	if err != nil {

@@ -1,7 +1,6 @@
 package gotenberg
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -85,17 +84,6 @@ func chromiumOptions(f *form, p *exportclient.Payload, pageURL string) {
 	o.WaitFor = waitExpression(f)
 	credentials(f, p, pageURL)
 	failOn(f, o)
-	metadata(f, o)
-	if user, owner := f.text("userPassword"), f.text("ownerPassword"); user != "" || owner != "" {
-		if owner == "" {
-			// Gotenberg needs no owner password, pdfexport one that is
-			// not the user's: one nobody knows, and the user's password
-			// gets every permission (Gotenberg's default too).
-			owner = rand.Text()
-		}
-		o.Encryption = &exportclient.Encryption{UserPassword: user, OwnerPassword: owner, Allow: permissions(f)}
-	}
-	watermark(f, o)
 	if f.has("pdfa") {
 		f.errs = append(f.errs, unsupported("pdfa", "PDF/A conversion needs LibreOffice, which pdfexport does not run").Error())
 	}
@@ -128,47 +116,6 @@ func permissions(f *form) []string {
 		}
 	}
 	return allow
-}
-
-// watermark maps a text watermark (watermarkSource text, its
-// watermarkExpression, watermarkOptions' opacity and rotation) onto the
-// export's options.watermark, drawn on every page; an image or PDF
-// watermark, a page selection and stamps are refused.
-func watermark(f *form, o *exportclient.Options) {
-	for _, k := range []string{"stampSource", "stampExpression"} {
-		if f.has(k) {
-			f.errs = append(f.errs, unsupported(k, "stamps are not offered; a text watermark is (watermarkSource text)").Error())
-		}
-	}
-	src := f.value("watermarkSource")
-	if src == "" {
-		return
-	}
-	if src != "text" {
-		f.errs = append(f.errs, unsupported("watermarkSource", "only a text watermark is drawn, not '"+printable(src)+"'").Error())
-		return
-	}
-	if f.has("watermarkPages") {
-		f.errs = append(f.errs, unsupported("watermarkPages", "the watermark is drawn on every page").Error())
-	}
-	wm := &exportclient.Watermark{Text: f.text("watermarkExpression")}
-	var opts map[string]any
-	if f.json("watermarkOptions", &opts) {
-		for k, v := range opts {
-			n, ok := v.(float64)
-			switch {
-			case !ok && (k == "opacity" || k == "rotation"):
-				f.invalid("watermarkOptions", f.value("watermarkOptions"), fmt.Errorf("'%s' must be a number", k))
-			case k == "opacity":
-				wm.Opacity = &n
-			case k == "rotation":
-				wm.Angle = &n
-			default:
-				f.errs = append(f.errs, unsupported("watermarkOptions", fmt.Sprintf("the option '%s'; pdfexport takes opacity and rotation", printable(k))).Error())
-			}
-		}
-	}
-	o.Watermark = wm
 }
 
 // namedPaper is the paper of that size, and whether it is the paper turned
@@ -330,55 +277,6 @@ func failsExactly4xx5xx(codes []int) bool {
 	return hundreds[4] && hundreds[5]
 }
 
-// metadata maps the metadata field's keys that a PDF's information
-// dictionary holds and pdfexport writes; the rest are refused by name.
-func metadata(f *form, o *exportclient.Options) {
-	var raw map[string]any
-	if !f.json("metadata", &raw) || len(raw) == 0 {
-		return
-	}
-	m := &exportclient.Metadata{}
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		s, isString := raw[k].(string)
-		switch k {
-		case "Title":
-			m.Title = s
-		case "Author":
-			m.Author = s
-		case "Subject":
-			m.Subject = s
-		case "Creator":
-			m.Creator = s
-		case "Keywords":
-			switch v := raw[k].(type) {
-			case string:
-				for _, kw := range strings.Split(v, ",") {
-					if kw = strings.TrimSpace(kw); kw != "" {
-						m.Keywords = append(m.Keywords, kw)
-					}
-				}
-				isString = true
-			case []any:
-				isString = true
-				for _, e := range v {
-					kw, ok := e.(string)
-					if !ok {
-						isString = false
-					}
-					m.Keywords = append(m.Keywords, kw)
-				}
-			}
-		default:
-			f.errs = append(f.errs, unsupported("metadata", fmt.Sprintf("the key '%s'; pdfexport writes Title, Author, Subject, Keywords and Creator", printable(k))).Error())
-			continue
-		}
-		if !isString {
-			f.invalid("metadata", f.value("metadata"), fmt.Errorf("'%s' must be a string", k))
-		}
-	}
-	o.Metadata = m
-}
-
 // fieldNames are the form fields the validation errors of the export's
 // JSON fields stand for.
 var fieldNames = map[string]string{
@@ -386,7 +284,7 @@ var fieldNames = map[string]string{
 	"options.page_ranges": "nativePageRanges", "options.scale": "scale", "options.wait_for": "waitForExpression",
 	"options.margin_mm.top": "marginTop", "options.margin_mm.right": "marginRight", "options.margin_mm.bottom": "marginBottom",
 	"options.margin_mm.left": "marginLeft", "options.header_html": "header.html", "options.footer_html": "footer.html",
-	"options.encryption": "userPassword", "options.metadata": "metadata", "request_id": "Gotenberg-Trace",
+	"request_id": "Gotenberg-Trace",
 }
 
 // formField is the form field (or file) an export field stands for.

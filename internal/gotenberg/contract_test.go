@@ -92,9 +92,7 @@ func TestContractRoutes(t *testing.T) {
 // contract's ChromiumFields with the URL route's own and the files.
 func TestContractFields(t *testing.T) {
 	c := readContract(t)
-	// Fields read only beside another: the permissions with a password,
-	// a watermark's with its source.
-	f := &form{values: map[string]string{"userPassword": "u", "watermarkSource": "text"}}
+	f := &form{values: map[string]string{}}
 	chromiumOptions(f, &exportclient.Payload{}, "https://docs.example.com/")
 	postSteps(f)
 	read := slices.Sorted(maps.Keys(f.read))

@@ -4,20 +4,12 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
-
-	"github.com/pdfcpu/pdfcpu/pkg/api"
-	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
-
-	"github.com/pdfexport/pdfexport/internal/assemble/engine"
-	"github.com/pdfexport/pdfexport/internal/assemble/pdfperm"
 )
 
 // The PDF-engine routes work on PDFs the caller uploads: nothing is
@@ -40,8 +32,6 @@ const DefaultEngineJobs = 2
 // refusedRoutes are Gotenberg's routes pdfexport answers 501, and why.
 var refusedRoutes = map[string]string{
 	"/forms/pdfengines/convert":           "PDF/A and PDF/UA conversion needs LibreOffice, which pdfexport does not run",
-	"/forms/pdfengines/watermark":         "watermarking uploaded PDFs is not offered; a conversion takes a text watermark (watermarkSource text)",
-	"/forms/pdfengines/stamp":             "stamps are not offered",
 	"/forms/pdfengines/factur-x":          "Factur-X invoices are not offered",
 	"/forms/chromium/screenshot/url":      "pdfexport makes PDFs, not screenshots",
 	"/forms/chromium/screenshot/html":     "pdfexport makes PDFs, not screenshots",
@@ -50,10 +40,12 @@ var refusedRoutes = map[string]string{
 }
 
 func (h *handler) engineRoutes() {
-	h.mux.HandleFunc("POST /forms/pdfengines/merge", h.engine(plain(h.merge)))
-	h.mux.HandleFunc("POST /forms/pdfengines/metadata/read", h.engine(plain(h.readMetadata)))
-	h.mux.HandleFunc("POST /forms/pdfengines/metadata/write", h.engine(plain(h.writeMetadata)))
-	h.mux.HandleFunc("POST /forms/pdfengines/encrypt", h.engine(plain(h.encrypt)))
+	h.mux.HandleFunc("POST /forms/pdfengines/merge", h.engine(mergeRoute))
+	h.mux.HandleFunc("POST /forms/pdfengines/metadata/read", h.engine(plain(readMetadata)))
+	h.mux.HandleFunc("POST /forms/pdfengines/metadata/write", h.engine(writeMetadataRoute))
+	h.mux.HandleFunc("POST /forms/pdfengines/encrypt", h.engine(encryptRoute))
+	h.mux.HandleFunc("POST /forms/pdfengines/stamp", h.engine(marksRoute("stamp")))
+	h.mux.HandleFunc("POST /forms/pdfengines/watermark", h.engine(marksRoute("watermark")))
 	h.pageRoutes()
 	for route, why := range refusedRoutes {
 		h.mux.HandleFunc("POST "+route, notImplemented(route, why))
@@ -132,7 +124,7 @@ func (h *handler) engine(route engineRoute) http.HandlerFunc {
 			writeError(w, err)
 			return
 		} else if ok {
-			h.async(w, r, hk, run)
+			h.async(w, r, hk, filesOnly(run))
 			return
 		}
 		res, err := run(r.Context())
@@ -181,13 +173,6 @@ func pack(files []upload, name string) (result, error) {
 		fileName: strings.TrimSuffix(name, ".pdf") + ".zip"}, nil
 }
 
-// pdfConf is the engine's pdfcpu configuration.
-func pdfConf() *model.Configuration { return engine.Conf() }
-
-func pdfErr(name string, err error) error {
-	return badRequest("The PDF '%s' could not be processed: %v", printable(name), err)
-}
-
 // refuseEngineFields refuses the fields of the engine routes pdfexport
 // does not offer, by name.
 func refuseEngineFields(f *form) {
@@ -202,194 +187,15 @@ func refuseEngineFields(f *form) {
 	}
 }
 
-// merge is POST /forms/pdfengines/merge: the PDFs in name order, as one,
-// with the metadata and encryption fields applied.
-func (h *handler) merge(ctx context.Context, f *form, pdfs []upload) ([]upload, error) {
-	refuseEngineFields(f)
-	props := engineMetadata(f)
-	user, owner := passwords(f, false)
-	if err := f.err(); err != nil {
-		return nil, err
-	}
-	rs := make([]io.ReadSeeker, len(pdfs))
-	for i, p := range pdfs {
-		if err := api.Validate(bytes.NewReader(p.data), pdfConf()); err != nil {
-			return nil, pdfErr(p.name, err)
+// filesOnly refuses a JSON answer (metadata/read) to a webhook, in
+// Gotenberg's words: its webhook delivers output files.
+func filesOnly(run func(ctx context.Context) (result, error)) func(ctx context.Context) (result, error) {
+	return func(ctx context.Context) (result, error) {
+		res, err := run(ctx)
+		if err == nil && res.contentType == "application/json" {
+			res.body.Close()
+			return result{}, badRequest("The webhook middleware can only work with multipart/form-data routes that results in output files")
 		}
-		rs[i] = bytes.NewReader(p.data)
+		return res, err
 	}
-	var out bytes.Buffer
-	if err := api.MergeRaw(rs, &out, false, pdfConf()); err != nil {
-		return nil, badRequest("The PDFs could not be merged: %v", err)
-	}
-	data, err := finish(ctx, "merged.pdf", out.Bytes(), props, user, owner, permissionBits(f))
-	if err != nil {
-		return nil, err
-	}
-	return []upload{{name: "merged.pdf", data: data}}, nil
 }
-
-// finish writes the properties, then the encryption, into a PDF.
-func finish(ctx context.Context, name string, data []byte, props map[string]string, user, owner string, perms model.PermissionFlags) ([]byte, error) {
-	if kw, ok := props["Keywords"]; ok {
-		// pdfcpu keeps keywords apart from the other properties.
-		props = maps.Clone(props)
-		delete(props, "Keywords")
-		var words []string
-		for _, w := range strings.Split(kw, ",") {
-			if w = strings.TrimSpace(w); w != "" {
-				words = append(words, w)
-			}
-		}
-		var out bytes.Buffer
-		if err := api.AddKeywords(bytes.NewReader(data), &out, words, pdfConf()); err != nil {
-			return nil, pdfErr(name, err)
-		}
-		data = out.Bytes()
-	}
-	if len(props) > 0 {
-		var out bytes.Buffer
-		if err := api.AddProperties(bytes.NewReader(data), &out, props, pdfConf()); err != nil {
-			return nil, pdfErr(name, err)
-		}
-		data = out.Bytes()
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if owner != "" {
-		conf := pdfConf()
-		conf.Cmd = model.ENCRYPT
-		conf.Permissions = perms
-		conf.UserPW, conf.OwnerPW = user, owner
-		conf.EncryptUsingAES, conf.EncryptKeyLength = true, 256
-		var out bytes.Buffer
-		if err := api.Encrypt(bytes.NewReader(data), &out, conf); err != nil {
-			return nil, pdfErr(name, err)
-		}
-		data = out.Bytes()
-	}
-	return data, nil
-}
-
-// passwords are userPassword and ownerPassword (the owner's defaults to
-// the user's); required: the route needs them.
-func passwords(f *form, required bool) (user, owner string) {
-	user, owner = f.text("userPassword"), f.text("ownerPassword")
-	if required && user == "" {
-		f.errs = append(f.errs, "form field 'userPassword' is required")
-	}
-	if owner == "" {
-		owner = user
-	}
-	for _, k := range []string{"userPassword", "ownerPassword"} {
-		if len(f.values[k]) > 127 {
-			f.invalid(k, "…", errors.New("longer than 127 bytes"))
-		}
-	}
-	return user, owner
-}
-
-// engineMetadata is the metadata field as pdfcpu properties: the
-// information dictionary's text entries; a date or a trapping flag is
-// refused by name.
-func engineMetadata(f *form) map[string]string {
-	var raw map[string]any
-	if !f.json("metadata", &raw) {
-		return nil
-	}
-	props := map[string]string{}
-	for k, v := range raw {
-		switch k {
-		case "Title", "Author", "Subject", "Creator", "Producer", "Keywords":
-		default:
-			f.errs = append(f.errs, unsupported("metadata", fmt.Sprintf("the key '%s'; pdfexport writes Title, Author, Subject, Keywords, Creator and Producer", printable(k))).Error())
-			continue
-		}
-		switch v := v.(type) {
-		case string:
-			props[k] = v
-		case []any:
-			var words []string
-			for _, e := range v {
-				if s, ok := e.(string); ok {
-					words = append(words, s)
-				}
-			}
-			props[k] = strings.Join(words, ", ")
-		default:
-			f.invalid("metadata", f.value("metadata"), fmt.Errorf("'%s' must be a string", k))
-		}
-	}
-	return props
-}
-
-// readMetadata is POST /forms/pdfengines/metadata/read: a JSON object of
-// each PDF's information dictionary, by file name.
-func (h *handler) readMetadata(ctx context.Context, f *form, pdfs []upload) ([]upload, error) {
-	all := map[string]map[string]any{}
-	for _, p := range pdfs {
-		info, err := api.PDFInfo(bytes.NewReader(p.data), p.name, nil, false, pdfConf())
-		if err != nil {
-			return nil, pdfErr(p.name, err)
-		}
-		m := map[string]any{"PageCount": info.PageCount, "PDFVersion": info.Version}
-		for k, v := range map[string]string{"Title": info.Title, "Author": info.Author, "Subject": info.Subject,
-			"Creator": info.Creator, "Producer": info.Producer, "CreationDate": info.CreationDate, "ModDate": info.ModificationDate} {
-			if v != "" {
-				m[k] = v
-			}
-		}
-		if len(info.Keywords) > 0 {
-			m["Keywords"] = info.Keywords
-		}
-		all[p.name] = m
-	}
-	b, err := json.Marshal(all)
-	if err != nil {
-		return nil, err
-	}
-	return nil, &jsonAnswer{body: b}
-}
-
-// writeMetadata is POST /forms/pdfengines/metadata/write.
-func (h *handler) writeMetadata(ctx context.Context, f *form, pdfs []upload) ([]upload, error) {
-	props := engineMetadata(f)
-	if !f.has("metadata") {
-		f.errs = append(f.errs, "form field 'metadata' is required")
-	}
-	if err := f.err(); err != nil {
-		return nil, err
-	}
-	out := make([]upload, 0, len(pdfs))
-	for _, p := range pdfs {
-		data, err := finish(ctx, p.name, p.data, props, "", "", 0)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, upload{name: p.name, data: data})
-	}
-	return out, nil
-}
-
-// encrypt is POST /forms/pdfengines/encrypt: AES-256 with userPassword
-// and ownerPassword.
-func (h *handler) encrypt(ctx context.Context, f *form, pdfs []upload) ([]upload, error) {
-	user, owner := passwords(f, true)
-	perms := permissionBits(f)
-	if err := f.err(); err != nil {
-		return nil, err
-	}
-	out := make([]upload, 0, len(pdfs))
-	for _, p := range pdfs {
-		data, err := finish(ctx, p.name, p.data, nil, user, owner, perms)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, upload{name: p.name, data: data})
-	}
-	return out, nil
-}
-
-// permissionBits are the allow* fields as PDF permission bits.
-func permissionBits(f *form) model.PermissionFlags { return pdfperm.Flags(permissions(f)) }

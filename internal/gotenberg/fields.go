@@ -16,9 +16,17 @@ import (
 // every invalid one, so the answer names them all at once.
 type form struct {
 	values map[string]string
+	// all are every value of each field, in the order sent: a repeated
+	// field (stampSource) is a list.
+	all    map[string][]string
 	files  []upload
 	embeds []upload // the files of the embeds field (embed.go)
-	errs   []string
+	// marks are the files of the stamp and watermark fields, by field.
+	marks map[string][]upload
+	errs  []string
+	// fault answers the form on its own, in Gotenberg's words, when no
+	// field is invalid (metadata it cannot write).
+	fault error
 	// read are the fields a route asked for, present or not: the fields
 	// it supports, which the contract (api/gotenberg.yaml) must list.
 	read map[string]bool
@@ -43,7 +51,7 @@ func (f *form) invalid(key, got string, why error) {
 // err is the form's invalid fields as Gotenberg words them, or nil.
 func (f *form) err() error {
 	if len(f.errs) == 0 {
-		return nil
+		return f.fault
 	}
 	return badRequest("Invalid form data: %s", strings.Join(f.errs, "\n"))
 }
@@ -192,4 +200,10 @@ func (f *form) file(name string) (upload, bool) {
 		}
 	}
 	return upload{}, false
+}
+
+// list is every value of the field, in the order sent.
+func (f *form) list(key string) []string {
+	f.mark(key)
+	return f.all[key]
 }

@@ -6,7 +6,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,15 +78,12 @@ func TestChromiumOptions(t *testing.T) {
 		{"each field", map[string]string{"landscape": "true", "printBackground": "true", "scale": "0.8", "nativePageRanges": "1-2",
 			"preferCssPageSize": "true", "generateDocumentOutline": "true", "generateTaggedPdf": "1", "emulatedMediaType": "screen",
 			"failOnConsoleExceptions": "true", "failOnResourceLoadingFailed": "true", "marginLeft": "1in",
-			"metadata": `{"Title":"T","Keywords":"a, b"}`, "userPassword": "u"}, "", func(o exportclient.Options, _ exportclient.Payload) bool {
+			"metadata": `{"Title":"T","Keywords":"a, b"}`, "userPassword": "u", "watermarkSource": "text", "watermarkExpression": "DRAFT"}, "", func(o exportclient.Options, _ exportclient.Payload) bool {
+			// Metadata, encryption and watermarks are steps after the
+			// render (post.go), not the render's options.
 			return o.Landscape && *o.PrintBackground && *o.Scale == 0.8 && o.PageRanges == "1-2" && o.PreferCSSPageSize && o.Outline && o.Tagged &&
 				o.Media == "screen" && o.FailOnConsoleErrors && o.FailOnResourceErrors && *o.MarginMM.Left == 25.4 &&
-				o.Metadata.Title == "T" && len(o.Metadata.Keywords) == 2 && o.Encryption.UserPassword == "u" && o.Encryption.OwnerPassword != "u"
-		}, nil},
-		{"text watermark and permissions", map[string]string{"watermarkSource": "text", "watermarkExpression": "DRAFT", "watermarkOptions": `{"opacity":0.3,"rotation":30}`,
-			"userPassword": "u", "allowCopying": "false"}, "", func(o exportclient.Options, _ exportclient.Payload) bool {
-			return o.Watermark.Text == "DRAFT" && *o.Watermark.Opacity == 0.3 && *o.Watermark.Angle == 30 &&
-				!slices.Contains(o.Encryption.Allow, "copy") && slices.Contains(o.Encryption.Allow, "print_high")
+				o.Metadata == nil && o.Encryption == nil && o.Watermark == nil
 		}, nil},
 		{"waits", map[string]string{"waitForSelector": "#x", "waitDelay": "2s", "waitForExpression": "window.ok"}, "", func(o exportclient.Options, _ exportclient.Payload) bool {
 			return strings.Contains(o.WaitFor, `document.querySelector("#x")`) && strings.Contains(o.WaitFor, "window.ok") && strings.Contains(o.WaitFor, ">= 2000")
@@ -97,11 +93,9 @@ func TestChromiumOptions(t *testing.T) {
 				return len(p.Source.Cookies) == 1 && p.Source.Headers["X-A"] == "1"
 			}, nil},
 		{"refusals", map[string]string{"singlePage": "true", "paperWidth": "3in", "omitBackground": "true", "userAgent": "x",
-			"extraHttpHeaders": `{"X":"1;scope=.*"}`, "waitDelay": "1m", "metadata": `{"Trapped":"True"}`,
-			"watermarkSource": "image", "stampSource": "text"},
+			"extraHttpHeaders": `{"X":"1;scope=.*"}`, "waitDelay": "1m"},
 			"https://docs.example.com/p", nil, []string{"'singlePage' is not supported", "'paperWidth' is not supported", "omitBackground requires printBackground",
-				"'userAgent' is not supported", "'extraHttpHeaders' is not supported", "'waitDelay' is invalid", "'metadata' is not supported",
-				"'watermarkSource' is not supported", "'stampSource' is not supported"}},
+				"'userAgent' is not supported", "'extraHttpHeaders' is not supported", "'waitDelay' is invalid"}},
 		{"bad values", map[string]string{"landscape": "foo", "scale": "foo", "marginTop": "foo", "emulatedMediaType": "tv", "cookies": "foo"}, "", nil,
 			[]string{"form field 'landscape' is invalid (got 'foo', resulting to strconv.ParseBool", "'scale' is invalid", "'marginTop' is invalid",
 				"'emulatedMediaType' is invalid", "'cookies' is invalid (got 'foo', resulting to unmarshal cookies"}},

@@ -31,7 +31,7 @@ func readForm(w http.ResponseWriter, r *http.Request, lim limits) (*form, error)
 	if err != nil {
 		return nil, badRequest("Invalid form data: %v", err)
 	}
-	f := &form{values: map[string]string{}}
+	f := &form{values: map[string]string{}, all: map[string][]string{}, marks: map[string][]upload{}}
 	for n := 0; ; n++ {
 		p, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -49,20 +49,28 @@ func readForm(w http.ResponseWriter, r *http.Request, lim limits) (*form, error)
 			if err != nil {
 				return nil, err
 			}
-			if p.FormName() == embedsField {
+			field := p.FormName()
+			if field == embedsField {
 				if err := f.readEmbed(p, name, lim); err != nil {
 					return nil, err
 				}
 				continue
 			}
-			if _, dup := f.file(name); dup {
+			if _, dup := f.file(name); dup && !markFields[field] {
 				return nil, badRequest("Invalid form data: the file '%s' is sent twice", name)
 			}
 			data, err := io.ReadAll(p)
 			if err != nil {
 				return nil, formReadErr(err, lim)
 			}
-			f.files = append(f.files, upload{name: name, data: data})
+			u := upload{name: name, data: data}
+			if markFields[field] {
+				// A stamp or watermark is found by its field, in order, and
+				// is no document or asset: it may share an asset's name.
+				f.marks[field] = append(f.marks[field], u)
+				continue
+			}
+			f.files = append(f.files, u)
 			continue
 		}
 		key := p.FormName()
@@ -75,6 +83,7 @@ func readForm(w http.ResponseWriter, r *http.Request, lim limits) (*form, error)
 				msg: fmt.Sprintf("Invalid form data: form field '%s' is longer than %d bytes", printable(key), lim.valueBytes)}
 		}
 		f.values[key] = string(v)
+		f.all[key] = append(f.all[key], string(v))
 	}
 }
 

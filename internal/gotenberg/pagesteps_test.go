@@ -20,14 +20,8 @@ import (
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
-// part is a form part: a field, or a file when data is set.
-type part struct {
-	name, value string
-	data        []byte
-}
-
-func file(field, name string, data []byte) part { return part{name: field, value: name, data: data} }
-func field(name, value string) part             { return part{name: name, value: value} }
+func file(field, name string, data []byte) part { return part{key: field, value: name, data: data} }
+func field(name, value string) part             { return part{key: name, value: value} }
 
 // post sends a form to route on a handler without queue (the engine
 // routes need none) and returns the answer.
@@ -37,10 +31,10 @@ func post(t *testing.T, route string, header map[string]string, parts ...part) *
 	mw := multipart.NewWriter(&body)
 	for _, p := range parts {
 		if p.data == nil {
-			_ = mw.WriteField(p.name, p.value)
+			_ = mw.WriteField(p.key, p.value)
 			continue
 		}
-		w, _ := mw.CreateFormFile(p.name, p.value)
+		w, _ := mw.CreateFormFile(p.key, p.value)
 		_, _ = w.Write(p.data)
 	}
 	_ = mw.Close()

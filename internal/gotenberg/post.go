@@ -39,9 +39,15 @@ type postStep struct {
 // the steps, in Gotenberg's order; an invalid field is in f's errors.
 func postSteps(f *form) []postStep {
 	var steps []postStep
+	steps = append(steps, markMetadataEncryptSteps(f)...)
 	steps = append(steps, pageSteps(f)...)
-	slices.SortStableFunc(steps, func(a, b postStep) int { return a.order - b.order })
+	sortSteps(steps)
 	return steps
+}
+
+// sortSteps puts steps in Gotenberg's order.
+func sortSteps(steps []postStep) {
+	slices.SortStableFunc(steps, func(a, b postStep) int { return a.order - b.order })
 }
 
 // runSteps reads the rendered PDF of res (at most MaxEngineBytes), runs

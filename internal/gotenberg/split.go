@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -92,8 +91,7 @@ func splitRoute(f *form) engineJob {
 		}
 	}
 	refusePDFFormats(f)
-	steps := append(postSteps(f), engineFinishSteps(f)...)
-	slices.SortStableFunc(steps, func(a, b postStep) int { return a.order - b.order })
+	steps := postSteps(f)
 	return func(ctx context.Context, f *form, pdfs []upload) ([]upload, error) {
 		if err := f.err(); err != nil {
 			return nil, err
