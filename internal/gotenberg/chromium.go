@@ -84,17 +84,11 @@ func chromiumOptions(f *form, p *exportclient.Payload, pageURL string) {
 	o.WaitFor = waitExpression(f)
 	credentials(f, p, pageURL)
 	failOn(f, o)
-	if f.oneOf("splitMode", "intervals", "pages") != "" {
-		f.errs = append(f.errs, unsupported("splitMode", "a conversion answers one PDF; split it with a PDF tool of your own").Error())
-	}
 	if f.has("pdfa") {
 		f.errs = append(f.errs, unsupported("pdfa", "PDF/A conversion needs LibreOffice, which pdfexport does not run").Error())
 	}
 	if f.bool("pdfua", false) {
 		f.errs = append(f.errs, unsupported("pdfua", "PDF/UA conversion is not offered; generateTaggedPdf gives a tagged PDF").Error())
-	}
-	if f.bool("flatten", false) {
-		f.errs = append(f.errs, unsupported("flatten", "Chromium prints no form fields to flatten").Error())
 	}
 	f.bool("skipNetworkIdleEvent", true)
 	f.bool("skipNetworkAlmostIdleEvent", true)

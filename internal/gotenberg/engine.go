@@ -31,16 +31,9 @@ const DefaultEngineJobs = 2
 
 // refusedRoutes are Gotenberg's routes pdfexport answers 501, and why.
 var refusedRoutes = map[string]string{
-	"/forms/pdfengines/split":           "split the PDF with a PDF tool of your own, or convert with nativePageRanges",
-	"/forms/pdfengines/flatten":         "Chromium prints no form fields to flatten",
-	"/forms/pdfengines/convert":         "PDF/A and PDF/UA conversion needs LibreOffice, which pdfexport does not run",
-	"/forms/pdfengines/optimize":        "image recompression is not offered",
-	"/forms/pdfengines/rotate":          "page rotation is not offered",
-	"/forms/pdfengines/embed":           "file attachments are not offered",
-	"/forms/pdfengines/bookmarks/read":  "bookmarks are made by generateDocumentOutline at conversion",
-	"/forms/pdfengines/bookmarks/write": "bookmarks are made by generateDocumentOutline at conversion",
-	"/forms/pdfengines/factur-x":        "Factur-X invoices are not offered",
-	"/forms/libreoffice/convert":        "pdfexport runs Chromium only, no LibreOffice",
+	"/forms/pdfengines/convert":  "PDF/A and PDF/UA conversion needs LibreOffice, which pdfexport does not run",
+	"/forms/pdfengines/factur-x": "Factur-X invoices are not offered",
+	"/forms/libreoffice/convert": "pdfexport runs Chromium only, no LibreOffice",
 }
 
 func (h *handler) engineRoutes() {
@@ -50,6 +43,7 @@ func (h *handler) engineRoutes() {
 	h.mux.HandleFunc("POST /forms/pdfengines/encrypt", h.engine(encryptRoute))
 	h.mux.HandleFunc("POST /forms/pdfengines/stamp", h.engine(marksRoute("stamp")))
 	h.mux.HandleFunc("POST /forms/pdfengines/watermark", h.engine(marksRoute("watermark")))
+	h.pageRoutes()
 	for route, why := range refusedRoutes {
 		h.mux.HandleFunc("POST "+route, notImplemented(route, why))
 	}
@@ -121,7 +115,7 @@ func (h *handler) engine(route engineRoute) http.HandlerFunc {
 			if err != nil {
 				return result{}, err
 			}
-			return pack(out, outputName(r))
+			return pack(out, engineOutputName(r, out))
 		}
 		if hk, ok, err := h.webhookOf(r); err != nil {
 			writeError(w, err)

@@ -18,8 +18,9 @@ type form struct {
 	values map[string]string
 	// all are every value of each field, in the order sent: a repeated
 	// field (stampSource) is a list.
-	all   map[string][]string
-	files []upload
+	all    map[string][]string
+	files  []upload
+	embeds []upload // the files of the embeds field (embed.go)
 	// marks are the files of the stamp and watermark fields, by field.
 	marks map[string][]upload
 	errs  []string

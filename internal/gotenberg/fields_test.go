@@ -93,9 +93,9 @@ func TestChromiumOptions(t *testing.T) {
 				return len(p.Source.Cookies) == 1 && p.Source.Headers["X-A"] == "1"
 			}, nil},
 		{"refusals", map[string]string{"singlePage": "true", "paperWidth": "3in", "omitBackground": "true", "userAgent": "x",
-			"extraHttpHeaders": `{"X":"1;scope=.*"}`, "waitDelay": "1m", "splitMode": "intervals"},
+			"extraHttpHeaders": `{"X":"1;scope=.*"}`, "waitDelay": "1m"},
 			"https://docs.example.com/p", nil, []string{"'singlePage' is not supported", "'paperWidth' is not supported", "omitBackground requires printBackground",
-				"'userAgent' is not supported", "'extraHttpHeaders' is not supported", "'waitDelay' is invalid", "'splitMode' is not supported"}},
+				"'userAgent' is not supported", "'extraHttpHeaders' is not supported", "'waitDelay' is invalid"}},
 		{"bad values", map[string]string{"landscape": "foo", "scale": "foo", "marginTop": "foo", "emulatedMediaType": "tv", "cookies": "foo"}, "", nil,
 			[]string{"form field 'landscape' is invalid (got 'foo', resulting to strconv.ParseBool", "'scale' is invalid", "'marginTop' is invalid",
 				"'emulatedMediaType' is invalid", "'cookies' is invalid (got 'foo', resulting to unmarshal cookies"}},

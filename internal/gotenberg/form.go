@@ -50,6 +50,12 @@ func readForm(w http.ResponseWriter, r *http.Request, lim limits) (*form, error)
 				return nil, err
 			}
 			field := p.FormName()
+			if field == embedsField {
+				if err := f.readEmbed(p, name, lim); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if _, dup := f.file(name); dup && !markFields[field] {
 				return nil, badRequest("Invalid form data: the file '%s' is sent twice", name)
 			}

@@ -40,6 +40,7 @@ type postStep struct {
 func postSteps(f *form) []postStep {
 	var steps []postStep
 	steps = append(steps, markMetadataEncryptSteps(f)...)
+	steps = append(steps, pageSteps(f)...)
 	sortSteps(steps)
 	return steps
 }
