@@ -63,6 +63,12 @@ type Config struct {
 	// Background ends the asynchronous conversions still running (bin/api's
 	// shutdown); nil: they run to their own end.
 	Background context.Context
+	// GotenbergRoot is the root path of Gotenberg's routes
+	// (GOTENBERG_ROOT_PATH; "": "/").
+	GotenbergRoot string
+	// Pending counts the exports waiting in the default queue (Gotenberg's
+	// queue-size metric); nil: 0.
+	Pending func() float64
 	// Logger; nil: slog.Default().
 	Logger *slog.Logger
 }
@@ -78,6 +84,8 @@ type api struct {
 	linkWait  time.Duration
 	linkReqs  linkReqs
 	publicURL string
+	// gotenberg are the paths of Gotenberg's routes (internal/gotenberg).
+	gotenberg gotenberg.Paths
 	log       *slog.Logger
 	mux       *http.ServeMux
 	waiters   chan struct{} // one token per long-poll waiting
@@ -109,14 +117,16 @@ func New(cfg Config) http.Handler {
 
 func newAPI(cfg Config) *api {
 	a := v1API(cfg)
+	a.gotenberg = gotenberg.PathsAt(cfg.GotenbergRoot)
 	if a.store != nil {
 		// Gotenberg's routes (internal/gotenberg), for the API servers that
 		// call Gotenberg through its client libraries.
 		g := gotenberg.New(gotenberg.Config{Queue: a.client, Store: a.store, Stored: a.storedResult, Caller: a.gotenbergCaller,
-			Version: buildinfo.String(), Webhooks: cfg.Webhooks, Background: cfg.Background, Logger: a.log})
-		a.mux.Handle("POST /forms/", g)
-		a.mux.Handle("GET /health", g)
-		a.mux.Handle("GET /version", g)
+			Version: buildinfo.String(), Webhooks: cfg.Webhooks, Background: cfg.Background, Logger: a.log,
+			RootPath: cfg.GotenbergRoot, Pending: cfg.Pending})
+		for _, m := range a.gotenberg.Mounts() {
+			a.mux.Handle(m, g)
+		}
 	}
 	return a
 }
@@ -164,12 +174,12 @@ func (a *api) gotenbergCaller(r *http.Request) (queue, owner string) {
 // bearerOf is the token of r's Authorization: a bearer token, or, on
 // Gotenberg's routes, the password of Basic authentication (Gotenberg's
 // own scheme, which its clients send when given a username and password).
-func bearerOf(r *http.Request) string {
+func (a *api) bearerOf(r *http.Request) string {
 	h := r.Header.Get("Authorization")
 	if got, ok := strings.CutPrefix(h, "Bearer "); ok {
 		return got
 	}
-	if strings.HasPrefix(r.URL.Path, "/forms/") || r.URL.Path == "/version" {
+	if a.gotenberg.Owns(r.URL.Path) {
 		if _, pw, ok := r.BasicAuth(); ok {
 			return pw
 		}
@@ -217,8 +227,12 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) e
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Readers follow links without a token: the link's handler decides
 	// (a signature, a public manual, or a token after all).
-	if r.URL.Path != "/healthz" && r.URL.Path != "/health" && !strings.HasPrefix(r.URL.Path, "/v1/manuals/") {
-		c, ok := a.auth.Authenticate(bearerOf(r))
+	if r.URL.Path != "/healthz" && !a.gotenberg.Public(r.URL.Path) && !strings.HasPrefix(r.URL.Path, "/v1/manuals/") {
+		c, ok := a.auth.Authenticate(a.bearerOf(r))
+		if !ok && a.gotenberg.Owns(r.URL.Path) {
+			gotenberg.Unauthorized(w, r)
+			return
+		}
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="pdfexport"`)
 			writeJSON(w, http.StatusUnauthorized, apiError{Error: "missing or wrong bearer token"})
@@ -533,6 +547,9 @@ func Run(ctx context.Context, cfg config.Config, addr string, client *exportclie
 		defer d.Close()
 		hooks = d
 	}
+	count, stopCount := pending(cfg, client.Queue(), log)
+	defer stopCount()
 	return Serve(ctx, addr, New(Config{Client: client, Auth: auth, MaxWaiters: cfg.APIMaxWaiters, Store: store, Logger: log,
-		Manuals: registry, LinkKeys: linkKeys, LinkWait: cfg.LinkWait, PublicURL: cfg.APIPublicURL, Webhooks: hooks, Background: ctx}), log)
+		Manuals: registry, LinkKeys: linkKeys, LinkWait: cfg.LinkWait, PublicURL: cfg.APIPublicURL, Webhooks: hooks, Background: ctx,
+		GotenbergRoot: cfg.GotenbergRootPath, Pending: count}), log)
 }

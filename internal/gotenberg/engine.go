@@ -53,16 +53,15 @@ var refusedRoutes = map[string]string{
 	"/forms/chromium/screenshot/url":      "pdfexport makes PDFs, not screenshots",
 	"/forms/chromium/screenshot/html":     "pdfexport makes PDFs, not screenshots",
 	"/forms/chromium/screenshot/markdown": "pdfexport makes PDFs, not screenshots",
-	"/forms/libreoffice/convert":          "pdfexport runs Chromium only, no LibreOffice",
 }
 
 func (h *handler) engineRoutes() {
-	h.mux.HandleFunc("POST /forms/pdfengines/merge", h.engine(h.merge))
-	h.mux.HandleFunc("POST /forms/pdfengines/metadata/read", h.engine(h.readMetadata))
-	h.mux.HandleFunc("POST /forms/pdfengines/metadata/write", h.engine(h.writeMetadata))
-	h.mux.HandleFunc("POST /forms/pdfengines/encrypt", h.engine(h.encrypt))
+	h.handle("POST /forms/pdfengines/merge", h.engine(h.merge))
+	h.handle("POST /forms/pdfengines/metadata/read", h.engine(h.readMetadata))
+	h.handle("POST /forms/pdfengines/metadata/write", h.engine(h.writeMetadata))
+	h.handle("POST /forms/pdfengines/encrypt", h.engine(h.encrypt))
 	for route, why := range refusedRoutes {
-		h.mux.HandleFunc("POST "+route, notImplemented(route, why))
+		h.handle("POST "+route, notImplemented(route, why))
 	}
 }
 
