@@ -42,3 +42,12 @@ func writeText(w http.ResponseWriter, status int, msg string) {
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(strings.TrimRight(msg, "\n")))
 }
+
+// statusOf is the status and message Gotenberg would answer err with.
+func statusOf(err error) (int, string) {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he.status, he.msg
+	}
+	return http.StatusInternalServerError, http.StatusText(http.StatusInternalServerError)
+}
