@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/platform/buildinfo"
 	"github.com/pdfexport/pdfexport/internal/platform/config"
 	"github.com/pdfexport/pdfexport/internal/platform/redact"
+	"github.com/pdfexport/pdfexport/internal/platform/redisconn"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
@@ -66,6 +68,10 @@ type Config struct {
 	// GotenbergRoot is the root path of Gotenberg's routes
 	// (GOTENBERG_ROOT_PATH; "": "/").
 	GotenbergRoot string
+	// HookTasks and Spool make the Gotenberg routes' webhooks durable
+	// (gotenberg.Config's); nil: they live in the process.
+	HookTasks gotenberg.HookTasks
+	Spool     gotenberg.Spool
 	// Pending counts the exports waiting in the default queue (Gotenberg's
 	// queue-size metric); nil: 0.
 	Pending func() float64
@@ -86,9 +92,12 @@ type api struct {
 	publicURL string
 	// gotenberg are the paths of Gotenberg's routes (internal/gotenberg).
 	gotenberg gotenberg.Paths
-	log       *slog.Logger
-	mux       *http.ServeMux
-	waiters   chan struct{} // one token per long-poll waiting
+	// hooks delivers the Gotenberg routes' webhook tasks (nil without
+	// Gotenberg's routes).
+	hooks   asynq.Handler
+	log     *slog.Logger
+	mux     *http.ServeMux
+	waiters chan struct{} // one token per long-poll waiting
 	// refusedWaits counts the long-polls refused since the last warning,
 	// which is logged at most every waitWarnEvery.
 	refusedWaits atomic.Int64
@@ -121,9 +130,13 @@ func newAPI(cfg Config) *api {
 	if a.store != nil {
 		// Gotenberg's routes (internal/gotenberg), for the API servers that
 		// call Gotenberg through its client libraries.
-		g := gotenberg.New(gotenberg.Config{Queue: a.client, Store: a.store, Stored: a.storedResult, Caller: a.gotenbergCaller,
+		gcfg := gotenberg.Config{Queue: a.client, Store: a.store, Stored: a.storedResult, Caller: a.gotenbergCaller,
 			Version: buildinfo.String(), Webhooks: cfg.Webhooks, Background: cfg.Background, Logger: a.log,
-			RootPath: cfg.GotenbergRoot, Pending: cfg.Pending})
+			RootPath: cfg.GotenbergRoot, Pending: cfg.Pending, HookTasks: cfg.HookTasks, Spool: cfg.Spool}
+		g := gotenberg.New(gcfg)
+		if cfg.Webhooks != nil {
+			a.hooks = gotenberg.NewHooks(gcfg)
+		}
 		for _, m := range a.gotenberg.Mounts() {
 			a.mux.Handle(m, g)
 		}
@@ -541,15 +554,29 @@ func Run(ctx context.Context, cfg config.Config, addr string, client *exportclie
 	if cfg.LinkSecret != "" {
 		linkKeys, _ = spec.ParseLinkSecrets(cfg.LinkSecret) // CheckAPI parsed it
 	}
-	var hooks gotenberg.Webhooks
+	count, stopCount := pending(cfg, client.Queue(), log)
+	defer stopCount()
+	acfg := Config{Client: client, Auth: auth, MaxWaiters: cfg.APIMaxWaiters, Store: store, Logger: log,
+		Manuals: registry, LinkKeys: linkKeys, LinkWait: cfg.LinkWait, PublicURL: cfg.APIPublicURL, Background: ctx,
+		GotenbergRoot: cfg.GotenbergRootPath, Pending: count, Spool: store}
 	if !cfg.CallbackAllowed.Empty() {
 		d := callback.New(callback.Config{Allowed: cfg.CallbackAllowed, Logger: log})
 		defer d.Close()
-		hooks = d
+		acfg.Webhooks = d
+		opt, err := redisconn.QueueOpt(cfg)
+		if err != nil {
+			return err
+		}
+		hookTasks := asynq.NewClient(opt)
+		defer hookTasks.Close()
+		acfg.HookTasks = hookTasks
+		a := newAPI(acfg)
+		stop, err := hookServer(opt, a.hooks, log)
+		if err != nil {
+			return fmt.Errorf("serving the webhook queue: %w", err)
+		}
+		defer stop()
+		return Serve(ctx, addr, traced(a, a.mux), log)
 	}
-	count, stopCount := pending(cfg, client.Queue(), log)
-	defer stopCount()
-	return Serve(ctx, addr, New(Config{Client: client, Auth: auth, MaxWaiters: cfg.APIMaxWaiters, Store: store, Logger: log,
-		Manuals: registry, LinkKeys: linkKeys, LinkWait: cfg.LinkWait, PublicURL: cfg.APIPublicURL, Webhooks: hooks, Background: ctx,
-		GotenbergRoot: cfg.GotenbergRootPath, Pending: count}), log)
+	return Serve(ctx, addr, New(acfg), log)
 }

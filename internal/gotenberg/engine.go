@@ -125,7 +125,7 @@ func (h *handler) engine(job engineJob) http.HandlerFunc {
 			writeError(w, err)
 			return
 		} else if ok {
-			h.async(w, r, hk, run)
+			h.asyncEngine(w, r, hk, run)
 			return
 		}
 		res, err := run(r.Context())

@@ -34,14 +34,14 @@ func (h *handler) async(w http.ResponseWriter, r *http.Request, hk webhook, prod
 		defer cancel()
 		res, err := produce(ctx)
 		if err != nil {
-			h.deliverFailure(ctx, hk, err)
+			_ = h.deliverFailure(ctx, hk, err) // logged; one attempt in this process
 			return
 		}
 		if res.fileName == "" {
 			res.fileName = name
 		}
 		if err := h.deliverResult(ctx, hk, res); err != nil {
-			h.deliverFailure(ctx, hk, err)
+			_ = h.deliverFailure(ctx, hk, err)
 		}
 	}()
 	w.WriteHeader(http.StatusNoContent)
@@ -90,20 +90,23 @@ func (h *handler) deliverResult(ctx context.Context, hk webhook, res result) err
 var errDelivery = errors.New("sending the result to the webhook failed")
 
 // deliverFailure sends Gotenberg's error body, {"status", "message"}, to
-// the error URL if there is one, then the error event.
-func (h *handler) deliverFailure(ctx context.Context, hk webhook, err error) {
+// the error URL if there is one, then the error event. The error is the
+// error URL's refusal (the event is sent either way).
+func (h *handler) deliverFailure(ctx context.Context, hk webhook, err error) error {
 	status, msg := statusOf(err)
+	var serr error
 	if hk.ErrorURL != "" {
 		body, _ := json.Marshal(map[string]any{"status": status, "message": msg})
 		hdr := hookHeader(hk)
 		hdr.Set("Content-Type", "application/json")
-		if serr := h.cfg.Webhooks.Send(ctx, callback.Upload{URL: hk.ErrorURL, Method: hk.ErrorMethod, Header: hdr, Body: bytes.NewReader(body), Size: int64(len(body))}); serr != nil {
+		if serr = h.cfg.Webhooks.Send(ctx, callback.Upload{URL: hk.ErrorURL, Method: hk.ErrorMethod, Header: hdr, Body: bytes.NewReader(body), Size: int64(len(body))}); serr != nil {
 			h.log.WarnContext(ctx, "gotenberg: webhook error delivery failed", "trace", hk.Trace, "err", serr)
 		} else {
 			h.log.InfoContext(ctx, "gotenberg: webhook error delivered", "trace", hk.Trace, "status", status)
 		}
 	}
 	h.sendEvent(ctx, hk, map[string]any{"event": "webhook.error", "error": map[string]any{"status": status, "message": msg}})
+	return serr
 }
 
 // sendEvent POSTs an event to the events URL, if any: Gotenberg's

@@ -56,6 +56,12 @@ type Config struct {
 	// RootPath prefixes every route, as Gotenberg's --api-root-path: it
 	// starts and ends with "/" (CheckRootPath). "": DefaultRootPath.
 	RootPath string
+	// HookTasks and Spool make the webhooks durable (hooktask.go): a
+	// delivery is a task on WebhookQueue, enqueued before the 204, and an
+	// engine route's output is stored first. Nil: a delivery lives in the
+	// process that accepted it.
+	HookTasks HookTasks
+	Spool     Spool
 	// Pending is the number of conversions waiting in the queue, the
 	// gotenberg_chromium_requests_queue_size metric; nil: 0.
 	Pending func() float64
@@ -79,7 +85,9 @@ type handler struct {
 // Gotenberg paths under Config.RootPath; the caller mounts it for
 // PathsAt(RootPath).Mounts() behind its authentication (Paths.Public
 // without it).
-func New(cfg Config) http.Handler {
+func New(cfg Config) http.Handler { return newHandler(cfg) }
+
+func newHandler(cfg Config) *handler {
 	if cfg.Wait <= 0 {
 		cfg.Wait = DefaultWait
 	}
