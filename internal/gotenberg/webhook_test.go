@@ -20,8 +20,8 @@ import (
 	"github.com/pdfexport/pdfexport/internal/delivery/callback"
 )
 
-// onePagePDF is a one-page PDF written by hand.
-func onePagePDF() []byte {
+// hookPDF is a one-page PDF written by hand, what the webhook tests merge.
+func hookPDF() []byte {
 	content := "BT /F1 12 Tf 20 150 Td (Hook page) Tj ET"
 	objects := []string{
 		"<< /Type /Catalog /Pages 2 0 R >>",
@@ -129,7 +129,7 @@ func TestWebhookDeliveries(t *testing.T) {
 		return rec
 	}
 	t.Run("success with events", func(t *testing.T) {
-		rec := serve(mergeRequest(t, "a.pdf", onePagePDF(), map[string]string{
+		rec := serve(mergeRequest(t, "a.pdf", hookPDF(), map[string]string{
 			webhookURLHeader: "http://hooks/result", webhookErrorURLHeader: "http://hooks/error", webhookEventsURLHeader: "http://hooks/events",
 			webhookMethodHeader: "put", webhookExtraHeadersHeader: `{"X-Foo":"bar","Content-Disposition":"inline","Content-Type":"text/plain"}`,
 			"Gotenberg-Trace": "tr-1", "traceparent": traceparent}))
@@ -201,7 +201,7 @@ func TestWebhookDeliveries(t *testing.T) {
 			// Without the webhook URL the request is synchronous.
 			{map[string]string{webhookErrorURLHeader: "http://hooks/e"}, 200, "%PDF-"},
 		} {
-			rec := serve(mergeRequest(t, "a.pdf", onePagePDF(), c.header))
+			rec := serve(mergeRequest(t, "a.pdf", hookPDF(), c.header))
 			if rec.Code != c.code || !strings.HasPrefix(rec.Body.String(), c.msg) {
 				t.Errorf("%v: %d %.200q, want %d %q", c.header, rec.Code, rec.Body.String(), c.code, c.msg)
 			}
