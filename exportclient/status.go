@@ -33,13 +33,16 @@ const (
 
 // Status is what is known about an export.
 type Status struct {
-	TaskID   string  `json:"task_id"`
-	Queue    string  `json:"queue"`
-	State    State   `json:"state"`
-	Result   *Result `json:"result,omitempty"`
-	Error    string  `json:"error,omitempty"`
-	Retried  int     `json:"retried"`
-	MaxRetry int     `json:"max_retry"`
+	TaskID string  `json:"task_id"`
+	Queue  string  `json:"queue"`
+	State  State   `json:"state"`
+	Result *Result `json:"result,omitempty"`
+	Error  string  `json:"error,omitempty"`
+	// Kind is a failed export's kind (Final.Kind), when its final state
+	// was recorded with one.
+	Kind     string `json:"kind,omitempty"`
+	Retried  int    `json:"retried"`
+	MaxRetry int    `json:"max_retry"`
 	// Client is the HTTP API client the export belongs to (ForClient);
 	// empty for one enqueued without it.
 	Client string `json:"client,omitempty"`
@@ -266,7 +269,7 @@ func (c *Client) Wait(ctx context.Context, taskID string, interval time.Duration
 
 // with is s updated by a recorded or announced final state.
 func (s Status) with(f spec.Final) Status {
-	s.TaskID, s.State, s.Result, s.Error, s.Retried = f.TaskID, State(f.State), publicResultPtr(f.Result), f.Error, f.Retried
+	s.TaskID, s.State, s.Result, s.Error, s.Kind, s.Retried = f.TaskID, State(f.State), publicResultPtr(f.Result), f.Error, f.Kind, f.Retried
 	return s
 }
 

@@ -265,7 +265,10 @@ type Final struct {
 	RequestID string  `json:"request_id,omitempty"`
 	Result    *Result `json:"result,omitempty"`
 	Error     string  `json:"error,omitempty"`
-	Retried   int     `json:"retried"` // attempts before the final one
+	// Kind is what failed (timeout, blocked, http_status, page_errors,
+	// page_ranges, limit), empty otherwise.
+	Kind    string `json:"kind,omitempty"`
+	Retried int    `json:"retried"` // attempts before the final one
 }
 
 // FieldError names a rejected field (its JSON path, e.g. "options.scale")

@@ -523,10 +523,11 @@ func TestBinaries_GotenbergRoutes(t *testing.T) {
 			t.Errorf("merge webhook %s %.40q", c.path, c.body)
 		}
 		refused(t, e.post(t, html, map[string]string{"Gotenberg-Webhook-Url": "http://169.254.169.254/hook", "Gotenberg-Webhook-Error-Url": receiver.URL + "/error"},
-			file("index.html", "<p>x</p>")), 400, "Gotenberg-Webhook-Url", "CALLBACK_ALLOWED_HOSTS")
-		refused(t, e.post(t, html, map[string]string{"Gotenberg-Webhook-Url": receiver.URL + "/hook"}, file("index.html", "<p>x</p>")), 400, "Gotenberg-Webhook-Error-Url' is required")
+			file("index.html", "<p>x</p>")), 403, "Gotenberg-Webhook-Url", "CALLBACK_ALLOWED_HOSTS")
+		refused(t, e.post(t, html, map[string]string{"Gotenberg-Webhook-Url": receiver.URL + "/hook"}, file("index.html", "<p>x</p>")), 400,
+			"At least one of 'Gotenberg-Webhook-Error-Url' or 'Gotenberg-Webhook-Events-Url' headers must be provided")
 		refused(t, e.post(t, html, map[string]string{"Gotenberg-Webhook-Url": receiver.URL + "/hook", "Gotenberg-Webhook-Error-Url": receiver.URL + "/error",
-			"Gotenberg-Webhook-Method": "DELETE"}, file("index.html", "<p>x</p>")), 400, "Gotenberg-Webhook-Method")
+			"Gotenberg-Webhook-Method": "DELETE"}, file("index.html", "<p>x</p>")), 400, "Invalid 'Gotenberg-Webhook-Method' header value: expected 'POST', 'PATCH' or 'PUT', but got 'DELETE'")
 		select {
 		case c := <-hooks:
 			t.Errorf("an unexpected webhook call: %s %s", c.method, c.path)

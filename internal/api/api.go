@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/platform/buildinfo"
 	"github.com/pdfexport/pdfexport/internal/platform/config"
 	"github.com/pdfexport/pdfexport/internal/platform/redact"
+	"github.com/pdfexport/pdfexport/internal/platform/redisconn"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
@@ -63,6 +65,16 @@ type Config struct {
 	// Background ends the asynchronous conversions still running (bin/api's
 	// shutdown); nil: they run to their own end.
 	Background context.Context
+	// GotenbergRoot is the root path of Gotenberg's routes
+	// (GOTENBERG_ROOT_PATH; "": "/").
+	GotenbergRoot string
+	// HookTasks and Spool make the Gotenberg routes' webhooks durable
+	// (gotenberg.Config's); nil: they live in the process.
+	HookTasks gotenberg.HookTasks
+	Spool     gotenberg.Spool
+	// Pending counts the exports waiting in the default queue (Gotenberg's
+	// queue-size metric); nil: 0.
+	Pending func() float64
 	// Logger; nil: slog.Default().
 	Logger *slog.Logger
 }
@@ -78,9 +90,14 @@ type api struct {
 	linkWait  time.Duration
 	linkReqs  linkReqs
 	publicURL string
-	log       *slog.Logger
-	mux       *http.ServeMux
-	waiters   chan struct{} // one token per long-poll waiting
+	// gotenberg are the paths of Gotenberg's routes (internal/gotenberg).
+	gotenberg gotenberg.Paths
+	// hooks delivers the Gotenberg routes' webhook tasks (nil without
+	// Gotenberg's routes).
+	hooks   asynq.Handler
+	log     *slog.Logger
+	mux     *http.ServeMux
+	waiters chan struct{} // one token per long-poll waiting
 	// refusedWaits counts the long-polls refused since the last warning,
 	// which is logged at most every waitWarnEvery.
 	refusedWaits atomic.Int64
@@ -109,14 +126,20 @@ func New(cfg Config) http.Handler {
 
 func newAPI(cfg Config) *api {
 	a := v1API(cfg)
+	a.gotenberg = gotenberg.PathsAt(cfg.GotenbergRoot)
 	if a.store != nil {
 		// Gotenberg's routes (internal/gotenberg), for the API servers that
 		// call Gotenberg through its client libraries.
-		g := gotenberg.New(gotenberg.Config{Queue: a.client, Store: a.store, Stored: a.storedResult, Caller: a.gotenbergCaller,
-			Version: buildinfo.String(), Webhooks: cfg.Webhooks, Background: cfg.Background, Logger: a.log})
-		a.mux.Handle("POST /forms/", g)
-		a.mux.Handle("GET /health", g)
-		a.mux.Handle("GET /version", g)
+		gcfg := gotenberg.Config{Queue: a.client, Store: a.store, Stored: a.storedResult, Caller: a.gotenbergCaller,
+			Version: buildinfo.String(), Webhooks: cfg.Webhooks, Background: cfg.Background, Logger: a.log,
+			RootPath: cfg.GotenbergRoot, Pending: cfg.Pending, HookTasks: cfg.HookTasks, Spool: cfg.Spool}
+		g := gotenberg.New(gcfg)
+		if cfg.Webhooks != nil {
+			a.hooks = gotenberg.NewHooks(gcfg)
+		}
+		for _, m := range a.gotenberg.Mounts() {
+			a.mux.Handle(m, g)
+		}
 	}
 	return a
 }
@@ -164,12 +187,12 @@ func (a *api) gotenbergCaller(r *http.Request) (queue, owner string) {
 // bearerOf is the token of r's Authorization: a bearer token, or, on
 // Gotenberg's routes, the password of Basic authentication (Gotenberg's
 // own scheme, which its clients send when given a username and password).
-func bearerOf(r *http.Request) string {
+func (a *api) bearerOf(r *http.Request) string {
 	h := r.Header.Get("Authorization")
 	if got, ok := strings.CutPrefix(h, "Bearer "); ok {
 		return got
 	}
-	if strings.HasPrefix(r.URL.Path, "/forms/") || r.URL.Path == "/version" {
+	if a.gotenberg.Owns(r.URL.Path) {
 		if _, pw, ok := r.BasicAuth(); ok {
 			return pw
 		}
@@ -217,8 +240,12 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) e
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Readers follow links without a token: the link's handler decides
 	// (a signature, a public manual, or a token after all).
-	if r.URL.Path != "/healthz" && r.URL.Path != "/health" && !strings.HasPrefix(r.URL.Path, "/v1/manuals/") {
-		c, ok := a.auth.Authenticate(bearerOf(r))
+	if r.URL.Path != "/healthz" && !a.gotenberg.Public(r.URL.Path) && !strings.HasPrefix(r.URL.Path, "/v1/manuals/") {
+		c, ok := a.auth.Authenticate(a.bearerOf(r))
+		if !ok && a.gotenberg.Owns(r.URL.Path) {
+			gotenberg.Unauthorized(w, r)
+			return
+		}
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="pdfexport"`)
 			writeJSON(w, http.StatusUnauthorized, apiError{Error: "missing or wrong bearer token"})
@@ -527,12 +554,29 @@ func Run(ctx context.Context, cfg config.Config, addr string, client *exportclie
 	if cfg.LinkSecret != "" {
 		linkKeys, _ = spec.ParseLinkSecrets(cfg.LinkSecret) // CheckAPI parsed it
 	}
-	var hooks gotenberg.Webhooks
+	count, stopCount := pending(cfg, client.Queue(), log)
+	defer stopCount()
+	acfg := Config{Client: client, Auth: auth, MaxWaiters: cfg.APIMaxWaiters, Store: store, Logger: log,
+		Manuals: registry, LinkKeys: linkKeys, LinkWait: cfg.LinkWait, PublicURL: cfg.APIPublicURL, Background: ctx,
+		GotenbergRoot: cfg.GotenbergRootPath, Pending: count, Spool: store}
 	if !cfg.CallbackAllowed.Empty() {
 		d := callback.New(callback.Config{Allowed: cfg.CallbackAllowed, Logger: log})
 		defer d.Close()
-		hooks = d
+		acfg.Webhooks = d
+		opt, err := redisconn.QueueOpt(cfg)
+		if err != nil {
+			return err
+		}
+		hookTasks := asynq.NewClient(opt)
+		defer hookTasks.Close()
+		acfg.HookTasks = hookTasks
+		a := newAPI(acfg)
+		stop, err := hookServer(opt, a.hooks, log)
+		if err != nil {
+			return fmt.Errorf("serving the webhook queue: %w", err)
+		}
+		defer stop()
+		return Serve(ctx, addr, traced(a, a.mux), log)
 	}
-	return Serve(ctx, addr, New(Config{Client: client, Auth: auth, MaxWaiters: cfg.APIMaxWaiters, Store: store, Logger: log,
-		Manuals: registry, LinkKeys: linkKeys, LinkWait: cfg.LinkWait, PublicURL: cfg.APIPublicURL, Webhooks: hooks, Background: ctx}), log)
+	return Serve(ctx, addr, New(acfg), log)
 }

@@ -72,7 +72,7 @@ func (h *handler) convert(w http.ResponseWriter, r *http.Request, build func(r *
 		writeError(w, err)
 		return
 	} else if ok {
-		h.async(w, r, hook, h.exportResult(r, *p, c.post))
+		h.asyncExport(w, r, hook, *p, c.post)
 		return
 	}
 	if len(c.post) > 0 {
@@ -125,17 +125,9 @@ func (h *handler) storedOf(ctx context.Context, p exportclient.Payload) (string,
 // went away, is canceled: nobody will read its PDF (an identical
 // conversion waiting at the gate renders it instead).
 func (h *handler) export(ctx context.Context, r *http.Request, p exportclient.Payload, wait time.Duration) (string, error) {
-	var opts []exportclient.EnqueueOption
-	if queue, owner := h.cfg.Caller(r); queue != "" {
-		opts = append(opts, exportclient.Queue(queue), exportclient.ForClient(owner))
-	}
-	job, err := h.cfg.Queue.EnqueuePayload(ctx, p, opts...)
-	switch {
-	case errors.Is(err, exportclient.ErrInvalid):
-		return "", validationErr(err)
-	case err != nil:
-		h.log.ErrorContext(ctx, "gotenberg: enqueue failed", "err", err)
-		return "", &httpError{status: http.StatusServiceUnavailable, msg: http.StatusText(http.StatusServiceUnavailable)}
+	job, err := h.enqueue(ctx, r, p)
+	if err != nil {
+		return "", err
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	st, err := h.cfg.Queue.Wait(wctx, job.TaskID, time.Second)
@@ -155,29 +147,24 @@ func (h *handler) export(ctx context.Context, r *http.Request, p exportclient.Pa
 	case exportclient.StateCanceled:
 		return "", &httpError{status: http.StatusServiceUnavailable, msg: http.StatusText(http.StatusServiceUnavailable)}
 	}
-	return "", failedErr(st.Error)
+	return "", failedErr(st)
 }
 
-// failedErr is the answer to a failed export, with Gotenberg's statuses:
-// 409 for what the failOn* fields (and a failing main page) refuse, 400
-// for page ranges the document does not have, 403 for a URL the
-// allowlist refuses, 503 for a time-out.
-func failedErr(msg string) error {
-	if err, ok := selectorErr(msg); ok {
-		return err
+// enqueue enqueues p on the caller's queue, for its client.
+func (h *handler) enqueue(ctx context.Context, r *http.Request, p exportclient.Payload) (exportclient.Enqueued, error) {
+	var opts []exportclient.EnqueueOption
+	if queue, owner := h.cfg.Caller(r); queue != "" {
+		opts = append(opts, exportclient.Queue(queue), exportclient.ForClient(owner))
 	}
-	status := http.StatusInternalServerError
+	job, err := h.cfg.Queue.EnqueuePayload(ctx, p, opts...)
 	switch {
-	case strings.Contains(msg, "page errors"), strings.Contains(msg, "HTTP error status"):
-		status = http.StatusConflict
-	case strings.Contains(msg, "page_ranges"):
-		status = http.StatusBadRequest
-	case strings.Contains(msg, "blocked by the host allowlist"), strings.Contains(msg, "egress"):
-		status = http.StatusForbidden
-	case strings.Contains(msg, "timed out"):
-		return &httpError{status: http.StatusServiceUnavailable, msg: http.StatusText(http.StatusServiceUnavailable)}
+	case errors.Is(err, exportclient.ErrInvalid):
+		return job, validationErr(err)
+	case err != nil:
+		h.log.ErrorContext(ctx, "gotenberg: enqueue failed", "err", err)
+		return job, &httpError{status: http.StatusServiceUnavailable, msg: http.StatusText(http.StatusServiceUnavailable)}
 	}
-	return &httpError{status: status, msg: "The conversion failed: " + msg}
+	return job, nil
 }
 
 // validationErr is exportclient's refusal in Gotenberg's words, naming

@@ -33,19 +33,18 @@ const DefaultEngineJobs = 2
 var refusedRoutes = map[string]string{
 	"/forms/pdfengines/convert":  "PDF/A and PDF/UA conversion needs LibreOffice, which pdfexport does not run",
 	"/forms/pdfengines/factur-x": "Factur-X invoices are not offered",
-	"/forms/libreoffice/convert": "pdfexport runs Chromium only, no LibreOffice",
 }
 
 func (h *handler) engineRoutes() {
-	h.mux.HandleFunc("POST /forms/pdfengines/merge", h.engine(mergeRoute))
-	h.mux.HandleFunc("POST /forms/pdfengines/metadata/read", h.engine(plain(readMetadata)))
-	h.mux.HandleFunc("POST /forms/pdfengines/metadata/write", h.engine(writeMetadataRoute))
-	h.mux.HandleFunc("POST /forms/pdfengines/encrypt", h.engine(encryptRoute))
-	h.mux.HandleFunc("POST /forms/pdfengines/stamp", h.engine(marksRoute("stamp")))
-	h.mux.HandleFunc("POST /forms/pdfengines/watermark", h.engine(marksRoute("watermark")))
+	h.handle("POST /forms/pdfengines/merge", h.engine(mergeRoute))
+	h.handle("POST /forms/pdfengines/metadata/read", h.engine(plain(readMetadata)))
+	h.handle("POST /forms/pdfengines/metadata/write", h.engine(writeMetadataRoute))
+	h.handle("POST /forms/pdfengines/encrypt", h.engine(encryptRoute))
+	h.handle("POST /forms/pdfengines/stamp", h.engine(marksRoute("stamp")))
+	h.handle("POST /forms/pdfengines/watermark", h.engine(marksRoute("watermark")))
 	h.pageRoutes()
 	for route, why := range refusedRoutes {
-		h.mux.HandleFunc("POST "+route, notImplemented(route, why))
+		h.handle("POST "+route, notImplemented(route, why))
 	}
 }
 
@@ -121,7 +120,7 @@ func (h *handler) engine(route engineRoute) http.HandlerFunc {
 			writeError(w, err)
 			return
 		} else if ok {
-			h.async(w, r, hk, filesOnly(run))
+			h.asyncEngine(w, r, hk, filesOnly(run))
 			return
 		}
 		res, err := run(r.Context())

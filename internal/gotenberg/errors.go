@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
 // httpError is an answer in Gotenberg's shape: a status and a plain-text
@@ -41,4 +44,46 @@ func writeText(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(strings.TrimRight(msg, "\n")))
+}
+
+// statusOf is the status and message Gotenberg would answer err with.
+func statusOf(err error) (int, string) {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he.status, he.msg
+	}
+	return http.StatusInternalServerError, http.StatusText(http.StatusInternalServerError)
+}
+
+// failureStatus maps a failed export's kind (exportclient.Status.Kind,
+// which the worker records from its render's error) to Gotenberg's status
+// for it: 409 for what the failOn* fields (and a failing main page)
+// refuse, 400 for page ranges the document does not have, 403 for a URL
+// the allowlist refuses during the render, 503 for a time-out. A kind not
+// here is a 500.
+var failureStatus = map[string]int{
+	spec.FailurePageErrors: http.StatusConflict,
+	spec.FailureHTTPStatus: http.StatusConflict,
+	spec.FailurePageRanges: http.StatusBadRequest,
+	spec.FailureBlocked:    http.StatusForbidden,
+	spec.FailureTimeout:    http.StatusServiceUnavailable,
+	spec.FailureNoElement:  http.StatusBadRequest,
+}
+
+// failedErr is the answer to a failed export: its kind's status with the
+// worker's message, or for a time-out Gotenberg's bare 503.
+func failedErr(st exportclient.Status) error {
+	if st.Kind == spec.FailureNoElement {
+		if err, ok := selectorErr(st.Error); ok {
+			return err
+		}
+	}
+	status, ok := failureStatus[st.Kind]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	if status == http.StatusServiceUnavailable {
+		return &httpError{status: status, msg: http.StatusText(status)}
+	}
+	return &httpError{status: status, msg: "The conversion failed: " + st.Error}
 }

@@ -16,13 +16,13 @@ import (
 // embed.go, bookmarks.go).
 
 func (h *handler) pageRoutes() {
-	h.mux.HandleFunc("POST /forms/pdfengines/split", h.engine(splitRoute))
-	h.mux.HandleFunc("POST /forms/pdfengines/rotate", h.engine(rotateRoute))
-	h.mux.HandleFunc("POST /forms/pdfengines/optimize", h.engine(optimizeRoute))
-	h.mux.HandleFunc("POST /forms/pdfengines/flatten", h.engine(flattenRoute))
-	h.mux.HandleFunc("POST /forms/pdfengines/embed", h.engine(embedRoute))
-	h.mux.HandleFunc("POST /forms/pdfengines/bookmarks/read", h.engine(plain(readBookmarks)))
-	h.mux.HandleFunc("POST /forms/pdfengines/bookmarks/write", h.engine(writeBookmarksRoute))
+	h.handle("POST /forms/pdfengines/split", h.engine(splitRoute))
+	h.handle("POST /forms/pdfengines/rotate", h.engine(rotateRoute))
+	h.handle("POST /forms/pdfengines/optimize", h.engine(optimizeRoute))
+	h.handle("POST /forms/pdfengines/flatten", h.engine(flattenRoute))
+	h.handle("POST /forms/pdfengines/embed", h.engine(embedRoute))
+	h.handle("POST /forms/pdfengines/bookmarks/read", h.engine(plain(readBookmarks)))
+	h.handle("POST /forms/pdfengines/bookmarks/write", h.engine(writeBookmarksRoute))
 }
 
 // pageSteps are the steps of the fields a conversion (and the split

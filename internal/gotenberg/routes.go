@@ -53,6 +53,18 @@ type Config struct {
 	// running at once in this process; 0: DefaultEngineJobs.
 	EngineJobs int
 	Logger     *slog.Logger
+	// RootPath prefixes every route, as Gotenberg's --api-root-path: it
+	// starts and ends with "/" (CheckRootPath). "": DefaultRootPath.
+	RootPath string
+	// HookTasks and Spool make the webhooks durable (hooktask.go): a
+	// delivery is a task on WebhookQueue, enqueued before the 204, and an
+	// engine route's output is stored first. Nil: a delivery lives in the
+	// process that accepted it.
+	HookTasks HookTasks
+	Spool     Spool
+	// Pending is the number of conversions waiting in the queue, the
+	// gotenberg_chromium_requests_queue_size metric; nil: 0.
+	Pending func() float64
 }
 
 // DefaultWait is Gotenberg's own API timeout.
@@ -66,12 +78,16 @@ type handler struct {
 	formLimits limits
 	engineSlot chan struct{}
 	hookSlot   chan struct{} // one token per asynchronous conversion running
+	metrics    http.Handler
 }
 
 // New returns the handler of Gotenberg's routes. It serves them at their
-// Gotenberg paths; the caller mounts it for /forms/, /health and /version
-// behind its authentication.
-func New(cfg Config) http.Handler {
+// Gotenberg paths under Config.RootPath; the caller mounts it for
+// PathsAt(RootPath).Mounts() behind its authentication (Paths.Public
+// without it).
+func New(cfg Config) http.Handler { return newHandler(cfg) }
+
+func newHandler(cfg Config) *handler {
 	if cfg.Wait <= 0 {
 		cfg.Wait = DefaultWait
 	}
@@ -84,6 +100,9 @@ func New(cfg Config) http.Handler {
 	if cfg.Background == nil {
 		cfg.Background = context.Background()
 	}
+	if cfg.RootPath == "" {
+		cfg.RootPath = DefaultRootPath
+	}
 	if cfg.Caller == nil {
 		cfg.Caller = func(*http.Request) (string, string) { return "", "" }
 	}
@@ -92,13 +111,13 @@ func New(cfg Config) http.Handler {
 		// A document may be MaxHTMLBytes with its assets inlined, and the
 		// header and footer beside it: what POST /v1/exports takes.
 		formLimits: limits{bytes: spec.MaxPayloadBytes, parts: maxParts, valueBytes: spec.MaxTemplateBytes}}
-	h.mux.HandleFunc("POST /forms/chromium/convert/url", h.convertURL)
-	h.mux.HandleFunc("POST /forms/chromium/convert/html", h.convertHTML)
-	h.mux.HandleFunc("POST /forms/chromium/convert/markdown", h.convertMarkdown)
+	h.metrics = newMetrics(cfg.Pending)
+	h.handle("POST /forms/chromium/convert/url", h.convertURL)
+	h.handle("POST /forms/chromium/convert/html", h.convertHTML)
+	h.handle("POST /forms/chromium/convert/markdown", h.convertMarkdown)
 	h.engineRoutes()
 	h.screenshotRoutes()
-	h.mux.HandleFunc("GET /health", h.health)
-	h.mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) { writeText(w, http.StatusOK, h.cfg.Version) })
+	h.protocolRoutes()
 	return h
 }
 
@@ -114,6 +133,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Header.Set(traceHeader, trace)
 	}
 	w.Header().Set(traceHeader, printable(trace))
+	if h.unrouted(w, r) {
+		return
+	}
 	h.mux.ServeHTTP(w, r)
 }
 

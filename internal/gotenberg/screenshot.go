@@ -20,9 +20,9 @@ import (
 // and answered from storage with its own Content-Type and extension.
 
 func (h *handler) screenshotRoutes() {
-	h.mux.HandleFunc("POST /forms/chromium/screenshot/url", h.screenshotURL)
-	h.mux.HandleFunc("POST /forms/chromium/screenshot/html", h.screenshotHTML)
-	h.mux.HandleFunc("POST /forms/chromium/screenshot/markdown", h.screenshotMarkdown)
+	h.handle("POST /forms/chromium/screenshot/url", h.screenshotURL)
+	h.handle("POST /forms/chromium/screenshot/html", h.screenshotHTML)
+	h.handle("POST /forms/chromium/screenshot/markdown", h.screenshotMarkdown)
 }
 
 // screenshotURL is POST /forms/chromium/screenshot/url: the url field's

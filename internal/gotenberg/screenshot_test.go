@@ -18,6 +18,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
 
@@ -40,7 +41,7 @@ func (q *shotQueue) EnqueuePayload(_ context.Context, p exportclient.Payload, _ 
 
 func (q *shotQueue) Wait(context.Context, string, time.Duration) (exportclient.Status, error) {
 	if q.failure != "" {
-		return exportclient.Status{State: exportclient.StateFailed, Error: q.failure}, nil
+		return exportclient.Status{State: exportclient.StateFailed, Kind: spec.FailureNoElement, Error: q.failure}, nil
 	}
 	return exportclient.Status{State: exportclient.StateCompleted}, nil
 }

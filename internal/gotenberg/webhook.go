@@ -1,18 +1,16 @@
 package gotenberg
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/pdfexport/pdfexport/exportclient"
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/pdfexport/pdfexport/internal/delivery/callback"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
@@ -29,6 +27,7 @@ type Webhooks interface {
 const (
 	webhookURLHeader          = "Gotenberg-Webhook-Url"
 	webhookErrorURLHeader     = "Gotenberg-Webhook-Error-Url"
+	webhookEventsURLHeader    = "Gotenberg-Webhook-Events-Url"
 	webhookMethodHeader       = "Gotenberg-Webhook-Method"
 	webhookErrorMethodHeader  = "Gotenberg-Webhook-Error-Method"
 	webhookExtraHeadersHeader = "Gotenberg-Webhook-Extra-Http-Headers"
@@ -43,68 +42,110 @@ const (
 	maxHookHeaders = 32
 )
 
-// webhook is the asynchronous form's headers, checked.
+// webhook is the asynchronous form's headers, checked: where the result,
+// the error and the events go. It is what a delivery needs and nothing of
+// the request, so it outlives it (a delivery task carries it as JSON).
 type webhook struct {
-	url, errorURL, method, errorMethod string
-	extra                              http.Header
-	trace                              string
+	URL         string            `json:"url"`
+	Method      string            `json:"method"`
+	ErrorURL    string            `json:"error_url,omitempty"`
+	ErrorMethod string            `json:"error_method,omitempty"`
+	EventsURL   string            `json:"events_url,omitempty"`
+	Extra       map[string]string `json:"extra,omitempty"`
+	Trace       string            `json:"trace"`
+	// Traceparent and Tracestate continue the request's W3C trace on
+	// every delivery, as Gotenberg's outbound requests do.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
-// webhookOf reads the webhook headers of r, if any, and checks them: the
-// URLs against CALLBACK_ALLOWED_HOSTS, the methods, the extra headers.
+// webhookOf reads the webhook headers of r, if any, and checks them in
+// Gotenberg's order, answering the first problem in its words: an error
+// or events URL is required beside the webhook URL; every URL is checked
+// against CALLBACK_ALLOWED_HOSTS (403, as Gotenberg's filtered URL); then
+// the methods and the extra headers (400). Without Gotenberg-Webhook-Url
+// the request is synchronous, whatever else it carries.
 func (h *handler) webhookOf(r *http.Request) (webhook, bool, error) {
-	hk := webhook{url: r.Header.Get(webhookURLHeader), errorURL: r.Header.Get(webhookErrorURLHeader), trace: traceOf(r)}
-	if hk.url == "" && hk.errorURL == "" {
+	hk := webhook{URL: r.Header.Get(webhookURLHeader), ErrorURL: r.Header.Get(webhookErrorURLHeader),
+		EventsURL: r.Header.Get(webhookEventsURLHeader), Trace: traceOf(r)}
+	if hk.URL == "" {
 		return webhook{}, false, nil
 	}
 	if h.cfg.Webhooks == nil {
 		return webhook{}, true, &httpError{status: http.StatusNotImplemented, msg: "The header '" + webhookURLHeader + "' is not supported by this pdfexport: bin/api has no webhook delivery configured"}
 	}
-	var errs []string
-	for _, u := range []struct{ header, v string }{{webhookURLHeader, hk.url}, {webhookErrorURLHeader, hk.errorURL}} {
+	if hk.ErrorURL == "" && hk.EventsURL == "" {
+		return webhook{}, true, badRequest("At least one of '%s' or '%s' headers must be provided", webhookErrorURLHeader, webhookEventsURLHeader)
+	}
+	for _, u := range []struct{ header, v string }{{webhookURLHeader, hk.URL}, {webhookErrorURLHeader, hk.ErrorURL}, {webhookEventsURLHeader, hk.EventsURL}} {
 		if u.v == "" {
-			errs = append(errs, fmt.Sprintf("header '%s' is required", u.header))
-		} else if err := h.cfg.Webhooks.CheckURL(u.v); err != nil {
-			errs = append(errs, fmt.Sprintf("header '%s' is invalid: %s", u.header, strings.TrimPrefix(err.Error(), callback.ErrRefused.Error()+": ")))
+			continue
+		}
+		if err := h.cfg.Webhooks.CheckURL(u.v); err != nil {
+			return webhook{}, true, &httpError{status: http.StatusForbidden, msg: fmt.Sprintf("Forbidden: the header '%s' names a URL off CALLBACK_ALLOWED_HOSTS: %s",
+				u.header, strings.TrimPrefix(err.Error(), callback.ErrRefused.Error()+": "))}
 		}
 	}
-	method := func(header string) string {
-		m := strings.ToUpper(r.Header.Get(header))
-		switch m {
-		case "":
-			return http.MethodPost
-		case http.MethodPost, http.MethodPut, http.MethodPatch:
-			return m
-		}
-		errs = append(errs, fmt.Sprintf("header '%s' is invalid (got '%s', expected POST, PUT or PATCH)", header, printable(m)))
-		return ""
+	var err error
+	if hk.Method, err = webhookMethod(r, webhookMethodHeader); err != nil {
+		return webhook{}, true, err
 	}
-	hk.method, hk.errorMethod = method(webhookMethodHeader), method(webhookErrorMethodHeader)
-	if raw := r.Header.Get(webhookExtraHeadersHeader); raw != "" {
-		var extra map[string]string
-		if err := json.Unmarshal([]byte(raw), &extra); err != nil {
-			errs = append(errs, fmt.Sprintf("header '%s' is invalid: %v", webhookExtraHeadersHeader, err))
-		} else if len(extra) > maxHookHeaders {
-			errs = append(errs, fmt.Sprintf("header '%s' has more than %d headers", webhookExtraHeadersHeader, maxHookHeaders))
-		}
-		hk.extra = http.Header{}
-		for k, v := range extra {
-			if err := spec.CheckHeader(k, v); err != nil {
-				errs = append(errs, fmt.Sprintf("header '%s' is invalid: %v", webhookExtraHeadersHeader, err))
-				continue
-			}
-			switch http.CanonicalHeaderKey(k) {
-			case "Host", "Content-Length", "Transfer-Encoding", "Connection":
-				errs = append(errs, fmt.Sprintf("header '%s' may not set %s", webhookExtraHeadersHeader, k))
-				continue
-			}
-			hk.extra.Set(k, v)
+	if hk.ErrorURL != "" {
+		if hk.ErrorMethod, err = webhookMethod(r, webhookErrorMethodHeader); err != nil {
+			return webhook{}, true, err
 		}
 	}
-	if len(errs) > 0 {
-		return webhook{}, true, badRequest("Invalid webhook: %s", strings.Join(errs, "\n"))
+	if hk.Extra, err = webhookExtra(r.Header.Get(webhookExtraHeadersHeader)); err != nil {
+		return webhook{}, true, err
 	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(r.Context(), carrier)
+	hk.Traceparent, hk.Tracestate = carrier["traceparent"], carrier["tracestate"]
 	return hk, true, nil
+}
+
+// webhookMethod is a method header: POST by default, else POST, PATCH or
+// PUT (any case).
+func webhookMethod(r *http.Request, header string) (string, error) {
+	m := strings.ToUpper(r.Header.Get(header))
+	switch m {
+	case "":
+		return http.MethodPost, nil
+	case http.MethodPost, http.MethodPatch, http.MethodPut:
+		return m, nil
+	}
+	return "", badRequest("Invalid '%s' header value: expected 'POST', 'PATCH' or 'PUT', but got '%s'", header, printable(m))
+}
+
+// webhookExtra is Gotenberg-Webhook-Extra-Http-Headers: a JSON object of
+// at most maxHookHeaders valid headers, none of those that frame the
+// request.
+func webhookExtra(raw string) (map[string]string, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	invalid := func(format string, args ...any) error {
+		return badRequest("Invalid '%s' header value: %s", webhookExtraHeadersHeader, fmt.Sprintf(format, args...))
+	}
+	var extra map[string]string
+	if err := json.Unmarshal([]byte(raw), &extra); err != nil {
+		return nil, invalid("%v", err)
+	}
+	if len(extra) > maxHookHeaders {
+		return nil, invalid("more than %d headers", maxHookHeaders)
+	}
+	out := make(map[string]string, len(extra))
+	for k, v := range extra {
+		if err := spec.CheckHeader(k, v); err != nil {
+			return nil, invalid("%v", err)
+		}
+		switch http.CanonicalHeaderKey(k) {
+		case "Host", "Content-Length", "Transfer-Encoding", "Connection":
+			return nil, invalid("it may not set %s", printable(k))
+		}
+		out[http.CanonicalHeaderKey(k)] = v
+	}
+	return out, nil
 }
 
 // result is what an asynchronous request delivers: a body of a type.
@@ -113,100 +154,4 @@ type result struct {
 	size        int64
 	contentType string
 	fileName    string
-}
-
-// async answers 204 at once and delivers what produce makes to the
-// webhook, or its error to the error URL. The goroutine is the handler's:
-// at most MaxWebhooks run, each within WebhookWait, and all end with
-// Config.Background (bin/api's shutdown).
-func (h *handler) async(w http.ResponseWriter, r *http.Request, hk webhook, produce func(ctx context.Context) (result, error)) {
-	select {
-	case h.hookSlot <- struct{}{}:
-	default:
-		w.Header().Set("Retry-After", "5")
-		writeText(w, http.StatusTooManyRequests, fmt.Sprintf("Too many webhook conversions in progress (%d); retry later", MaxWebhooks))
-		return
-	}
-	name := outputName(r)
-	go func() {
-		defer func() { <-h.hookSlot }()
-		ctx, cancel := context.WithTimeout(h.cfg.Background, WebhookWait)
-		defer cancel()
-		res, err := produce(ctx)
-		if err != nil {
-			h.deliverError(ctx, hk, err)
-			return
-		}
-		defer res.body.Close()
-		hdr := http.Header{}
-		hdr.Set("Content-Type", res.contentType)
-		if res.fileName == "" {
-			res.fileName = name
-		}
-		hdr.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": res.fileName}))
-		hdr.Set(traceHeader, hk.trace)
-		for k, v := range hk.extra {
-			hdr[k] = v
-		}
-		if err := h.cfg.Webhooks.Send(ctx, callback.Upload{URL: hk.url, Method: hk.method, Header: hdr, Body: res.body, Size: res.size}); err != nil {
-			h.log.WarnContext(ctx, "gotenberg: webhook delivery failed", "trace", hk.trace, "err", err)
-			h.deliverError(ctx, hk, &httpError{status: http.StatusBadGateway, msg: "delivering the result to the webhook failed: " + err.Error()})
-			return
-		}
-		h.log.InfoContext(ctx, "gotenberg: webhook delivered", "trace", hk.trace, "bytes", res.size)
-	}()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// deliverError sends Gotenberg's error body, {"status", "message"}, to
-// the error URL.
-func (h *handler) deliverError(ctx context.Context, hk webhook, err error) {
-	var he *httpError
-	if !errors.As(err, &he) {
-		he = &httpError{status: http.StatusInternalServerError, msg: http.StatusText(http.StatusInternalServerError)}
-	}
-	body, _ := json.Marshal(map[string]any{"status": he.status, "message": he.msg})
-	hdr := http.Header{}
-	hdr.Set("Content-Type", "application/json")
-	hdr.Set(traceHeader, hk.trace)
-	for k, v := range hk.extra {
-		hdr[k] = v
-	}
-	if serr := h.cfg.Webhooks.Send(ctx, callback.Upload{URL: hk.errorURL, Method: hk.errorMethod, Header: hdr, Body: bytes.NewReader(body), Size: int64(len(body))}); serr != nil {
-		h.log.WarnContext(ctx, "gotenberg: webhook error delivery failed", "trace", hk.trace, "err", serr)
-		return
-	}
-	h.log.InfoContext(ctx, "gotenberg: webhook error delivered", "trace", hk.trace, "status", he.status)
-}
-
-// exportResult is produce for a conversion: its export, waited for, the
-// PDF opened from storage, and the steps after the conversion run on it.
-func (h *handler) exportResult(r *http.Request, p exportclient.Payload, steps []postStep) func(ctx context.Context) (result, error) {
-	name := outputName(r)
-	return func(ctx context.Context) (result, error) {
-		key := ""
-		if res, ok := h.storedOf(ctx, p); ok {
-			key = res
-		} else {
-			k, err := h.export(ctx, r, p, WebhookWait)
-			if err != nil {
-				return result{}, err
-			}
-			key = k
-		}
-		obj, err := h.cfg.Store.Stat(ctx, key)
-		if err != nil {
-			return result{}, &httpError{status: http.StatusServiceUnavailable, msg: "storage unavailable"}
-		}
-		body, err := h.cfg.Store.Open(ctx, key)
-		if err != nil {
-			return result{}, &httpError{status: http.StatusServiceUnavailable, msg: "storage unavailable"}
-		}
-		mediaType, fileName := answerType(key, name)
-		res := result{body: body, size: obj.Size, contentType: mediaType, fileName: fileName}
-		if len(steps) == 0 {
-			return res, nil
-		}
-		return h.runSteps(ctx, res, steps, name)
-	}
 }

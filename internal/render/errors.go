@@ -49,6 +49,10 @@ var (
 	// was printed. Not retryable: the options asked for a final failure.
 	ErrPageErrors = errors.New("page errors")
 
+	// ErrPageRanges: the print settings' page ranges select no page of the
+	// document (it comes with ErrPrint). Not retryable.
+	ErrPageRanges = errors.New("page_ranges")
+
 	// ErrSink: the sink returned an error (which this error wraps too), or it
 	// returned nil before it read the PDF to the end.
 	ErrSink = errors.New("PDF sink failed")

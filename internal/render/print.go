@@ -85,7 +85,7 @@ func printPage(ctx context.Context, pg *tabPage, o printOptions, rd readiness) (
 	res, err := cdp.Call(ctx, pg.t, page.PrintToPDF, PrintParams(o.settings))
 	if err != nil {
 		if strings.Contains(strings.ToLower(err.Error()), "page range") {
-			return "", permanent{fmt.Errorf("%w: page_ranges %q: %v", ErrPrint, o.settings.PageRanges, err)}
+			return "", permanent{fmt.Errorf("%w: %w %q: %v", ErrPrint, ErrPageRanges, o.settings.PageRanges, err)}
 		}
 		return "", fmt.Errorf("%w: %v", ErrPrint, err)
 	}

@@ -33,8 +33,25 @@ type Final struct {
 	RequestID string  `json:"request_id,omitempty"`
 	Result    *Result `json:"result,omitempty"`
 	Error     string  `json:"error,omitempty"`
-	Retried   int     `json:"retried"` // attempts before the final one
+	// Kind is what failed, for a caller that answers a failure by its kind
+	// (one of the Failure constants); empty for an export that did not fail
+	// or whose failure has no kind of its own.
+	Kind    string `json:"kind,omitempty"`
+	Retried int    `json:"retried"` // attempts before the final one
 }
+
+// The kinds of a failed export (Final.Kind): what the worker's render or
+// its checks refused, so that a caller maps a failure to its own answer
+// without reading the error's text.
+const (
+	FailureTimeout    = "timeout"     // the render did not finish in time
+	FailureBlocked    = "blocked"     // the page reached a host off ALLOWED_HOSTS
+	FailureHTTPStatus = "http_status" // the main document answered >= 400
+	FailurePageErrors = "page_errors" // the fail_on_* options refused the page
+	FailurePageRanges = "page_ranges" // page_ranges select no page of the document
+	FailureLimit      = "limit"       // the PDF grew past a size or page limit
+	FailureNoElement  = "no_element"  // a screenshot's selector matched no visible element
+)
 
 // Callback request headers, the Standard Webhooks ones (standardwebhooks.com).
 // webhook-id is the delivery id (the same on every attempt of one export's

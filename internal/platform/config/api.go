@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/pdfexport/pdfexport/internal/api/apiauth"
@@ -39,6 +40,9 @@ func (c Config) CheckAPI() error {
 	}
 	if c.LinkWait < time.Second || c.LinkWait > maxLinkWait {
 		vars = append(vars, VarError{Var: "LINK_WAIT", Reason: fmt.Sprintf("must be between 1s and %s, got %s", maxLinkWait, c.LinkWait)})
+	}
+	if r := c.GotenbergRootPath; !strings.HasPrefix(r, "/") || !strings.HasSuffix(r, "/") || strings.ContainsAny(r, " {}\t\n") {
+		vars = append(vars, VarError{Var: "GOTENBERG_ROOT_PATH", Reason: fmt.Sprintf("must start and end with / and hold no spaces or braces, got %q", r)})
 	}
 	if len(vars) > 0 {
 		return &Error{Vars: vars}

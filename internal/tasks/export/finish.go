@@ -52,7 +52,7 @@ func finalOf(taskID string, env *spec.Envelope, res *spec.Result, o verdict, err
 	case verdictCanceled:
 		f.Error = spec.CanceledError
 	default:
-		f.Error = err.Error()
+		f.Error, f.Kind = err.Error(), failureKind(err)
 	}
 	return f
 }

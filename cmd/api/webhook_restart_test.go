@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pdfexport/pdfexport/internal/testing/harness"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
+)
+
+// TestBinaries_GotenbergWebhookSurvivesRestart: a conversion with webhook
+// headers is answered 204 once its export and its delivery are queued in
+// Redis, so the delivery survives what holds it: bin/api stops before
+// any worker runs, a new bin/api and a worker start, and the PDF reaches
+// the webhook; the receiver's first refusal is retried with backoff.
+func TestBinaries_GotenbergWebhookSurvivesRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	bin := testsupport.Binaries(t)
+	redis := testsupport.StartRedis(t)
+	var calls atomic.Int32
+	got := make(chan []byte, 4)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable) // the first attempt is refused
+			return
+		}
+		got <- append([]byte(r.URL.Path+" "), body...)
+	}))
+	t.Cleanup(receiver.Close)
+	dir := t.TempDir()
+	addr := "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t))
+	admin := "127.0.0.1:" + strconv.Itoa(testsupport.FreePort(t))
+	common := []string{"REDIS_URL=" + redis.URL(), "STORAGE_URL=file://" + filepath.Join(dir, "artifacts"),
+		"ALLOWED_HOSTS=docs.example.com", "LOG_FORMAT=text"}
+	startAPI := func() *harness.Proc {
+		p, err := harness.Start("api", "", filepath.Join(bin, "api"), append(common, "API_ADDR="+addr,
+			"CALLBACK_ALLOWED_HOSTS="+strings.TrimPrefix(receiver.URL, "http://")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Kill)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := harness.WaitHTTP(ctx, "http://"+addr+"/healthz", nil); err != nil {
+			t.Fatalf("%v\n%s", err, p.Output())
+		}
+		return p
+	}
+	api := startAPI()
+
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("files", "index.html")
+	_, _ = fw.Write([]byte("<p>Survived a restart</p>"))
+	_ = mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/forms/chromium/convert/html", &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Gotenberg-Webhook-Url", receiver.URL+"/hook")
+	req.Header.Set("Gotenberg-Webhook-Error-Url", receiver.URL+"/error")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("%d, want 204", resp.StatusCode)
+	}
+	if err := api.Stop(10 * time.Second); err != nil {
+		t.Fatalf("stopping bin/api: %v\n%s", err, api.Output())
+	}
+	if calls.Load() != 0 {
+		t.Fatal("delivered before any worker ran")
+	}
+	api = startAPI()
+	worker, err := harness.Start("worker", "", filepath.Join(bin, "worker"), append(append(os.Environ(), common...),
+		"CHROMIUM_PATH="+testsupport.ChromiumPath(t), "ADMIN_ADDR="+admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(worker.Kill)
+	select {
+	case b := <-got:
+		if !bytes.HasPrefix(b, []byte("/hook %PDF-")) {
+			t.Errorf("delivered %.40q", b)
+		}
+		if text := testsupport.PDFText(t, bytes.TrimPrefix(b, []byte("/hook "))); !strings.Contains(text, "Survived a restart") {
+			t.Errorf("PDF text %q", text)
+		}
+	case <-time.After(120 * time.Second):
+		t.Fatalf("no delivery after the restart\napi:\n%s\nworker:\n%s", api.Tail(30), worker.Tail(30))
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d calls, want the refused one and the delivery", n)
+	}
+}
