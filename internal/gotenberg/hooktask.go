@@ -14,6 +14,7 @@ import (
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/storage"
+	"github.com/pdfexport/pdfexport/internal/tasks"
 )
 
 // A durable webhook is a task on WebhookQueue, enqueued before the 204:
@@ -25,10 +26,10 @@ import (
 // task is in Redis.
 const (
 	// TypeWebhook is the asynq task type of a delivery.
-	TypeWebhook = "gotenberg:webhook"
+	TypeWebhook = tasks.TypeGotenbergWebhook
 	// WebhookQueue is the queue of the deliveries, which workers do not
 	// serve.
-	WebhookQueue = "gotenberg-webhooks"
+	WebhookQueue = tasks.GotenbergWebhookQueue
 	// hookMaxRetry is Gotenberg's webhook-max-retry and some more: a
 	// restart of the delivering process while it waits costs one.
 	hookMaxRetry = 8
@@ -142,7 +143,7 @@ func (h *handler) asyncEngine(w http.ResponseWriter, r *http.Request, hk webhook
 func (h *handler) enqueueHook(ctx context.Context, t hookTask) error {
 	b, err := json.Marshal(t)
 	if err == nil {
-		_, err = h.cfg.HookTasks.EnqueueContext(ctx, asynq.NewTask(TypeWebhook, b), asynq.Queue(WebhookQueue),
+		_, err = h.cfg.HookTasks.EnqueueContext(ctx, tasks.NewGotenbergWebhookTask(b),
 			asynq.MaxRetry(hookMaxRetry), asynq.Timeout(WebhookWait+time.Minute))
 	}
 	if err != nil {

@@ -20,7 +20,20 @@ const (
 	TypeChapter = "pdf:chapter"
 	// TypeCallback delivers one callback of a final export.
 	TypeCallback = "pdf:callback"
+	// TypeGotenbergWebhook delivers one Gotenberg webhook: the result of
+	// an asynchronous Gotenberg request, or its error. bin/api serves it
+	// on GotenbergWebhookQueue, which workers do not serve.
+	TypeGotenbergWebhook = "gotenberg:webhook"
 )
+
+// GotenbergWebhookQueue is the queue of TypeGotenbergWebhook's tasks.
+const GotenbergWebhookQueue = "gotenberg-webhooks"
+
+// NewGotenbergWebhookTask is the gotenberg:webhook task of a delivery's
+// payload, which internal/gotenberg encodes and decodes.
+func NewGotenbergWebhookTask(payload []byte, opts ...asynq.Option) *asynq.Task {
+	return asynq.NewTask(TypeGotenbergWebhook, payload, append([]asynq.Option{asynq.Queue(GotenbergWebhookQueue)}, opts...)...)
+}
 
 // NewExportTask is the pdf:export task of an encoded envelope
 // (spec.Envelope.Encode), which only an enqueuer writes.
