@@ -79,7 +79,8 @@ func (o Options) spec() spec.Options {
 		PreferCSSPageSize: o.PreferCSSPageSize, FailOnResourceErrors: o.FailOnResourceErrors,
 		FailOnConsoleErrors: o.FailOnConsoleErrors, Metadata: (*spec.Metadata)(o.Metadata),
 		Watermark: (*spec.Watermark)(o.Watermark), Encryption: (*spec.Encryption)(o.Encryption),
-		TOC: o.TOC, FastWebView: o.FastWebView, Lang: o.Lang, PDFUA: o.PDFUA, PDFA: o.PDFA}
+		TOC: o.TOC, FastWebView: o.FastWebView, Lang: o.Lang, PDFUA: o.PDFUA, PDFA: o.PDFA,
+		Page: o.Page.spec()}
 }
 
 func publicOptions(o spec.Options) Options {
@@ -89,7 +90,8 @@ func publicOptions(o spec.Options) Options {
 		PreferCSSPageSize: o.PreferCSSPageSize, FailOnResourceErrors: o.FailOnResourceErrors,
 		FailOnConsoleErrors: o.FailOnConsoleErrors, Metadata: (*Metadata)(o.Metadata),
 		Watermark: (*Watermark)(o.Watermark), Encryption: (*Encryption)(o.Encryption),
-		TOC: o.TOC, FastWebView: o.FastWebView, Lang: o.Lang, PDFUA: o.PDFUA, PDFA: o.PDFA}
+		TOC: o.TOC, FastWebView: o.FastWebView, Lang: o.Lang, PDFUA: o.PDFUA, PDFA: o.PDFA,
+		Page: publicPage(o.Page)}
 }
 
 func (r Result) spec() spec.Result {

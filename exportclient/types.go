@@ -153,6 +153,8 @@ type Options struct {
 	// PDFA is the PDF/A level a manual claims: "2b" or "" (chapters only;
 	// not with Encryption).
 	PDFA string `json:"pdf_a,omitempty"`
+	// Page are the page's load, failure and print options (page.go).
+	Page *PageOptions `json:"page,omitempty"`
 }
 
 // Margins are page margins in millimetres; a nil field is 10 mm.

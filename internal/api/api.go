@@ -26,6 +26,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/platform/buildinfo"
 	"github.com/pdfexport/pdfexport/internal/platform/config"
 	"github.com/pdfexport/pdfexport/internal/platform/redact"
+	"github.com/pdfexport/pdfexport/internal/render/egress"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
@@ -60,6 +61,9 @@ type Config struct {
 	// Webhooks delivers the Gotenberg routes' asynchronous conversions
 	// (CALLBACK_ALLOWED_HOSTS); nil refuses their webhook headers.
 	Webhooks gotenberg.Webhooks
+	// Downloads fetches the Gotenberg routes' downloadFrom files (hosts
+	// of ALLOWED_HOSTS only); nil refuses the field.
+	Downloads *http.Client
 	// Background ends the asynchronous conversions still running (bin/api's
 	// shutdown); nil: they run to their own end.
 	Background context.Context
@@ -113,7 +117,8 @@ func newAPI(cfg Config) *api {
 		// Gotenberg's routes (internal/gotenberg), for the API servers that
 		// call Gotenberg through its client libraries.
 		g := gotenberg.New(gotenberg.Config{Queue: a.client, Store: a.store, Stored: a.storedResult, Caller: a.gotenbergCaller,
-			Version: buildinfo.String(), Webhooks: cfg.Webhooks, Background: cfg.Background, Logger: a.log})
+			Version: buildinfo.String(), Webhooks: cfg.Webhooks, Background: cfg.Background, Logger: a.log,
+			Download: cfg.Downloads})
 		a.mux.Handle("POST /forms/", g)
 		a.mux.Handle("GET /health", g)
 		a.mux.Handle("GET /version", g)
@@ -534,5 +539,6 @@ func Run(ctx context.Context, cfg config.Config, addr string, client *exportclie
 		hooks = d
 	}
 	return Serve(ctx, addr, New(Config{Client: client, Auth: auth, MaxWaiters: cfg.APIMaxWaiters, Store: store, Logger: log,
-		Manuals: registry, LinkKeys: linkKeys, LinkWait: cfg.LinkWait, PublicURL: cfg.APIPublicURL, Webhooks: hooks, Background: ctx}), log)
+		Manuals: registry, LinkKeys: linkKeys, LinkWait: cfg.LinkWait, PublicURL: cfg.APIPublicURL, Webhooks: hooks, Background: ctx,
+		Downloads: gotenberg.NewDownloadClient(egress.Dialer{List: cfg.Allowed})}), log)
 }

@@ -47,6 +47,10 @@ func (h *handler) convert(w http.ResponseWriter, r *http.Request, build func(r *
 		writeError(w, err)
 		return
 	}
+	if err := h.downloads(r.Context(), f, h.formLimits.bytes); err != nil {
+		writeError(w, err)
+		return
+	}
 	c, err := build(r, f)
 	if err == nil {
 		c.post = postSteps(f)
@@ -158,6 +162,9 @@ func (h *handler) export(ctx context.Context, r *http.Request, p exportclient.Pa
 // for page ranges the document does not have, 403 for a URL the
 // allowlist refuses, 503 for a time-out.
 func failedErr(msg string) error {
+	if err := pageFailedErr(msg); err != nil {
+		return err
+	}
 	status := http.StatusInternalServerError
 	switch {
 	case strings.Contains(msg, "page errors"), strings.Contains(msg, "HTTP error status"):

@@ -52,7 +52,10 @@ type Config struct {
 	// EngineJobs bounds the PDF-engine jobs (merge, metadata, encryption)
 	// running at once in this process; 0: DefaultEngineJobs.
 	EngineJobs int
-	Logger     *slog.Logger
+	// Download fetches downloadFrom's files (NewDownloadClient); nil
+	// refuses the field.
+	Download *http.Client
+	Logger   *slog.Logger
 }
 
 // DefaultWait is Gotenberg's own API timeout.

@@ -80,6 +80,9 @@ func printPage(ctx context.Context, pg *tabPage, o printOptions, rd readiness) (
 			return "", err
 		}
 	}
+	if err := omitBackground(ctx, pg, o); err != nil {
+		return "", err
+	}
 	pg.progress.enter("render.print", "printing")
 	pg.r.mark("checks")
 	res, err := cdp.Call(ctx, pg.t, page.PrintToPDF, PrintParams(o.settings))

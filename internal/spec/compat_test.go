@@ -148,10 +148,10 @@ func TestDecodeEnvelope_Versions(t *testing.T) {
 		{"version 1", `{"v":1,` + body + `}`, "", false, nil},
 		{"version 2", `{"v":2,` + body + `}`, "", false, nil},
 		{"version 3", `{"v":3,` + body + `}`, "", false, nil},
-		{"version 4 with a field this worker does not know", `{"v":4,` + body + `,"options":{"paper":"A4","hyphenate":true}}`,
-			"hyphenate", true, []string{"unknown field", "envelope version 4", "serves versions 1 to 3"}},
-		{"version 4, known fields only", `{"v":4,` + body + `}`, "v", true, []string{"envelope version 4", "upgrade the workers"}},
-		{"version 0", `{"v":0,` + body + `}`, "v", false, []string{"from 1 to 3, got 0"}},
+		{"version 5 with a field this worker does not know", `{"v":5,` + body + `,"options":{"paper":"A4","hyphenate":true}}`,
+			"hyphenate", true, []string{"unknown field", "envelope version 5", "serves versions 1 to 4"}},
+		{"version 5, known fields only", `{"v":5,` + body + `}`, "v", true, []string{"envelope version 5", "upgrade the workers"}},
+		{"version 0", `{"v":0,` + body + `}`, "v", false, []string{"from 1 to 4, got 0"}},
 		{"unknown field of version 1", `{"v":1,` + body + `,"hyphenate":true}`, "hyphenate", false, []string{"unknown field"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,8 +175,8 @@ func TestDecodeEnvelope_Versions(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DecodeChapterTask([]byte(`{"v":4,"manual_task":"t","index":0,"manual_id":"m","version":"1","chapter":{"html":"x","title":"T","page_style":1}}`)); !errors.Is(err, ErrNewerEnvelope) || FirstField(err) != "page_style" {
-		t.Errorf("chapter task of version 4: %v, want ErrNewerEnvelope naming page_style", err)
+	if _, err := DecodeChapterTask([]byte(`{"v":5,"manual_task":"t","index":0,"manual_id":"m","version":"1","chapter":{"html":"x","title":"T","page_style":1}}`)); !errors.Is(err, ErrNewerEnvelope) || FirstField(err) != "page_style" {
+		t.Errorf("chapter task of version 5: %v, want ErrNewerEnvelope naming page_style", err)
 	}
 	r := Request{V: 2, ManualID: "m", Version: "1", Source: RequestSource{HTML: "<p>x</p>"}}
 	if err := r.Validate(Hosts{}); FirstField(err) != "v" {

@@ -84,6 +84,8 @@ type Options struct {
 	// PDFA is the PDF/A conformance a manual claims: "2b" (PDF/A-2b) or
 	// "". source.chapters only; refused with Encryption.
 	PDFA string `json:"pdf_a,omitempty"`
+	// Page are the page's load, failure and print options (page.go).
+	Page *PageOptions `json:"page,omitempty"`
 }
 
 // PDFALevels are the accepted Options.PDFA values.
@@ -133,6 +135,9 @@ type PrintSettings struct {
 	Lang      string `json:"lang,omitempty"`
 	PDFUA     bool   `json:"pdf_ua,omitempty"`
 	PDFA      string `json:"pdf_a,omitempty"`
+	// Page: the page options resolved (omitted when none, for the same
+	// reason as Document).
+	Page *PageOptions `json:"page,omitempty"`
 	// FailOn is not part of the artifact's identity (json "-"): it does not
 	// change the PDF, only whether one with warnings is acceptable.
 	FailOn FailOn `json:"-"`
@@ -184,6 +189,7 @@ func (o Options) Settings() PrintSettings {
 		Lang:              o.Lang,
 		PDFUA:             o.PDFUA,
 		PDFA:              o.PDFA,
+		Page:              o.Page,
 	}
 	if s.Paper == "" {
 		s.Paper = DefaultPaper
@@ -194,6 +200,7 @@ func (o Options) Settings() PrintSettings {
 		w, h, _ = PaperSize(DefaultPaper)
 	}
 	s.PaperWidthIn, s.PaperHeightIn = w, h
+	s.applyPage()
 	if o.PrintBackground != nil {
 		s.PrintBackground = *o.PrintBackground
 	}
