@@ -195,11 +195,3 @@ func omitBackground(ctx context.Context, pg *tabPage, o printOptions) error {
 	}
 	return nil
 }
-
-// emulateMedia emulates the media type and features of o.
-func emulateMedia(ctx context.Context, pg *tabPage, o loadOptions) error {
-	if _, err := cdp.Call(ctx, pg.t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: o.media, Features: mediaFeatures(o.mediaFeatures)}); err != nil {
-		return fmt.Errorf("%w: emulating media %q: %v", ErrNavigation, o.media, err)
-	}
-	return nil
-}

@@ -99,11 +99,6 @@ func loadPage(ctx context.Context, pg *tabPage, o loadOptions) error {
 		pg.progress.enter("render.load", "loading "+shortURL(o.url))
 		err = loadURL(ctx, pg.t, pg.w, o.url, pg.virtualClock)
 		pg.probe = true
-		if err == nil && len(o.mediaFeatures) > 0 {
-			// The navigation to another site's process drops the
-			// emulated features; the media type stays.
-			err = emulateMedia(ctx, pg, o)
-		}
 	} else {
 		pg.progress.enter("render.load", "loading the HTML")
 		err = loadHTML(ctx, pg.t, pg.w, pg.mainFrame(), o.html, pg.virtualClock)

@@ -244,6 +244,9 @@ type measureOptions struct {
 type printOptions struct {
 	settings       spec.PrintSettings
 	omitBackground bool // a transparent default background
+	// mediaFeatures are emulated: the print keeps the emulation as the
+	// load set it (no skipLayoutAfterPrint, which lifts it).
+	mediaFeatures bool
 }
 
 // streamOptions say where the PDF goes and how much of it may (streamPDF).
@@ -268,6 +271,7 @@ func (r *Renderer) newJob(src Source, settings spec.PrintSettings, sink func(con
 		job.load.headers = compileHeaders(p.Headers)
 		job.measure.singlePage = p.SinglePage
 		job.print.omitBackground = p.OmitBackground
+		job.print.mediaFeatures = len(p.MediaFeatures) > 0
 	}
 	return job
 }
