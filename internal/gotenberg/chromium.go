@@ -37,6 +37,7 @@ const MaxWaitDelay = 15 * time.Second
 func chromiumOptions(f *form, p *exportclient.Payload, pageURL string) {
 	o := &p.Options
 	page := &exportclient.PageOptions{}
+	f.mark("downloadFrom") // read before the route's own fields (download.go)
 	// In Gotenberg's order, so that the invalid fields are named in it.
 	f.bool("skipNetworkIdleEvent", true)
 	f.bool("skipNetworkAlmostIdleEvent", true)
