@@ -119,3 +119,38 @@ func TestDownloads(t *testing.T) {
 		})
 	}
 }
+
+// TestVersion_PageFields: each family of the page-option fields names its
+// own artifact.
+func TestVersion_PageFields(t *testing.T) {
+	seen := map[string]string{}
+	for name, fields := range map[string]map[string]string{
+		"none":        {},
+		"paper size":  {"paperWidth": "3in", "paperHeight": "4in"},
+		"single page": {"singlePage": "true"},
+		"background":  {"printBackground": "true", "omitBackground": "true"},
+		"user agent":  {"userAgent": "UA/1"},
+		"media":       {"emulatedMediaFeatures": `{"prefers-reduced-motion":"reduce"}`},
+		"headers":     {"extraHttpHeaders": `{"X-A":"1"}`},
+		"scope":       {"extraHttpHeaders": `{"X-A":"1;scope=a"}`},
+		"cookies":     {"cookies": `[{"name":"a","value":"b","domain":"x.example"}]`},
+		"statuses":    {"failOnHttpStatusCodes": "[]"},
+		"resources":   {"failOnResourceHttpStatusCodes": "[499]"},
+		"ignored":     {"failOnResourceHttpStatusCodes": "[499]", "ignoreResourceHttpStatusDomains": `["a.example"]`},
+		"loading":     {"failOnResourceLoadingFailed": "true"},
+		"exceptions":  {"failOnConsoleExceptions": "true"},
+	} {
+		f := &form{values: fields}
+		c := conversion{kind: "html", reuse: fileReuse}
+		c.payload.Source.HTML = "<p>x</p>"
+		chromiumOptions(f, &c.payload, "")
+		if err := f.err(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		v := c.version()
+		if other, dup := seen[v]; dup {
+			t.Errorf("%s and %s share version %s", name, other, v)
+		}
+		seen[v] = name
+	}
+}
