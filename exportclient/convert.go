@@ -80,7 +80,8 @@ func (o Options) spec() spec.Options {
 		FailOnConsoleErrors: o.FailOnConsoleErrors, Metadata: (*spec.Metadata)(o.Metadata),
 		Watermark: (*spec.Watermark)(o.Watermark), Encryption: (*spec.Encryption)(o.Encryption),
 		TOC: o.TOC, FastWebView: o.FastWebView, Lang: o.Lang, PDFUA: o.PDFUA, PDFA: o.PDFA,
-		Screenshot: (*spec.Screenshot)(o.Screenshot)}
+		Screenshot: (*spec.Screenshot)(o.Screenshot),
+		Page: o.Page.spec()}
 }
 
 func publicOptions(o spec.Options) Options {
@@ -91,7 +92,8 @@ func publicOptions(o spec.Options) Options {
 		FailOnConsoleErrors: o.FailOnConsoleErrors, Metadata: (*Metadata)(o.Metadata),
 		Watermark: (*Watermark)(o.Watermark), Encryption: (*Encryption)(o.Encryption),
 		TOC: o.TOC, FastWebView: o.FastWebView, Lang: o.Lang, PDFUA: o.PDFUA, PDFA: o.PDFA,
-		Screenshot: (*Screenshot)(o.Screenshot)}
+		Screenshot: (*Screenshot)(o.Screenshot),
+		Page: publicPage(o.Page)}
 }
 
 func (r Result) spec() spec.Result {

@@ -157,6 +157,8 @@ type Options struct {
 	// WebP) instead of a PDF: a single page only, without the options
 	// that shape a PDF. It needs workers of envelope version 4.
 	Screenshot *Screenshot `json:"screenshot,omitempty"`
+	// Page are the page's load, failure and print options (page.go).
+	Page *PageOptions `json:"page,omitempty"`
 }
 
 // Margins are page margins in millimetres; a nil field is 10 mm.

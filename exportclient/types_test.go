@@ -31,6 +31,7 @@ var wirePairs = []struct{ public, internal reflect.Type }{
 	{reflect.TypeFor[Chapter](), reflect.TypeFor[spec.Chapter]()},
 	{reflect.TypeFor[Options](), reflect.TypeFor[spec.Options]()},
 	{reflect.TypeFor[Margins](), reflect.TypeFor[spec.Margins]()},
+	{reflect.TypeFor[PageOptions](), reflect.TypeFor[spec.PageOptions]()},
 	{reflect.TypeFor[Metadata](), reflect.TypeFor[spec.Metadata]()},
 	{reflect.TypeFor[Watermark](), reflect.TypeFor[spec.Watermark]()},
 	{reflect.TypeFor[Encryption](), reflect.TypeFor[spec.Encryption]()},

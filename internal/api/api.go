@@ -28,6 +28,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/platform/config"
 	"github.com/pdfexport/pdfexport/internal/platform/redact"
 	"github.com/pdfexport/pdfexport/internal/platform/redisconn"
+	"github.com/pdfexport/pdfexport/internal/render/egress"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/storage"
 )
@@ -62,6 +63,9 @@ type Config struct {
 	// Webhooks delivers the Gotenberg routes' asynchronous conversions
 	// (CALLBACK_ALLOWED_HOSTS); nil refuses their webhook headers.
 	Webhooks gotenberg.Webhooks
+	// Downloads fetches the Gotenberg routes' downloadFrom files (hosts
+	// of ALLOWED_HOSTS only); nil refuses the field.
+	Downloads *http.Client
 	// Background ends the asynchronous conversions still running (bin/api's
 	// shutdown); nil: they run to their own end.
 	Background context.Context
@@ -132,7 +136,7 @@ func newAPI(cfg Config) *api {
 		// call Gotenberg through its client libraries.
 		gcfg := gotenberg.Config{Queue: a.client, Store: a.store, Stored: a.storedResult, Caller: a.gotenbergCaller,
 			Version: buildinfo.String(), Webhooks: cfg.Webhooks, Background: cfg.Background, Logger: a.log,
-			RootPath: cfg.GotenbergRoot, Pending: cfg.Pending, HookTasks: cfg.HookTasks, Spool: cfg.Spool}
+			Download: cfg.Downloads, RootPath: cfg.GotenbergRoot, Pending: cfg.Pending, HookTasks: cfg.HookTasks, Spool: cfg.Spool}
 		g := gotenberg.New(gcfg)
 		if cfg.Webhooks != nil {
 			a.hooks = gotenberg.NewHooks(gcfg)
@@ -558,7 +562,8 @@ func Run(ctx context.Context, cfg config.Config, addr string, client *exportclie
 	defer stopCount()
 	acfg := Config{Client: client, Auth: auth, MaxWaiters: cfg.APIMaxWaiters, Store: store, Logger: log,
 		Manuals: registry, LinkKeys: linkKeys, LinkWait: cfg.LinkWait, PublicURL: cfg.APIPublicURL, Background: ctx,
-		GotenbergRoot: cfg.GotenbergRootPath, Pending: count, Spool: store}
+		GotenbergRoot: cfg.GotenbergRootPath, Pending: count, Spool: store,
+		Downloads: gotenberg.NewDownloadClient(egress.Dialer{List: cfg.Allowed})}
 	if !cfg.CallbackAllowed.Empty() {
 		d := callback.New(callback.Config{Allowed: cfg.CallbackAllowed, Logger: log})
 		defer d.Close()

@@ -82,6 +82,9 @@ func inlineAssets(doc []byte, files []upload) (string, error) {
 				switch {
 				case urlAttrs[at.Key]:
 					v = a.uri(at.Val, 0)
+					if v == at.Val {
+						v = missingAsset(a, tok.Data, at.Key, at.Val)
+					}
 				case at.Key == "srcset":
 					v = a.srcset(at.Val)
 				case at.Key == "style":

@@ -29,9 +29,9 @@ func TestInlineAssets(t *testing.T) {
 		{"style element", `<style>@font-face{src:url(font.woff2)}</style>`, []string{`url("data:font/woff2;base64,`}, nil},
 		{"style attribute", `<div style="background:url('logo.png')"></div>`, []string{"data:image/png;base64,"}, nil},
 		{"srcset", `<img srcset="logo.png 1x, logo.png 2x">`, []string{"2x"}, []string{`"logo.png`}},
-		{"remote and unknown kept", `<img src="https://cdn.example.com/a.png"><img src="nope.png"><a href="#top">x</a>`,
-			[]string{"https://cdn.example.com/a.png", `"nope.png"`, `"#top"`}, nil},
-		{"no directories", `<img src="/etc/passwd"><img src="../logo.png">`, []string{`"/etc/passwd"`, `"../logo.png"`}, nil},
+		{"remote kept, a file not sent is missing", `<img src="https://cdn.example.com/a.png"><img src="nope.png"><a href="#top">x</a><a href="b.html">b</a>`,
+			[]string{"https://cdn.example.com/a.png", `"` + spec.MissingFilePrefix + `nope.png"`, `"#top"`, `"b.html"`}, nil},
+		{"no directories", `<img src="/etc/passwd"><img src="../logo.png">`, []string{`"/etc/passwd"`, `"` + spec.MissingFilePrefix + `../logo.png"`}, nil},
 		{"an import cycle ends", `<link rel="stylesheet" href="loop.css">`, []string{"data:text/css;base64,"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,6 +50,10 @@ func (h *handler) convert(w http.ResponseWriter, r *http.Request, build func(r *
 		writeError(w, err)
 		return
 	}
+	if err := h.downloads(r.Context(), f, h.formLimits.bytes); err != nil {
+		writeError(w, err)
+		return
+	}
 	c, err := build(r, f)
 	if err == nil && !c.shot {
 		c.post = postSteps(f)

@@ -30,6 +30,9 @@ type form struct {
 	// read are the fields a route asked for, present or not: the fields
 	// it supports, which the contract (api/gotenberg.yaml) must list.
 	read map[string]bool
+	// buckets are the form buckets of downloaded files other than the
+	// route's own (download.go), by file name.
+	buckets map[string]string
 }
 
 // upload is one uploaded file: its base name and bytes.

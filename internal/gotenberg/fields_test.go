@@ -48,17 +48,6 @@ func TestNamedPaper(t *testing.T) {
 	}
 }
 
-func TestFailsExactly4xx5xx(t *testing.T) {
-	for codes, want := range map[string]bool{"[499,599]": true, "[599,499]": true, "[499]": false, "[]": false, "[404,599]": false, "[299,499,599]": false} {
-		f := &form{values: map[string]string{"failOnHttpStatusCodes": codes}}
-		var got []int
-		f.json("failOnHttpStatusCodes", &got)
-		if failsExactly4xx5xx(got) != want {
-			t.Errorf("%s: %v, want %v", codes, !want, want)
-		}
-	}
-}
-
 // TestChromiumOptions: Gotenberg's fields and defaults become the export's
 // options, and what pdfexport cannot do is refused by name.
 func TestChromiumOptions(t *testing.T) {
@@ -82,20 +71,35 @@ func TestChromiumOptions(t *testing.T) {
 			// Metadata, encryption and watermarks are steps after the
 			// render (post.go), not the render's options.
 			return o.Landscape && *o.PrintBackground && *o.Scale == 0.8 && o.PageRanges == "1-2" && o.PreferCSSPageSize && o.Outline && o.Tagged &&
-				o.Media == "screen" && o.FailOnConsoleErrors && o.FailOnResourceErrors && *o.MarginMM.Left == 25.4 &&
+				o.Media == "screen" && o.Page.FailOnConsoleExceptions && o.Page.FailOnResourceLoadingFailed && *o.MarginMM.Left == 25.4 &&
 				o.Metadata == nil && o.Encryption == nil && o.Watermark == nil
 		}, nil},
 		{"waits", map[string]string{"waitForSelector": "#x", "waitDelay": "2s", "waitForExpression": "window.ok"}, "", func(o exportclient.Options, _ exportclient.Payload) bool {
 			return strings.Contains(o.WaitFor, `document.querySelector("#x")`) && strings.Contains(o.WaitFor, "window.ok") && strings.Contains(o.WaitFor, ">= 2000")
 		}, nil},
-		{"cookies and headers for the URL's host", map[string]string{"cookies": `[{"name":"a","value":"b","domain":"docs.example.com"}]`, "extraHttpHeaders": `{"X-A":"1"}`},
-			"https://docs.example.com/p", func(_ exportclient.Options, p exportclient.Payload) bool {
-				return len(p.Source.Cookies) == 1 && p.Source.Headers["X-A"] == "1"
+		{"the page options", map[string]string{"cookies": `[{"name":"a","value":"b","domain":"other.example.com:8080","sameSite":"lax"}]`,
+			"extraHttpHeaders": `{"X-A":"1","X-B":"2;scope=https?://docs\\.example\\.com/.*"}`, "userAgent": "UA/1", "singlePage": "true",
+			"paperWidth": "3in", "paperHeight": "4in", "printBackground": "true", "omitBackground": "true",
+			"emulatedMediaFeatures": `{"prefers-reduced-motion":"reduce"}`, "failOnHttpStatusCodes": "[]",
+			"failOnResourceHttpStatusCodes": "[404]", "ignoreResourceHttpStatusDomains": `["cdn.example.com"]`},
+			"https://docs.example.com/p", func(o exportclient.Options, p exportclient.Payload) bool {
+				pg := o.Page
+				return len(p.Source.Cookies) == 0 && len(pg.Cookies) == 1 && pg.Cookies[0].SameSite == "Lax" &&
+					pg.Cookies[0].Domain == "other.example.com:8080" && len(pg.Headers) == 2 && pg.Headers[1].Value == "2" &&
+					pg.Headers[1].Scope == `https?://docs\.example\.com/.*` && pg.UserAgent == "UA/1" && pg.SinglePage && pg.OmitBackground &&
+					o.Paper == "" && pg.PaperWidthIn == 3 && pg.PaperHeightIn == 4 && pg.MediaFeatures[0] == exportclient.MediaFeature{Name: "prefers-reduced-motion", Value: "reduce"} &&
+					pg.FailOnHTTPStatus != nil && len(pg.FailOnHTTPStatus) == 0 && pg.FailOnResourceHTTPStatus[0] == 404 && pg.IgnoreResourceDomains[0] == "cdn.example.com"
 			}, nil},
-		{"refusals", map[string]string{"singlePage": "true", "paperWidth": "3in", "omitBackground": "true", "userAgent": "x",
-			"extraHttpHeaders": `{"X":"1;scope=.*"}`, "waitDelay": "1m"},
-			"https://docs.example.com/p", nil, []string{"'singlePage' is not supported", "'paperWidth' is not supported", "omitBackground requires printBackground",
-				"'userAgent' is not supported", "'extraHttpHeaders' is not supported", "'waitDelay' is invalid"}},
+		{"media features as a list", map[string]string{"emulatedMediaFeatures": `[{"name":"prefers-color-scheme","value":"dark"}]`}, "", func(o exportclient.Options, _ exportclient.Payload) bool {
+			return o.Page.MediaFeatures[0].Value == "dark"
+		}, nil},
+		{"the default status list is no page option", map[string]string{"failOnHttpStatusCodes": "[499,599]"}, "", func(o exportclient.Options, _ exportclient.Payload) bool {
+			return o.Page == nil
+		}, nil},
+		{"refusals", map[string]string{"omitBackground": "true", "extraHttpHeaders": `{"X":"1;scope=(","Y":"1;scope"}`, "waitDelay": "1m",
+			"paperWidth": "0"},
+			"https://docs.example.com/p", nil, []string{"omitBackground requires printBackground", "invalid scope regex pattern for header 'X'",
+				"invalid scope '' for header 'Y'", "'waitDelay' is invalid", "Chromium does not handle the provided settings"}},
 		{"bad values", map[string]string{"landscape": "foo", "scale": "foo", "marginTop": "foo", "emulatedMediaType": "tv", "cookies": "foo"}, "", nil,
 			[]string{"form field 'landscape' is invalid (got 'foo', resulting to strconv.ParseBool", "'scale' is invalid", "'marginTop' is invalid",
 				"'emulatedMediaType' is invalid", "'cookies' is invalid (got 'foo', resulting to unmarshal cookies"}},

@@ -2,6 +2,8 @@ package gotenberg
 
 import (
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/pdfexport/pdfexport/exportclient"
@@ -18,6 +20,9 @@ func (h *handler) convertURL(w http.ResponseWriter, r *http.Request) {
 		reuse, err := urlReuse(r, time.Now())
 		if err != nil {
 			return conversion{}, err
+		}
+		if u, err := url.Parse(f.value("url")); err == nil && strings.EqualFold(u.Scheme, "file") {
+			return conversion{}, badRequest("file:// URLs are not accepted on this route. Use the /convert/html or /convert/markdown routes to render local HTML")
 		}
 		c := conversion{kind: "url", reuse: reuse}
 		c.payload.Source.URL = f.value("url")

@@ -52,6 +52,9 @@ type Config struct {
 	// EngineJobs bounds the PDF-engine jobs (merge, metadata, encryption)
 	// running at once in this process; 0: DefaultEngineJobs.
 	EngineJobs int
+	// Download fetches downloadFrom's files (NewDownloadClient); nil
+	// refuses the field.
+	Download *http.Client
 	Logger     *slog.Logger
 	// RootPath prefixes every route, as Gotenberg's --api-root-path: it
 	// starts and ends with "/" (CheckRootPath). "": DefaultRootPath.

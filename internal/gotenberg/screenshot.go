@@ -1,10 +1,10 @@
 package gotenberg
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,7 +30,7 @@ func (h *handler) screenshotRoutes() {
 func (h *handler) screenshotURL(w http.ResponseWriter, r *http.Request) {
 	h.convert(w, r, func(r *http.Request, f *form) (conversion, error) {
 		if !f.has("url") {
-			screenshotOptions(f, &exportclient.Payload{}, "")
+			screenshotOptions(f, &exportclient.Payload{})
 			f.errs = append(f.errs, "form field 'url' is required")
 			return conversion{shot: true}, nil
 		}
@@ -45,7 +45,7 @@ func (h *handler) screenshotURL(w http.ResponseWriter, r *http.Request) {
 		c := conversion{kind: "shot-url", reuse: reuse, shot: true}
 		c.payload.Source.URL = pageURL
 		c.payload.Force = reuse.force
-		screenshotOptions(f, &c.payload, pageURL)
+		screenshotOptions(f, &c.payload)
 		return c, nil
 	})
 }
@@ -56,7 +56,7 @@ func (h *handler) screenshotHTML(w http.ResponseWriter, r *http.Request) {
 	h.convert(w, r, func(r *http.Request, f *form) (conversion, error) {
 		index, ok := f.file("index.html")
 		if !ok {
-			screenshotOptions(f, &exportclient.Payload{}, "") // to name every invalid field at once
+			screenshotOptions(f, &exportclient.Payload{}) // to name every invalid field at once
 			f.errs = append(f.errs, "form file 'index.html' is required")
 			return conversion{shot: true}, nil
 		}
@@ -70,7 +70,7 @@ func (h *handler) screenshotMarkdown(w http.ResponseWriter, r *http.Request) {
 	h.convert(w, r, func(r *http.Request, f *form) (conversion, error) {
 		index, ok := f.file("index.html")
 		if !ok {
-			screenshotOptions(f, &exportclient.Payload{}, "")
+			screenshotOptions(f, &exportclient.Payload{})
 			f.errs = append(f.errs, "form file 'index.html' is required")
 			return conversion{shot: true}, nil
 		}
@@ -94,14 +94,14 @@ func screenshotDocument(f *form, kind string, index []byte) (conversion, error) 
 	}
 	c := conversion{kind: kind, reuse: fileReuse, files: f.files, shot: true}
 	c.payload.Source.HTML = doc
-	screenshotOptions(f, &c.payload, "")
+	screenshotOptions(f, &c.payload)
 	return c, nil
 }
 
 // screenshotOptions reads the screenshot routes' fields: the page fields
 // the conversions share (pageFields) and the image's own.
-func screenshotOptions(f *form, p *exportclient.Payload, pageURL string) {
-	pageFields(f, p, pageURL)
+func screenshotOptions(f *form, p *exportclient.Payload) {
+	pageFields(f, p)
 	s := &exportclient.Screenshot{Format: f.oneOf("format", spec.ScreenshotFormats...)}
 	s.Width = intField(f, "width", 0, spec.MaxScreenshotSide)
 	s.Height = intField(f, "height", 0, spec.MaxScreenshotSide)
@@ -124,23 +124,14 @@ func screenshotOptions(f *form, p *exportclient.Payload, pageURL string) {
 }
 
 // pageFields reads the fields of the page itself that every Chromium
-// route shares: its media, when it is ready, its credentials, what fails
-// it. They mean what they mean in chromiumOptions.
-func pageFields(f *form, p *exportclient.Payload, pageURL string) {
-	o := &p.Options
-	o.Media = f.oneOf("emulatedMediaType", "screen", "print")
-	var features []json.RawMessage
-	if f.json("emulatedMediaFeatures", &features) && len(features) > 0 {
-		f.errs = append(f.errs, unsupported("emulatedMediaFeatures", "only emulatedMediaType is emulated").Error())
+// route shares: its media, when it is ready, its cookies and headers,
+// what fails it. They mean what they mean in chromiumOptions.
+func pageFields(f *form, p *exportclient.Payload) {
+	page := &exportclient.PageOptions{}
+	loadFields(f, &p.Options, page)
+	if !reflect.DeepEqual(*page, exportclient.PageOptions{}) {
+		p.Options.Page = page
 	}
-	if f.has("userAgent") {
-		f.errs = append(f.errs, unsupported("userAgent", "every page is fetched with the worker's own user agent").Error())
-	}
-	o.WaitFor = waitExpression(f)
-	credentials(f, p, pageURL)
-	failOn(f, o)
-	f.bool("skipNetworkIdleEvent", true)
-	f.bool("skipNetworkAlmostIdleEvent", true)
 }
 
 // intField parses an integer field from lo to hi; 0 when not sent or

@@ -129,7 +129,7 @@ func TestScreenshotRoutes(t *testing.T) {
 					!s.OptimizeForSpeed || !s.OmitBackground || *s.DeviceScaleFactor != 2 {
 					t.Errorf("screenshot %+v", s)
 				}
-				if o.Media != "print" || o.WaitFor != "window.ready" || !o.FailOnConsoleErrors || o.Paper != "" || o.PrintBackground != nil {
+				if o.Media != "print" || o.WaitFor != "window.ready" || o.Page == nil || !o.Page.FailOnConsoleExceptions || o.Paper != "" || o.PrintBackground != nil {
 					t.Errorf("options %+v: want the page fields and none of a PDF's", o)
 				}
 			}},
@@ -239,7 +239,7 @@ func TestScreenshotAnswerType(t *testing.T) {
 func TestContractScreenshotFields(t *testing.T) {
 	c := readContract(t)
 	f := &form{values: map[string]string{}}
-	screenshotOptions(f, &exportclient.Payload{}, "https://docs.example.com/")
+	screenshotOptions(f, &exportclient.Payload{})
 	read := slices.Sorted(maps.Keys(f.read))
 	want := slices.Sorted(maps.Keys(c.fields("ScreenshotFields")))
 	if !slices.Equal(read, want) {

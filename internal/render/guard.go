@@ -90,6 +90,7 @@ type guard struct {
 	mainFrame cdp.FrameID
 	notify    func()                   // called when the main document is blocked
 	blocked   func(url, reason string) // called for every blocked request
+	headers   []scopedHeader           // added to the requests their scope matches
 
 	blockedCount atomic.Int64
 
@@ -142,7 +143,7 @@ func (g *guard) handle(ctx context.Context, t *chromedp.Target, ev *fetch.EventR
 	}
 	err := checkURL(g.allowed, raw)
 	if err == nil {
-		if _, cerr := cdp.Call(ctx, t, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID}); cerr != nil && ctx.Err() == nil {
+		if _, cerr := cdp.Call(ctx, t, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID, Headers: extraHeaders(g.headers, ev.Request)}); cerr != nil && ctx.Err() == nil {
 			g.log.Debug("guard: continue failed", "url", shortURL(raw), "err", cerr)
 		}
 		return

@@ -53,11 +53,12 @@ func (pg *tabPage) mainFrame() cdp.FrameID { return cdp.FrameID(pg.t.TargetID) }
 
 // guardPage makes the page's request guard (guard.go): start puts it on
 // the tab, stop takes it off and waits until it answered its last request.
-func guardPage(ctx context.Context, pg *tabPage) (start func() error, stop func()) {
+func guardPage(ctx context.Context, pg *tabPage, o loadOptions) (start func() error, stop func()) {
 	w := pg.w
 	g := newGuard(pg.r.cfg.AllowedHosts, pg.r.log, pg.mainFrame(), w.wake, func(url, reason string) {
 		w.warnings.add(spec.Warning{Kind: spec.WarningBlocked, URL: url, Message: reason})
 	})
+	g.headers = o.headers
 	w.guard = g
 	gctx, cancel := context.WithCancel(ctx)
 	start = func() error {
@@ -85,7 +86,11 @@ func guardPage(ctx context.Context, pg *tabPage) (start func() error, stop func(
 // (loadHTML).
 func loadPage(ctx context.Context, pg *tabPage, o loadOptions) error {
 	pg.progress.at("emulating media")
-	if _, err := cdp.Call(ctx, pg.t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: o.media}); err != nil {
+	pg.w.mainStatusFails = o.mainStatusFails
+	if err := applyLoad(ctx, pg, o); err != nil {
+		return err
+	}
+	if _, err := cdp.Call(ctx, pg.t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: o.media, Features: mediaFeatures(o.mediaFeatures)}); err != nil {
 		return fmt.Errorf("%w: emulating media %q: %v", ErrNavigation, o.media, err)
 	}
 	pg.r.mark("media")
@@ -275,6 +280,9 @@ func checkPage(pg *tabPage, o readyOptions, st *Stats) error {
 		return err
 	}
 	st.Warnings, st.WarningsOmitted = pg.w.warnings.result()
+	if err := pg.w.failures.failure(o.page); err != nil {
+		return err
+	}
 	return pg.w.warnings.failure(o.failOn)
 }
 
@@ -284,6 +292,10 @@ func checkPage(pg *tabPage, o readyOptions, st *Stats) error {
 // (it broke the script by replacing what it calls) prints tagged with
 // Chromium's outline, which the assembly takes before any mark.
 func measure(ctx context.Context, pg *tabPage, o measureOptions, s spec.PrintSettings) (spec.PrintSettings, error) {
+	s, err := fitOnePage(ctx, pg, o, s)
+	if err != nil {
+		return s, err
+	}
 	if !o.markAnchors && !o.markHeadings {
 		return s, nil
 	}

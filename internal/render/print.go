@@ -74,11 +74,14 @@ type limits struct {
 // BeginFrame control and in print media, first skips the layout Chromium
 // does after the print (skipLayoutAfterPrint).
 func printPage(ctx context.Context, pg *tabPage, o printOptions, rd readiness) (cdpio.StreamHandle, error) {
-	if rd.still && pg.tabCtx != nil && o.settings.Media == "print" {
+	if rd.still && pg.tabCtx != nil && o.settings.Media == "print" && !o.mediaFeatures {
 		pg.progress.at("preparing the print")
 		if err := skipLayoutAfterPrint(ctx, pg.t, pg.w, rd.scripted); err != nil {
 			return "", err
 		}
+	}
+	if err := omitBackground(ctx, pg, o); err != nil {
+		return "", err
 	}
 	pg.progress.enter("render.print", "printing")
 	pg.r.mark("checks")

@@ -159,7 +159,8 @@ func waitFor(ctx context.Context, t *chromedp.Target, expr string, stage *string
 	base := *stage
 	for first := true; ; first = false {
 		res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{
-			Expression: "!!(" + expr + "\n)", ReturnByValue: new(true), AwaitPromise: new(true),
+			// A promise or thenable is awaited for its value.
+			Expression: "Promise.resolve(" + expr + "\n).then(v => !!v)", ReturnByValue: new(true), AwaitPromise: new(true),
 		})
 		if err != nil {
 			return fmt.Errorf("%w: evaluating wait_for: %v", ErrNavigation, err)
@@ -221,6 +222,10 @@ type pageWatch struct {
 	guard    *guard
 	log      *slog.Logger
 	warnings *warnings
+	failures *pageFailures // what the page options judge (pagefail.go)
+	// mainStatusFails says which statuses of the main document fail the
+	// render (nil: 400 and more); loadPage sets it.
+	mainStatusFails func(code int) bool
 
 	mu         sync.Mutex
 	frame      cdp.FrameID
@@ -247,6 +252,7 @@ func newPageWatch(log *slog.Logger, observeWarning func(kind string)) *pageWatch
 	return &pageWatch{
 		log:        log,
 		warnings:   newWarnings(observeWarning),
+		failures:   &pageFailures{},
 		inflight:   make(map[network.RequestID]string),
 		quietSince: time.Now(),
 		loaded:     make(map[cdp.LoaderID]bool),
@@ -299,10 +305,12 @@ func (w *pageWatch) onEvent(ev any) {
 		w.done(ev.RequestID)
 	case *network.EventLoadingFailed:
 		w.warnings.onLoadingFailed(ev, w.inflight[ev.RequestID], w.mainDocs[ev.RequestID])
+		w.failures.onLoadingFailed(ev, w.inflight[ev.RequestID], w.mainDocs[ev.RequestID])
 		w.done(ev.RequestID)
 	case *network.EventResponseReceived:
 		mainDoc := ev.Type == network.ResourceTypeDocument && ev.FrameID == w.frame
 		w.warnings.onResponse(ev, mainDoc)
+		w.failures.onResponse(ev, mainDoc)
 		if mainDoc && ev.Response != nil {
 			w.responses[ev.LoaderID] = ev.Response
 		}
@@ -318,6 +326,7 @@ func (w *pageWatch) onEvent(ev any) {
 		}
 	case *runtime.EventExceptionThrown:
 		w.warnings.onException(ev)
+		w.failures.onException(ev)
 	case *runtime.EventConsoleAPICalled:
 		w.warnings.onConsole(ev)
 	case *inspector.EventTargetCrashed:
@@ -483,7 +492,11 @@ func (w *pageWatch) statusErr(loader cdp.LoaderID) error {
 	case "upstream-failed":
 		return fmt.Errorf("%w: %s: connecting failed", ErrNavigation, shortURL(resp.URL))
 	}
-	if resp.Status >= 400 {
+	fails := w.mainStatusFails
+	if fails == nil {
+		fails = func(code int) bool { return code >= 400 }
+	}
+	if fails(int(resp.Status)) {
 		return &StatusError{Code: int(resp.Status), Text: resp.StatusText, URL: shortURL(resp.URL)}
 	}
 	return nil

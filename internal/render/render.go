@@ -216,6 +216,14 @@ type tabOptions struct {
 type loadOptions struct {
 	url, html string // exactly one is set
 	media     string // the CSS media type emulated from the load on
+	// The page options of the load (pageopts.go): the user agent, the
+	// cookies set before it, the media features, the scoped headers the
+	// guard adds, the main document's statuses that fail it.
+	userAgent       string
+	cookies         []spec.PageCookie
+	mediaFeatures   []spec.MediaFeature
+	headers         []scopedHeader
+	mainStatusFails func(code int) bool
 }
 
 // readyOptions say when the loaded page is ready to print (waitReady) and
@@ -223,17 +231,23 @@ type loadOptions struct {
 type readyOptions struct {
 	waitFor string // the page's own readiness expression ("" none)
 	failOn  spec.FailOn
+	page    *spec.PageOptions // what else fails the page (pagefail.go)
 }
 
 // measureOptions say what is read and marked in the laid-out page before
 // its print (measure).
 type measureOptions struct {
 	markAnchors, markHeadings bool
+	singlePage                bool // the paper fits the content on one page
 }
 
 // printOptions say how the page is printed (printPage).
 type printOptions struct {
-	settings spec.PrintSettings
+	settings       spec.PrintSettings
+	omitBackground bool // a transparent default background
+	// mediaFeatures are emulated: the print keeps the emulation as the
+	// load set it (no skipLayoutAfterPrint, which lifts it).
+	mediaFeatures bool
 }
 
 // streamOptions say where the PDF goes and how much of it may (streamPDF).
@@ -245,15 +259,23 @@ type streamOptions struct {
 
 // newJob splits a render's request into the options of its stages.
 func (r *Renderer) newJob(src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats) *renderJob {
-	return &renderJob{
+	job := &renderJob{
 		tab:     tabOptions{url: src.URL, auth: src.Auth, session: src.Session},
-		load:    loadOptions{url: src.URL, html: src.HTML, media: settings.Media},
-		ready:   readyOptions{waitFor: settings.WaitFor, failOn: settings.FailOn},
+		load:    loadOptions{url: src.URL, html: src.HTML, media: settings.Media, mainStatusFails: settings.Page.MainStatusFails},
+		ready:   readyOptions{waitFor: settings.WaitFor, failOn: settings.FailOn, page: settings.Page},
 		measure: measureOptions{markAnchors: src.MarkAnchors, markHeadings: src.MarkHeadings},
 		print:   printOptions{settings: settings},
 		capture: captureOptions{shot: settings.Screenshot},
 		stream:  streamOptions{sink: sink, limits: limits{r.cfg.MaxPages, r.cfg.MaxBytes}, stats: st},
 	}
+	if p := settings.Page; p != nil {
+		job.load.userAgent, job.load.cookies, job.load.mediaFeatures = p.UserAgent, p.Cookies, p.MediaFeatures
+		job.load.headers = compileHeaders(p.Headers)
+		job.measure.singlePage = p.SinglePage
+		job.print.omitBackground = p.OmitBackground
+		job.print.mediaFeatures = len(p.MediaFeatures) > 0
+	}
+	return job
 }
 
 // renderInTab runs one render in a tab of its own (openTab), through the
@@ -375,7 +397,7 @@ func (p *progress) enter(name, stage string) context.Context {
 // overrides them when the browser died or the run ended.
 func (r *Renderer) runPage(ctx context.Context, pg *tabPage, job *renderJob) (err error) {
 	pg.progress.at("enabling the request guard")
-	startGuard, stopGuard := guardPage(ctx, pg)
+	startGuard, stopGuard := guardPage(ctx, pg, job.load)
 	defer stopGuard()
 	defer func() { pg.tab.closePage(err == nil); r.mark("tab closed") }()
 	if err := startGuard(); err != nil {
@@ -401,7 +423,9 @@ func (r *Renderer) runPage(ctx context.Context, pg *tabPage, job *renderJob) (er
 		r.mark("captured")
 		return err
 	}
-	h, err := printPage(ctx, pg, printOptions{settings: settings}, rd)
+	po := job.print
+	po.settings = settings
+	h, err := printPage(ctx, pg, po, rd)
 	if err != nil {
 		return err
 	}

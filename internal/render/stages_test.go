@@ -44,7 +44,7 @@ func stagePage(t *testing.T, r *Renderer) (context.Context, *tabPage) {
 		t.Fatalf("attach: %v", err)
 	}
 	pg := newTabPage(r, tb, run.progress)
-	start, stop := guardPage(run.ctx, pg)
+	start, stop := guardPage(run.ctx, pg, loadOptions{})
 	t.Cleanup(stop)
 	t.Cleanup(func() { tb.closePage(false) })
 	if err := start(); err != nil {

@@ -25,9 +25,10 @@ const (
 	// workers announce (internal/queue/fleet), so an enqueuer can keep an
 	// envelope off workers that cannot serve it. Version 3 adds
 	// source.site, options.lang, pdf_ua and pdf_a, and options.tagged
-	// with source.chapters (which version 2 refuses). Bump it, and list the
+	// with source.chapters (which version 2 refuses). Version 4 adds
+	// options.page (page.go). Bump it, and list the
 	// new fields in addedIn, with every change of the envelope's fields or
-	// meaning. Version 4 adds options.screenshot.
+	// meaning. Version 4 adds options.screenshot and options.page.
 	EnvelopeVersion = 4
 )
 
@@ -64,6 +65,33 @@ var addedIn = map[string]int{
 	"options.screenshot.optimize_for_speed":  4,
 	"options.screenshot.omit_background":     4,
 	"options.screenshot.device_scale_factor": 4,
+	// A worker of version 3 would refuse the page options as unknown.
+	"options.page":                                 4,
+	"options.page.paper_width_in":                  4,
+	"options.page.paper_height_in":                 4,
+	"options.page.single_page":                     4,
+	"options.page.omit_background":                 4,
+	"options.page.user_agent":                      4,
+	"options.page.media_features":                  4,
+	"options.page.media_features[].name":           4,
+	"options.page.media_features[].value":          4,
+	"options.page.headers":                         4,
+	"options.page.headers[].name":                  4,
+	"options.page.headers[].value":                 4,
+	"options.page.headers[].scope":                 4,
+	"options.page.cookies":                         4,
+	"options.page.cookies[].name":                  4,
+	"options.page.cookies[].value":                 4,
+	"options.page.cookies[].domain":                4,
+	"options.page.cookies[].path":                  4,
+	"options.page.cookies[].secure":                4,
+	"options.page.cookies[].http_only":             4,
+	"options.page.cookies[].same_site":             4,
+	"options.page.fail_on_http_status":             4,
+	"options.page.fail_on_resource_http_status":    4,
+	"options.page.ignore_resource_domains":         4,
+	"options.page.fail_on_resource_loading_failed": 4,
+	"options.page.fail_on_console_exceptions":      4,
 }
 
 // taggedManualVersion is the version that serves options.tagged with

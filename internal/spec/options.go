@@ -87,6 +87,8 @@ type Options struct {
 	// Screenshot makes the export an image of the page, not a PDF
 	// (screenshot.go).
 	Screenshot *Screenshot `json:"screenshot,omitempty"`
+	// Page are the page's load, failure and print options (page.go).
+	Page *PageOptions `json:"page,omitempty"`
 }
 
 // PDFALevels are the accepted Options.PDFA values.
@@ -139,6 +141,9 @@ type PrintSettings struct {
 	// Screenshot: the export is an image (omitted for a PDF, for the same
 	// reason as Document).
 	Screenshot *ScreenshotSettings `json:"screenshot,omitempty"`
+	// Page: the page options resolved (omitted when none, for the same
+	// reason as Document).
+	Page *PageOptions `json:"page,omitempty"`
 	// FailOn is not part of the artifact's identity (json "-"): it does not
 	// change the PDF, only whether one with warnings is acceptable.
 	FailOn FailOn `json:"-"`
@@ -191,6 +196,7 @@ func (o Options) Settings() PrintSettings {
 		PDFUA:             o.PDFUA,
 		PDFA:              o.PDFA,
 		Screenshot:        o.Screenshot.settings(),
+		Page:              o.Page,
 	}
 	if s.Paper == "" {
 		s.Paper = DefaultPaper
@@ -201,6 +207,7 @@ func (o Options) Settings() PrintSettings {
 		w, h, _ = PaperSize(DefaultPaper)
 	}
 	s.PaperWidthIn, s.PaperHeightIn = w, h
+	s.applyPage()
 	if o.PrintBackground != nil {
 		s.PrintBackground = *o.PrintBackground
 	}

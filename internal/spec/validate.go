@@ -99,6 +99,7 @@ func (c common) validate(hosts Hosts) []error {
 		add(e)
 	}
 	errs = append(errs, c.Options.validate()...)
+	errs = append(errs, c.Options.Page.validate()...)
 	if len(c.RequestID) > MaxRequestIDBytes {
 		add(fieldErr("request_id", "longer than %d bytes", MaxRequestIDBytes))
 	} else if !printable(c.RequestID) {
