@@ -411,13 +411,10 @@ func TestBinaries_GotenbergRoutes(t *testing.T) {
 
 	t.Run("unsupported fields are named", func(t *testing.T) {
 		doc := file("index.html", "<p>x</p>")
-		for k, v := range map[string]string{"splitMode": "pages", "pdfa": "PDF/A-1b"} {
-			refused(t, e.post(t, html, nil, doc, field(k, v)), 400, "form field '"+k+"' is not supported")
-		}
+		refused(t, e.post(t, html, nil, doc, field("pdfa", "PDF/A-1b")), 400, "form field 'pdfa' is not supported")
+		refused(t, e.post(t, html, nil, doc, field("splitMode", "pages")), 400, "form field 'splitSpan' is required")
 		refused(t, e.post(t, url, nil, field("url", "file:///etc/passwd")), 400, "file:// URLs are not accepted on this route")
-		a := e.post(t, "/forms/chromium/screenshot/html", nil, doc)
-		refused(t, a, http.StatusNotImplemented, "screenshot")
-		refused(t, e.post(t, "/forms/pdfengines/split", nil, doc), http.StatusNotImplemented, "split")
+		refused(t, e.post(t, "/forms/pdfengines/convert", nil, doc), http.StatusNotImplemented, "convert")
 	})
 
 	t.Run("fields reach the PDF", func(t *testing.T) {

@@ -46,7 +46,8 @@ func TestGotenbergAuth(t *testing.T) {
 			{"GET", "prometheus/metrics", 401, 200},
 			{"GET", "debug", 401, 404},
 			{"POST", "forms/chromium/convert/html", 401, 400},
-			{"POST", "forms/chromium/screenshot/html", 401, 501},
+			{"POST", "forms/chromium/screenshot/html", 401, 400},
+			{"POST", "forms/pdfengines/factur-x", 401, 501},
 			{"POST", "forms/pdfengines/merge", 401, 400},
 			{"POST", "forms/libreoffice/convert", 401, 404},
 		} {
