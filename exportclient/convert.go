@@ -81,7 +81,7 @@ func (o Options) spec() spec.Options {
 		Watermark: (*spec.Watermark)(o.Watermark), Encryption: (*spec.Encryption)(o.Encryption),
 		TOC: o.TOC, FastWebView: o.FastWebView, Lang: o.Lang, PDFUA: o.PDFUA, PDFA: o.PDFA,
 		Screenshot: (*spec.Screenshot)(o.Screenshot),
-		Page: o.Page.spec()}
+		Page:       o.Page.spec()}
 }
 
 func publicOptions(o spec.Options) Options {
@@ -93,7 +93,7 @@ func publicOptions(o spec.Options) Options {
 		Watermark: (*Watermark)(o.Watermark), Encryption: (*Encryption)(o.Encryption),
 		TOC: o.TOC, FastWebView: o.FastWebView, Lang: o.Lang, PDFUA: o.PDFUA, PDFA: o.PDFA,
 		Screenshot: (*Screenshot)(o.Screenshot),
-		Page: publicPage(o.Page)}
+		Page:       publicPage(o.Page)}
 }
 
 func (r Result) spec() spec.Result {

@@ -75,6 +75,11 @@ func (h *handler) engine(route engineRoute) http.HandlerFunc {
 			writeError(w, err)
 			return
 		}
+		// downloadFrom's files are the route's input as if uploaded.
+		if err := h.downloads(r.Context(), f, MaxEngineBytes); err != nil {
+			writeError(w, err)
+			return
+		}
 		job := route(f)
 		var pdfs []upload
 		for _, u := range f.files {

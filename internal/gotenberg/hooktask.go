@@ -193,7 +193,8 @@ func (h *handler) ProcessTask(ctx context.Context, task *asynq.Task) error {
 	}
 	res, err := h.openResult(ctx, t.Key, t.FileName)
 	if err == nil {
-		res.contentType = t.ContentType
+		// The task named the answer when it was queued.
+		res.contentType, res.fileName = t.ContentType, t.FileName
 		err = h.deliverResult(ctx, t.Hook, res)
 	}
 	if err != nil && last {

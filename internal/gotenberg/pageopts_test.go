@@ -1,6 +1,7 @@
 package gotenberg
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -8,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pdfcpu/pdfcpu/pkg/api"
+
 	"github.com/pdfexport/pdfexport/exportclient"
+	"github.com/pdfexport/pdfexport/internal/assemble/engine"
 	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 	"github.com/pdfexport/pdfexport/internal/render/egress"
 )
@@ -152,5 +156,33 @@ func TestVersion_PageFields(t *testing.T) {
 			t.Errorf("%s and %s share version %s", name, other, v)
 		}
 		seen[v] = name
+	}
+}
+
+// TestDownloads_EngineRoutes: the PDF-engine routes take downloadFrom's
+// files as their PDFs, as Gotenberg's do.
+func TestDownloads_EngineRoutes(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Foo") != "bar" {
+			http.Error(w, "no header", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Disposition", `attachment; filename="`+strings.TrimPrefix(r.URL.Path, "/")+`"`)
+		_, _ = w.Write(onePagePDF("Downloaded " + r.URL.Path))
+	}))
+	t.Cleanup(srv.Close)
+	h := New(Config{Download: NewDownloadClient(egress.Dialer{List: allowlist.MustParse(strings.TrimPrefix(srv.URL, "http://"))})})
+	from := `[{"url":"` + srv.URL + `/a.pdf","extraHttpHeaders":{"X-Foo":"bar"}},{"url":"` + srv.URL + `/b.pdf","extraHttpHeaders":{"X-Foo":"bar"}}]`
+	rec := postEngine(t, h, "/forms/pdfengines/merge", part{"downloadFrom", from, nil})
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/pdf" {
+		t.Fatalf("merge of downloads: %d %q", rec.Code, rec.Body.String())
+	}
+	n, err := api.PageCount(bytes.NewReader(rec.Body.Bytes()), engine.Conf())
+	if err != nil || n != 2 {
+		t.Fatalf("merged %d pages (%v), want the two downloads", n, err)
+	}
+	rec = postEngine(t, h, "/forms/pdfengines/merge", part{"downloadFrom", `[{"url":"http://127.0.0.2:9/x.pdf"}]`, nil})
+	if rec.Code != http.StatusForbidden {
+		t.Fatalf("a download off the list: %d %q, want 403", rec.Code, rec.Body.String())
 	}
 }

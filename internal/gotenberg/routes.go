@@ -55,7 +55,7 @@ type Config struct {
 	// Download fetches downloadFrom's files (NewDownloadClient); nil
 	// refuses the field.
 	Download *http.Client
-	Logger     *slog.Logger
+	Logger   *slog.Logger
 	// RootPath prefixes every route, as Gotenberg's --api-root-path: it
 	// starts and ends with "/" (CheckRootPath). "": DefaultRootPath.
 	RootPath string
