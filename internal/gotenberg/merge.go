@@ -2,6 +2,7 @@ package gotenberg
 
 import (
 	"context"
+	"slices"
 
 	"github.com/pdfexport/pdfexport/internal/assemble/engine"
 )
@@ -10,11 +11,7 @@ import (
 // one, then the steps its fields ask for, in Gotenberg's order.
 func mergeRoute(f *form) engineJob {
 	refuseEngineFields(f)
-	for _, k := range []string{"bookmarks", "autoIndexBookmarks", "titleBookmarks"} {
-		if v := f.value(k); v != "" && v != "false" {
-			f.errs = append(f.errs, unsupported(k, "bookmarks are made by generateDocumentOutline at conversion").Error())
-		}
-	}
+	outline := mergeOutline(f)
 	steps := mergeSteps(f)
 	return func(ctx context.Context, _ *form, pdfs []upload) ([]upload, error) {
 		files := make([]engine.File, len(pdfs))
@@ -26,13 +23,46 @@ func mergeRoute(f *form) engineJob {
 			return nil, engineErr("merged.pdf", err)
 		}
 		out := []upload{{name: "merged.pdf", data: data}}
-		for _, s := range steps {
+		run := steps
+		if !outline.Empty() {
+			bms, err := engine.MergedOutline(ctx, files, outline)
+			if err != nil {
+				return nil, engineErr("merged.pdf", err)
+			}
+			// Gotenberg writes the outline after the marks and before
+			// the metadata and the encryption.
+			run = append(slices.Clone(steps), postStep{order: stepConvert, run: func(ctx context.Context, files []upload) ([]upload, error) {
+				return eachPDF(files, func(data []byte) ([]byte, error) {
+					return engine.WriteBookmarks(ctx, data, engine.WriteBookmarksOptions{Bookmarks: bms})
+				})
+			}})
+			sortSteps(run)
+		}
+		for _, s := range run {
 			if out, err = s.run(ctx, out); err != nil {
 				return nil, err
 			}
 		}
 		return out, nil
 	}
+}
+
+// mergeOutline reads merge's outline fields: bookmarks (a list, or lists
+// by file name), autoIndexBookmarks, titleBookmarks.
+func mergeOutline(f *form) engine.MergeOutline {
+	var o engine.MergeOutline
+	if f.has("bookmarks") {
+		o.List, o.ByName = readBookmarksField(f)
+		for _, bms := range append([][]engine.Bookmark{o.List}, mapValues(o.ByName)...) {
+			if err := engine.CheckBookmarks(bms); err != nil {
+				f.invalid("bookmarks", f.value("bookmarks"), err)
+				break
+			}
+		}
+	}
+	o.AutoIndex = f.bool("autoIndexBookmarks", false)
+	o.Titles = f.bool("titleBookmarks", false)
+	return o
 }
 
 // markMetadataEncryptSteps are the watermark, stamp, metadata and

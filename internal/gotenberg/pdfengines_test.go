@@ -113,8 +113,12 @@ func TestEngineMarksMetadataEncrypt(t *testing.T) {
 			{"stampSource", "text", nil}, {"stampExpression", "S", nil}, {"metadata", `{"Title":"T"}`, nil}, {"userPassword", "u", nil}}, 200, "application/pdf", false},
 		{"merge, restrictions without a password", "/forms/pdfengines/merge", []part{pdf, pdf2, {"allowCopying", "false", nil}}, 400,
 			"Invalid form data: permission restrictions require a 'userPassword' or 'ownerPassword'", true},
-		{"merge's bookmarks refused by name", "/forms/pdfengines/merge", []part{pdf, pdf2, {"bookmarks", `[{"title":"x","page":1}]`, nil}}, 400,
-			"form field 'bookmarks' is not supported", false},
+		{"merge's bookmarks written", "/forms/pdfengines/merge", []part{pdf, pdf2, {"bookmarks", `[{"title":"x","page":1}]`, nil}}, 200,
+			"application/pdf", false},
+		{"merge's titles as bookmarks", "/forms/pdfengines/merge", []part{pdf, pdf2, {"titleBookmarks", "true", nil}}, 200,
+			"application/pdf", false},
+		{"merge's bookmarks past the pages", "/forms/pdfengines/merge", []part{pdf, pdf2, {"bookmarks", `[{"title":"x","page":9}]`, nil}}, 400,
+			"merged.pdf", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := postEngine(t, h, tc.route, tc.parts...)
