@@ -219,3 +219,26 @@ func TestFindBinaries(t *testing.T) {
 		})
 	}
 }
+
+func TestWorkerEnv(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		env    []string
+		hosts  bool // the worker gets CALLBACK_ALLOWED_HOSTS
+		secret string
+	}{
+		{"webhook hosts without a secret are bin/api's", []string{"A=1", "CALLBACK_ALLOWED_HOSTS=hooks.example.com"}, false, ""},
+		{"with a secret the worker signs callbacks too", []string{"CALLBACK_ALLOWED_HOSTS=hooks.example.com", "CALLBACK_SECRET=whsec_x"}, true, "whsec_x"},
+		{"no callback hosts", []string{"A=1"}, false, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := workerEnv(tt.env)
+			if (lookup(got, "CALLBACK_ALLOWED_HOSTS") != "") != tt.hosts || lookup(got, "CALLBACK_SECRET") != tt.secret {
+				t.Errorf("worker env %v", got)
+			}
+			if len(tt.env) > 0 && lookup(tt.env, "A") != lookup(got, "A") {
+				t.Errorf("worker env %v lost the rest of %v", got, tt.env)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -94,8 +95,11 @@ func (s *supervisor) run(ctx context.Context, environ []string) int {
 		fmt.Fprintf(s.stderr, "allinone: started a private redis-server on %s (set REDIS_URL to use a shared one)\n", url)
 	}
 	env = withDefault(env, "API_ADDR", DefaultAPIAddr)
-	for _, p := range []struct{ name, bin string }{{"worker", s.bins.worker}, {"api", s.bins.api}} {
-		c, err := s.start(p.name, p.bin, env)
+	for _, p := range []struct {
+		name, bin string
+		env       []string
+	}{{"worker", s.bins.worker, workerEnv(env)}, {"api", s.bins.api, env}} {
+		c, err := s.start(p.name, p.bin, p.env)
 		if err != nil {
 			fmt.Fprintf(s.stderr, "allinone: %v\n", err)
 			return exitUsage
@@ -129,6 +133,23 @@ func (s *supervisor) wait(ctx context.Context, children []*child) int {
 		fmt.Fprintf(s.stderr, "allinone: %s exited (%v); stopping the others\n", c.name, exitDescription(c.err))
 		return exitFailure
 	}
+}
+
+// workerEnv is the worker's environment: without CALLBACK_SECRET, the
+// CALLBACK_ALLOWED_HOSTS set for Gotenberg's webhooks (which bin/api
+// delivers) stay bin/api's, since a worker that delivers /v1 callbacks
+// must sign them and refuses to start without a secret.
+func workerEnv(env []string) []string {
+	if lookup(env, "CALLBACK_SECRET") != "" || lookup(env, "CALLBACK_ALLOWED_HOSTS") == "" {
+		return env
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "CALLBACK_ALLOWED_HOSTS=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func exitDescription(err error) string {
