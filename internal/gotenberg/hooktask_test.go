@@ -57,7 +57,7 @@ func TestDurableEngineWebhook(t *testing.T) {
 		}
 	}
 	hdr := map[string]string{webhookURLHeader: "http://hooks/result", webhookErrorURLHeader: "http://hooks/error", "Gotenberg-Trace": "durable"}
-	post(hookPDF(), hdr)
+	post(testsupport.TextPDF("Hook page"), hdr)
 	post([]byte("not a PDF"), hdr)
 	insp := asynq.NewInspector(opt)
 	t.Cleanup(func() { _ = insp.Close() })

@@ -15,6 +15,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/assemble/engine"
 	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 	"github.com/pdfexport/pdfexport/internal/render/egress"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // TestPageFailedErr: the worker's page failures get Gotenberg's words and
@@ -168,7 +169,7 @@ func TestDownloads_EngineRoutes(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Disposition", `attachment; filename="`+strings.TrimPrefix(r.URL.Path, "/")+`"`)
-		_, _ = w.Write(onePagePDF("Downloaded " + r.URL.Path))
+		_, _ = w.Write(testsupport.TextPDF("Downloaded " + r.URL.Path))
 	}))
 	t.Cleanup(srv.Close)
 	h := New(Config{Download: NewDownloadClient(egress.Dialer{List: allowlist.MustParse(strings.TrimPrefix(srv.URL, "http://"))})})

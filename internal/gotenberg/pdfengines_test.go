@@ -11,33 +11,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-)
 
-// onePagePDF is a PDF of one page showing text.
-func onePagePDF(text string) []byte {
-	stream := fmt.Sprintf("BT /F1 24 Tf 40 700 Td (%s) Tj ET", text)
-	objects := []string{
-		"<< /Type /Catalog /Pages 2 0 R >>",
-		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
-		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(stream), stream),
-		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-	}
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offsets := make([]int, len(objects))
-	for i, o := range objects {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objects)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objects)+1, xref)
-	return b.Bytes()
-}
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
+)
 
 func tinyPNG() []byte {
 	var b bytes.Buffer
@@ -75,8 +51,8 @@ func postEngine(t *testing.T, h http.Handler, route string, parts ...part) *http
 // encrypt routes and merge's steps answer as Gotenberg's, with its texts.
 func TestEngineMarksMetadataEncrypt(t *testing.T) {
 	h := New(Config{})
-	pdf := part{"files", "page_1.pdf", onePagePDF("Page 1")}
-	pdf2 := part{"files", "page_2.pdf", onePagePDF("Page 2")}
+	pdf := part{"files", "page_1.pdf", testsupport.TextPDF("Page 1")}
+	pdf2 := part{"files", "page_2.pdf", testsupport.TextPDF("Page 2")}
 	for _, tc := range []struct {
 		name   string
 		route  string
@@ -89,7 +65,7 @@ func TestEngineMarksMetadataEncrypt(t *testing.T) {
 		{"several stamps, the image's file by its field", "/forms/pdfengines/stamp", []part{pdf,
 			{"stampSource", "text", nil}, {"stampExpression", "ONE", nil}, {"stampOptions", `{"rotation":"0","position":"tl","scale":"0.2 abs"}`, nil},
 			{"stampSource", "image", nil}, {"stamp", "page_1.png", tinyPNG()}}, 200, "application/pdf", false},
-		{"a watermark named like a document", "/forms/pdfengines/watermark", []part{pdf, {"watermarkSource", "pdf", nil}, {"watermark", "page_1.pdf", onePagePDF("W")}}, 200, "application/pdf", false},
+		{"a watermark named like a document", "/forms/pdfengines/watermark", []part{pdf, {"watermarkSource", "pdf", nil}, {"watermark", "page_1.pdf", testsupport.TextPDF("W")}}, 200, "application/pdf", false},
 		{"two PDFs stamped", "/forms/pdfengines/stamp", []part{pdf, pdf2, {"stampSource", "text", nil}, {"stampExpression", "X", nil}}, 200, "application/zip", false},
 		{"no source", "/forms/pdfengines/stamp", []part{pdf}, 400, "Invalid form data: form field 'stampSource' is required", true},
 		{"bad source", "/forms/pdfengines/watermark", []part{pdf, {"watermarkSource", "foo", nil}}, 400,
@@ -143,7 +119,7 @@ func TestEngineMarksMetadataEncrypt(t *testing.T) {
 func TestMetadataWriteThenRead(t *testing.T) {
 	h := New(Config{})
 	meta := `{"Author":"Julien Neuhart","Copyright":"Julien Neuhart","CreateDate":"2006-09-18T16:27:50-04:00","Keywords":["first","second"],"Marked":true,"PDFVersion":1.7,"Trapped":"Unknown","System:FileName":"stolen.pdf"}`
-	rec := postEngine(t, h, "/forms/pdfengines/metadata/write", part{"files", "a.pdf", onePagePDF("A")}, part{"metadata", meta, nil})
+	rec := postEngine(t, h, "/forms/pdfengines/metadata/write", part{"files", "a.pdf", testsupport.TextPDF("A")}, part{"metadata", meta, nil})
 	if rec.Code != 200 {
 		t.Fatalf("write: %d %s", rec.Code, rec.Body.String())
 	}
@@ -182,7 +158,7 @@ func TestConversionSteps(t *testing.T) {
 	if want := []int{stepWatermark, stepStamp, stepMetadata, stepEncrypt}; fmt.Sprint(orders) != fmt.Sprint(want) {
 		t.Errorf("steps %v, want %v", orders, want)
 	}
-	out, err := steps[0].run(t.Context(), []upload{{name: "x.pdf", data: onePagePDF("x")}})
+	out, err := steps[0].run(t.Context(), []upload{{name: "x.pdf", data: testsupport.TextPDF("x")}})
 	if err != nil || len(out) != 1 || !bytes.HasPrefix(out[0].data, []byte("%PDF")) {
 		t.Errorf("the watermark step: %v %v", out, err)
 	}

@@ -18,33 +18,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/pdfexport/pdfexport/internal/delivery/callback"
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
-
-// hookPDF is a one-page PDF written by hand, what the webhook tests merge.
-func hookPDF() []byte {
-	content := "BT /F1 12 Tf 20 150 Td (Hook page) Tj ET"
-	objects := []string{
-		"<< /Type /Catalog /Pages 2 0 R >>",
-		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
-		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content),
-	}
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offsets := make([]int, len(objects))
-	for i, o := range objects {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objects)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objects)+1, xref)
-	return b.Bytes()
-}
 
 // sent is one delivery a fakeHooks took.
 type sent struct {
@@ -129,7 +104,7 @@ func TestWebhookDeliveries(t *testing.T) {
 		return rec
 	}
 	t.Run("success with events", func(t *testing.T) {
-		rec := serve(mergeRequest(t, "a.pdf", hookPDF(), map[string]string{
+		rec := serve(mergeRequest(t, "a.pdf", testsupport.TextPDF("Hook page"), map[string]string{
 			webhookURLHeader: "http://hooks/result", webhookErrorURLHeader: "http://hooks/error", webhookEventsURLHeader: "http://hooks/events",
 			webhookMethodHeader: "put", webhookExtraHeadersHeader: `{"X-Foo":"bar","Content-Disposition":"inline","Content-Type":"text/plain"}`,
 			"Gotenberg-Trace": "tr-1", "traceparent": traceparent}))
@@ -201,7 +176,7 @@ func TestWebhookDeliveries(t *testing.T) {
 			// Without the webhook URL the request is synchronous.
 			{map[string]string{webhookErrorURLHeader: "http://hooks/e"}, 200, "%PDF-"},
 		} {
-			rec := serve(mergeRequest(t, "a.pdf", hookPDF(), c.header))
+			rec := serve(mergeRequest(t, "a.pdf", testsupport.TextPDF("Hook page"), c.header))
 			if rec.Code != c.code || !strings.HasPrefix(rec.Body.String(), c.msg) {
 				t.Errorf("%v: %d %.200q, want %d %q", c.header, rec.Code, rec.Body.String(), c.code, c.msg)
 			}
