@@ -14,6 +14,7 @@ package main
 
 import (
 	"bytes"
+	"debug/buildinfo"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -21,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 )
 
@@ -55,7 +57,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	out, err := rewrite(raw.Bytes(), local, *date)
+	info, err := buildinfo.ReadFile(binary)
+	if err != nil {
+		return fmt.Errorf("%s: %w", binary, err)
+	}
+	out, err := rewrite(raw.Bytes(), linked(local, info.Deps), *date)
 	if err != nil {
 		return fmt.Errorf("%s: %w", binary, err)
 	}
@@ -68,6 +74,22 @@ type replacement struct {
 	Dir, Path, Version string
 	Patches            []string // the patch files beside Dir: <dir>-*.patch
 	module             string
+}
+
+// linked keeps the replacements the binary was built with: bin/allinone
+// links no asynq, and its SBOM has nothing to rename. One the binary does
+// link must then be in the SBOM (rewrite says so if it is not).
+func linked(reps []replacement, deps []*debug.Module) []replacement {
+	var in []replacement
+	for _, rep := range reps {
+		for _, d := range deps {
+			if d.Path == rep.Path && d.Replace != nil && d.Replace.Path == rep.Dir {
+				in = append(in, rep)
+				break
+			}
+		}
+	}
+	return in
 }
 
 func localReplacements(module string) ([]replacement, error) {

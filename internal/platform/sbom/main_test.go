@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -111,5 +112,29 @@ func TestLocalReplacements(t *testing.T) {
 	if len(reps) != 1 || reps[0].Path != "github.com/hibiken/asynq" || reps[0].Dir != "./third_party/asynq" || reps[0].Version != "v0.26.0" ||
 		len(reps[0].Patches) != 1 || reps[0].Patches[0] != "third_party/asynq-idle-wait.patch" {
 		t.Errorf("local replacements %+v", reps)
+	}
+}
+
+// TestLinked: a replacement is renamed only in a binary built with it; a
+// binary that never links the module (bin/allinone and asynq) is no error,
+// and a dependency on the upstream module itself is not the replacement.
+func TestLinked(t *testing.T) {
+	asynq := replacement{Dir: "./third_party/asynq", Path: "github.com/hibiken/asynq", Version: "v0.26.0"}
+	cases := []struct {
+		name string
+		deps []*debug.Module
+		want int
+	}{
+		{"linked through the replacement", []*debug.Module{{Path: "github.com/hibiken/asynq", Version: "v0.26.0", Replace: &debug.Module{Path: "./third_party/asynq", Version: "(devel)"}}}, 1},
+		{"not linked", []*debug.Module{{Path: "github.com/redis/go-redis/v9", Version: "v9.23.0"}}, 0},
+		{"upstream, not replaced", []*debug.Module{{Path: "github.com/hibiken/asynq", Version: "v0.26.0"}}, 0},
+		{"no dependencies", nil, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := linked([]replacement{asynq}, c.deps); len(got) != c.want {
+				t.Fatalf("linked = %v, want %d", got, c.want)
+			}
+		})
 	}
 }
