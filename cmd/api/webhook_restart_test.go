@@ -23,12 +23,32 @@ import (
 // headers is answered 204 once its export and its delivery are queued in
 // Redis, so the delivery survives what holds it: bin/api stops before
 // any worker runs, a new bin/api and a worker start, and the PDF reaches
-// the webhook; the receiver's first refusal is retried with backoff.
+// the webhook; the receiver's first refusal is retried with backoff. A
+// conversion with PDF-engine steps (a stamp from a PDF file) keeps them
+// across the restart: the delivered PDF carries the stamp.
 func TestBinaries_GotenbergWebhookSurvivesRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
 	bin := testsupport.Binaries(t)
+	cases := []struct {
+		name     string
+		fields   map[string]string
+		files    map[string][]byte // field: a file named <field>.pdf
+		wantText []string
+	}{
+		{"conversion", nil, nil, []string{"Survived a restart"}},
+		{"conversion with a stamp", map[string]string{"stampSource": "pdf"},
+			map[string][]byte{"stamp": testsupport.TextPDF("STAMPEDMARK")}, []string{"Survived a restart", "STAMPEDMARK"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			webhookSurvivesRestart(t, bin, c.fields, c.files, c.wantText)
+		})
+	}
+}
+
+func webhookSurvivesRestart(t *testing.T, bin string, fields map[string]string, files map[string][]byte, wantText []string) {
 	redis := testsupport.StartRedis(t)
 	var calls atomic.Int32
 	got := make(chan []byte, 4)
@@ -66,6 +86,13 @@ func TestBinaries_GotenbergWebhookSurvivesRestart(t *testing.T) {
 	mw := multipart.NewWriter(&body)
 	fw, _ := mw.CreateFormFile("files", "index.html")
 	_, _ = fw.Write([]byte("<p>Survived a restart</p>"))
+	for k, v := range fields {
+		_ = mw.WriteField(k, v)
+	}
+	for field, data := range files {
+		fw, _ := mw.CreateFormFile(field, field+".pdf")
+		_, _ = fw.Write(data)
+	}
 	_ = mw.Close()
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/forms/chromium/convert/html", &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
@@ -97,8 +124,13 @@ func TestBinaries_GotenbergWebhookSurvivesRestart(t *testing.T) {
 		if !bytes.HasPrefix(b, []byte("/hook %PDF-")) {
 			t.Errorf("delivered %.40q", b)
 		}
-		if text := testsupport.PDFText(t, bytes.TrimPrefix(b, []byte("/hook "))); !strings.Contains(text, "Survived a restart") {
-			t.Errorf("PDF text %q", text)
+		text := testsupport.PDFText(t, bytes.TrimPrefix(b, []byte("/hook ")))
+		// A stamp is set diagonally: its letters come out on many lines.
+		joined := strings.Join(strings.Fields(text), "")
+		for _, want := range wantText {
+			if !strings.Contains(joined, strings.Join(strings.Fields(want), "")) {
+				t.Errorf("PDF text %q lacks %q", text, want)
+			}
 		}
 	case <-time.After(120 * time.Second):
 		t.Fatalf("no delivery after the restart\napi:\n%s\nworker:\n%s", api.Tail(30), worker.Tail(30))

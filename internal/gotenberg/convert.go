@@ -76,7 +76,7 @@ func (h *handler) convert(w http.ResponseWriter, r *http.Request, build func(r *
 		writeError(w, err)
 		return
 	} else if ok {
-		h.asyncExport(w, r, hook, *p, c.post)
+		h.asyncExport(w, r, hook, *p, f, c.post)
 		return
 	}
 	if len(c.post) > 0 {

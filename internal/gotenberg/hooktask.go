@@ -60,6 +60,9 @@ type hookTask struct {
 	FileName    string       `json:"file_name"`
 	ContentType string       `json:"content_type"`
 	Failure     *hookFailure `json:"failure,omitempty"`
+	// Steps are a conversion's PDF-engine steps, run on the export's
+	// output before the delivery (hooksteps.go).
+	Steps *hookSteps `json:"steps,omitempty"`
 }
 
 // hookFailure is a failure known before the delivery: its answer.
@@ -71,16 +74,23 @@ type hookFailure struct {
 func (h *handler) durable() bool { return h.cfg.HookTasks != nil && h.cfg.Spool != nil }
 
 // asyncExport answers a conversion with webhook headers: durably, its
-// export enqueued and then its delivery task, and then the 204; a
-// conversion with PDF-engine steps after it runs them in this process
-// (async).
-func (h *handler) asyncExport(w http.ResponseWriter, r *http.Request, hk webhook, p exportclient.Payload, steps []postStep) {
-	if !h.durable() || len(steps) > 0 {
+// PDF-engine steps' files stored, its export enqueued and then its
+// delivery task, and then the 204.
+func (h *handler) asyncExport(w http.ResponseWriter, r *http.Request, hk webhook, p exportclient.Payload, f *form, steps []postStep) {
+	if !h.durable() {
 		h.async(w, r, hk, h.exportResult(r, p, steps))
 		return
 	}
 	ctx := r.Context()
 	t := hookTask{Hook: hk, FileName: outputName(r), ContentType: "application/pdf"}
+	if len(steps) > 0 {
+		var err error
+		if t.Steps, err = h.spoolSteps(ctx, f); err != nil {
+			h.log.ErrorContext(ctx, "gotenberg: storing the webhook's step files", "trace", hk.Trace, "err", err)
+			writeText(w, http.StatusServiceUnavailable, http.StatusText(http.StatusServiceUnavailable))
+			return
+		}
+	}
 	if key, ok := h.storedOf(ctx, p); ok {
 		t.Key = key
 	} else {
@@ -192,15 +202,33 @@ func (h *handler) ProcessTask(ctx context.Context, task *asynq.Task) error {
 		}
 	}
 	res, err := h.openResult(ctx, t.Key, t.FileName)
-	if err == nil {
+	if err == nil && t.Steps != nil {
+		res, err = h.runStored(ctx, res, t)
+		var he *httpError
+		if errors.As(err, &he) && he.status < http.StatusInternalServerError {
+			return failed(err) // the steps refuse this PDF on every attempt
+		}
+	} else if err == nil {
 		// The task named the answer when it was queued.
 		res.contentType, res.fileName = t.ContentType, t.FileName
+	}
+	if err == nil {
 		err = h.deliverResult(ctx, t.Hook, res)
 	}
 	if err != nil && last {
 		return failed(err)
 	}
 	return err
+}
+
+// runStored runs t's steps, read again from the stored form, on res.
+func (h *handler) runStored(ctx context.Context, res result, t hookTask) (result, error) {
+	steps, err := h.steps(ctx, t.Steps)
+	if err != nil {
+		res.body.Close()
+		return result{}, err
+	}
+	return h.runSteps(ctx, res, steps, t.FileName)
 }
 
 // awaitExport waits for the export: nil once it completed, an *httpError
