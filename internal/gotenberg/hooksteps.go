@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"path"
 	"slices"
 
 	"github.com/google/uuid"
@@ -73,8 +72,9 @@ func (h *handler) steps(ctx context.Context, s *hookSteps) ([]postStep, error) {
 		}
 	}
 	for _, sf := range s.Files {
-		if path.Base(sf.Name) != sf.Name || sf.Name == "." || sf.Name == ".." {
-			return nil, fmt.Errorf("spooled file %q: not a base name", sf.Name)
+		// The form's own check, again: the task names the file.
+		if name, err := baseName(sf.Name); err != nil || name != sf.Name {
+			return nil, badRequest("Invalid form data: the file name '%s' is not a usable file name", printable(sf.Name))
 		}
 		data, err := h.readSpooled(ctx, sf.Key)
 		if err != nil {
