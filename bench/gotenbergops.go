@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,7 +32,7 @@ const (
 	gopsSamples  = 5   // fresh conversions and screenshots per system
 	gopsEngineN  = 3   // splits and stamps per system
 	gopsPages    = 500 // pages of the split and stamped PDF
-	gopsRSSEvery = 20 * time.Millisecond
+	gopsRSSEvery = 10 * time.Millisecond
 )
 
 // gopsFigure is one operation's figures on one system.
@@ -40,7 +41,11 @@ type gopsFigure struct {
 	cpu     float64   // CPU-seconds of the system's trees over all requests
 	peakRSS int64     // bytes: the most the trees held at once
 	baseRSS int64     // bytes: what they held before the requests
+	rootRSS []int64   // bytes before the requests, per tree (the system's pids)
 }
+
+// grownRSS is how much more the trees held at their peak than before.
+func (f gopsFigure) grownRSS() int64 { return f.peakRSS - f.baseRSS }
 
 func (f gopsFigure) cpuPer() float64 { return f.cpu / float64(max(len(f.wallMS), 1)) }
 
@@ -109,6 +114,7 @@ func scenarioGotenbergOps(ctx context.Context, e *benchEnv, rep *report) error {
 		if g != nil && s.g == g {
 			g.observeChromium()
 		}
+		logf("   %s RSS by process before the operations: %s", s.name, rssBreakdown(s.pids))
 		for _, op := range ops {
 			fig, err := measureGopsOp(ctx, s, op)
 			if err != nil {
@@ -129,6 +135,9 @@ func measureGopsOp(ctx context.Context, s compatSystem, op gopsOp) (gopsFigure, 
 		return gopsFigure{}, err
 	}
 	fig := gopsFigure{baseRSS: treeRSS(s.pids)}
+	for _, pid := range s.pids {
+		fig.rootRSS = append(fig.rootRSS, treeRSS([]int{pid}))
+	}
 	peak := startPeakRSS(s.pids)
 	cpu := s.metered()
 	for i := range op.n {
@@ -200,6 +209,25 @@ func procRSS(pid int) int64 {
 	return 0
 }
 
+// rssBreakdown is the trees' resident memory by process name, for the log.
+func rssBreakdown(roots []int) string {
+	by := map[string]int64{}
+	count := map[string]int{}
+	for _, pid := range append(slices.Clone(roots), proctree.Descendants(roots...)...) {
+		name := "?"
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); err == nil {
+			name = strings.TrimSpace(string(b))
+		}
+		by[name] += procRSS(pid)
+		count[name]++
+	}
+	parts := make([]string, 0, len(by))
+	for _, name := range slices.Sorted(maps.Keys(by)) {
+		parts = append(parts, fmt.Sprintf("%s×%d %d MiB", name, count[name], by[name]>>20))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // startPeakRSS samples treeRSS until the function it returns is called,
 // which gives the highest sample.
 func startPeakRSS(roots []int) func() int64 {
@@ -241,7 +269,7 @@ func (r *gopsResult) rows() []row {
 		o, g := r.figs[op.key][0], r.figs[op.key][1]
 		lat := median(o.wallMS) / median(g.wallMS)
 		cell := func(f gopsFigure) string {
-			return fmt.Sprintf("p50 %.0f ms, %.2f CPU-s each, peak RSS %d MiB", median(f.wallMS), f.cpuPer(), f.peakRSS>>20)
+			return fmt.Sprintf("p50 %.0f ms, %.2f CPU-s each, peak RSS %d MiB (+%d MiB)", median(f.wallMS), f.cpuPer(), f.peakRSS>>20, f.grownRSS()>>20)
 		}
 		target := ""
 		switch op.key {
@@ -251,7 +279,8 @@ func (r *gopsResult) rows() []row {
 			target = "≤ 1.0× latency — " + verdict(lat <= 1.0)
 		default:
 			rss := float64(o.peakRSS) / float64(g.peakRSS)
-			target = fmt.Sprintf("≤ 1.2× wall and peak RSS (RSS %.2f×) — %s", rss, verdict(lat <= 1.2 && rss <= 1.2))
+			grown := float64(o.grownRSS()) / float64(max(g.grownRSS(), 1))
+			target = fmt.Sprintf("≤ 1.2× wall and peak RSS (tree peak %.2f×, growth %.2f×) — %s", rss, grown, verdict(lat <= 1.2 && rss <= 1.2))
 		}
 		rows = append(rows, row{"GO", op.what, cell(o), "Gotenberg " + cell(g), fmt.Sprintf("%.2f× wall", lat), target})
 	}
@@ -266,13 +295,18 @@ func (r *gopsResult) markdown() string {
 	w("%d fresh HTML conversions of the standard document, %d screenshots of it, %d splits and %d text stamps of a %d-page PDF. ",
 		gopsSamples, gopsSamples, gopsEngineN, gopsEngineN, gopsPages)
 	w("CPU-seconds and resident memory are each system's process trees (bin/api, bin/worker and its Chromium, Redis; Gotenberg's ")
-	w("tree with its Chromium and the PDF tools it runs), RSS sampled every %s.\n\n", gopsRSSEvery)
-	w("| operation | system | p50 wall | min–max | CPU-s each | RSS before | peak RSS |\n|---|---|---|---|---|---|---|\n")
+	w("tree with its Chromium and the PDF tools it runs), RSS sampled every %s; growth is the peak less the RSS before the requests, ", gopsRSSEvery)
+	w("and the RSS before is also given per tree: bin/api, Redis, bin/worker with its Chromium; Gotenberg with its Chromium.\n\n")
+	w("| operation | system | p50 wall | min–max | CPU-s each | RSS before | peak RSS | growth | RSS before per tree |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, op := range r.ops {
 		for i, s := range r.systems {
 			f := r.figs[op.key][i]
-			w("| %s | %s | %.0f ms | %.0f–%.0f ms | %.2f | %d MiB | %d MiB |\n", op.key, s, median(f.wallMS), slices.Min(f.wallMS), slices.Max(f.wallMS),
-				f.cpuPer(), f.baseRSS>>20, f.peakRSS>>20)
+			per := make([]string, len(f.rootRSS))
+			for j, v := range f.rootRSS {
+				per[j] = strconv.FormatInt(v>>20, 10)
+			}
+			w("| %s | %s | %.0f ms | %.0f–%.0f ms | %.2f | %d MiB | %d MiB | %d MiB | %s MiB |\n", op.key, s, median(f.wallMS), slices.Min(f.wallMS), slices.Max(f.wallMS),
+				f.cpuPer(), f.baseRSS>>20, f.peakRSS>>20, f.grownRSS()>>20, strings.Join(per, " + "))
 		}
 	}
 	return b.String()
