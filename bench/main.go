@@ -82,6 +82,7 @@ var scenarios = []scenario{
 	{"manual", "a whole manual from chapters (Node.js docs) vs all.html and a peer's per-page merge", scenarioManual},
 	{"links", "reader links: stored PDFs from one bin/api vs http.FileServer; POST answered from storage", scenarioLinks},
 	{"compat", "Gotenberg's HTML route on bin/api vs the real Gotenberg (with -gotenberg)", scenarioCompat},
+	{"gops", "Gotenberg's screenshot, split and stamp routes, one fresh caller, vs the real Gotenberg (with -gotenberg)", scenarioGotenbergOps},
 }
 
 // scenarioKeys lists the scenarios' keys.
@@ -127,7 +128,7 @@ func main() {
 	flag.IntVar(&o.renderCount, "render-count", 1, "-count of the render benchmarks")
 	flag.DurationVar(&o.goBenchLimit, "gobench-timeout", 6*time.Minute, "bound on the go test subprocesses together")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (worker logs, PDFs) after the run")
-	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, capacity, delivery, distinct, fairness, costs, docopts, idle, manual, links, compat (pickup and capacity need single); the report is then partial and written to -out all the same")
+	flag.StringVar(&o.only, "only", "", "run only these scenarios, comma-separated: single, pickup, dedup, binaries, capacity, delivery, distinct, fairness, costs, docopts, idle, manual, links, compat, gops (pickup and capacity need single); the report is then partial and written to -out all the same")
 	flag.IntVar(&o.fairnessRounds, "fairness-rounds", 3, "section 11: rounds per design and fleet size (each: interactive idle, batch alone, batch with interactive); every round must meet the targets")
 	flag.StringVar(&o.manuals, "manuals", "node,python", "section M: the manuals measured, comma-separated: node (the Node.js docs, with all.html, --site and 2 workers), python (the Python tutorial, a Sphinx manual of short chapters)")
 	flag.StringVar(&o.fairnessFleets, "fairness-fleets", "1,2", "section 11: the worker process counts measured, comma-separated")

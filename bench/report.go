@@ -63,6 +63,7 @@ type report struct {
 	idle     *idleResult
 	links    *linksResult
 	compat   *compatResult
+	gops     *gopsResult
 }
 
 // row is one line of the summary table.
@@ -258,6 +259,9 @@ func (r *report) sectionRows() []row {
 	if r.compat != nil {
 		rows = append(rows, r.compat.rows()...)
 	}
+	if r.gops != nil {
+		rows = append(rows, r.gops.rows()...)
+	}
 	return rows
 }
 
@@ -368,6 +372,7 @@ func (r *report) sections() []section {
 	add("M", r.manual != nil, func() string { return r.manual.markdown() })
 	add("L", r.links != nil, func() string { return r.links.markdown() })
 	add("G", r.compat != nil, func() string { return r.compat.markdown() })
+	add("GO", r.gops != nil, func() string { return r.gops.markdown() })
 	add("5", r.goBench != nil, func() string { return r.goBench.markdown() })
 	return s
 }
