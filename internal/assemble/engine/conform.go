@@ -67,16 +67,7 @@ func Conform(ctx context.Context, pdf []byte, opts ConformOptions) ([]byte, erro
 	if err != nil {
 		return nil, &InputError{Err: err}
 	}
-	kept := info.Clone().(types.Dict)
-	if err := writeXMP(pc, kept, metaPlan{claim: &opts}); err != nil {
-		return nil, err
-	}
-	var out bytes.Buffer
-	if err := api.WriteContext(pc, &out); err != nil {
-		return nil, fmt.Errorf("writing the PDF: %w", err)
-	}
-	// As WriteMetadata: the dictionary the XMP agrees with is written last.
-	return appendInfo(out.Bytes(), int(pc.Info.ObjectNumber), kept)
+	return writeAgreeing(pc, info.Clone().(types.Dict), metaPlan{claim: &opts})
 }
 
 // outputIntent is a new PDF/A output intent with the sRGB profile.
