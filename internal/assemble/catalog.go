@@ -107,7 +107,7 @@ func setTaggedEntries(catalog *dict, structRoot int, lang string) {
 // carries and the output intent PDF/A asks for, and sets them in the
 // catalog.
 func writeConformance(w *writer, catalog *dict, opts Options) error {
-	if opts.Tagged || opts.Conformance.claims() {
+	if opts.Tagged || opts.Conformance.Any() {
 		meta, err := writeMetadata(w, opts.Title, producer, opts.Conformance)
 		if err != nil {
 			return err

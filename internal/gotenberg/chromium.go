@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,6 +59,9 @@ func chromiumOptions(f *form, p *exportclient.Payload, pageURL string) {
 	o.PreferCSSPageSize = f.bool("preferCssPageSize", false)
 	o.Outline = f.bool("generateDocumentOutline", false)
 	o.Tagged = f.bool("generateTaggedPdf", false)
+	if ua, _ := strconv.ParseBool(f.value("pdfua")); ua {
+		o.Tagged = true // PDF/UA claims the structure tree the render writes; the field is judged by convertStep
+	}
 	if omit {
 		if !background {
 			f.errs = append(f.errs, "omitBackground requires printBackground set to true")
@@ -66,12 +70,6 @@ func chromiumOptions(f *form, p *exportclient.Payload, pageURL string) {
 	}
 	if !reflect.DeepEqual(*page, exportclient.PageOptions{}) {
 		o.Page = page
-	}
-	if f.has("pdfa") {
-		f.errs = append(f.errs, unsupported("pdfa", "PDF/A conversion needs LibreOffice, which pdfexport does not run").Error())
-	}
-	if f.bool("pdfua", false) {
-		f.errs = append(f.errs, unsupported("pdfua", "PDF/UA conversion is not offered; generateTaggedPdf gives a tagged PDF").Error())
 	}
 }
 

@@ -31,7 +31,6 @@ const DefaultEngineJobs = 2
 
 // refusedRoutes are Gotenberg's routes pdfexport answers 501, and why.
 var refusedRoutes = map[string]string{
-	"/forms/pdfengines/convert":  "PDF/A and PDF/UA conversion needs LibreOffice, which pdfexport does not run",
 	"/forms/pdfengines/factur-x": "Factur-X invoices are not offered",
 }
 
@@ -40,6 +39,7 @@ func (h *handler) engineRoutes() {
 	h.handle("POST /forms/pdfengines/metadata/read", h.engine(plain(readMetadata)))
 	h.handle("POST /forms/pdfengines/metadata/write", h.engine(writeMetadataRoute))
 	h.handle("POST /forms/pdfengines/encrypt", h.engine(encryptRoute))
+	h.handle("POST /forms/pdfengines/convert", h.engine(convertRoute))
 	h.handle("POST /forms/pdfengines/stamp", h.engine(marksRoute("stamp")))
 	h.handle("POST /forms/pdfengines/watermark", h.engine(marksRoute("watermark")))
 	h.pageRoutes()
@@ -177,12 +177,6 @@ func pack(files []upload, name string) (result, error) {
 // refuseEngineFields refuses the fields of the engine routes pdfexport
 // does not offer, by name.
 func refuseEngineFields(f *form) {
-	if f.has("pdfa") {
-		f.errs = append(f.errs, unsupported("pdfa", "PDF/A conversion needs LibreOffice, which pdfexport does not run").Error())
-	}
-	if f.bool("pdfua", false) {
-		f.errs = append(f.errs, unsupported("pdfua", "PDF/UA conversion is not offered").Error())
-	}
 	if f.bool("flatten", false) {
 		f.errs = append(f.errs, unsupported("flatten", "flattening is not offered").Error())
 	}

@@ -85,6 +85,9 @@ func markMetadataEncryptSteps(f *form) []postStep {
 // mergeSteps are merge's steps after the merge, in Gotenberg's order.
 func mergeSteps(f *form) []postStep {
 	steps := markMetadataEncryptSteps(f)
+	if s, ok := convertStep(f); ok {
+		steps = append(steps, s)
+	}
 	sortSteps(steps)
 	return steps
 }

@@ -101,13 +101,3 @@ func engineOutputName(r *http.Request, out []upload) string {
 	}
 	return outputName(r)
 }
-
-// refusePDFFormats refuses pdfa and pdfua on a route that reads them.
-func refusePDFFormats(f *form) {
-	if f.has("pdfa") {
-		f.errs = append(f.errs, unsupported("pdfa", "PDF/A conversion needs LibreOffice, which pdfexport does not run").Error())
-	}
-	if f.bool("pdfua", false) {
-		f.errs = append(f.errs, unsupported("pdfua", "PDF/UA conversion is not offered").Error())
-	}
-}

@@ -41,6 +41,9 @@ func postSteps(f *form) []postStep {
 	var steps []postStep
 	steps = append(steps, markMetadataEncryptSteps(f)...)
 	steps = append(steps, pageSteps(f)...)
+	if s, ok := convertStep(f); ok {
+		steps = append(steps, s)
+	}
 	sortSteps(steps)
 	return steps
 }

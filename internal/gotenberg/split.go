@@ -90,7 +90,6 @@ func splitRoute(f *form) engineJob {
 			f.errs = append(f.errs, "form field 'splitSpan' is required")
 		}
 	}
-	refusePDFFormats(f)
 	steps := postSteps(f)
 	return func(ctx context.Context, f *form, pdfs []upload) ([]upload, error) {
 		if err := f.err(); err != nil {

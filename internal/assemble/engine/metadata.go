@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"github.com/pdfexport/pdfexport/internal/assemble/pdfclaim"
+
 	"errors"
 	"fmt"
 	"maps"
@@ -57,6 +59,7 @@ type metaPlan struct {
 	rights  *string
 	marked  *bool
 	version string
+	claim   *pdfclaim.Claim // set by Conform: the identification to write
 }
 
 // infoValue is one information dictionary entry: text, a date or a name.

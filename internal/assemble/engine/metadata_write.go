@@ -46,16 +46,22 @@ func WriteMetadata(ctx context.Context, pdf []byte, opts MetadataOptions) ([]byt
 		}
 		info[k], kept[k] = o, o
 	}
-	if err := writeXMP(pc, kept, plan); err != nil {
+	return writeAgreeing(pc, kept, plan)
+}
+
+// writeAgreeing writes pc with an XMP packet of info and plan, and info
+// as the information dictionary, which PDF/A asks the packet to agree
+// with: pdfcpu stamps Producer, CreationDate and ModDate with its own on
+// every write, so the dictionary written last has the document's.
+func writeAgreeing(pc *model.Context, info types.Dict, plan metaPlan) ([]byte, error) {
+	if err := writeXMP(pc, info, plan); err != nil {
 		return nil, err
 	}
 	var out bytes.Buffer
 	if err := api.WriteContext(pc, &out); err != nil {
 		return nil, fmt.Errorf("writing the PDF: %w", err)
 	}
-	// pdfcpu stamps Producer, CreationDate and ModDate with its own on
-	// every write; the dictionary written last has the document's.
-	return appendInfo(out.Bytes(), int(pc.Info.ObjectNumber), kept)
+	return appendInfo(out.Bytes(), int(pc.Info.ObjectNumber), info)
 }
 
 // infoDict is the document's information dictionary, made when it has none.

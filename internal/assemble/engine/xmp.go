@@ -9,6 +9,8 @@ import (
 
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
+
+	"github.com/pdfexport/pdfexport/internal/assemble/pdfclaim"
 )
 
 // The XMP namespaces written and read.
@@ -18,7 +20,6 @@ const (
 	nsXMP       = "http://ns.adobe.com/xap/1.0/"
 	nsPDF       = "http://ns.adobe.com/pdf/1.3/"
 	nsXMPRights = "http://ns.adobe.com/xap/1.0/rights/"
-	nsPDFAID    = "http://www.aiim.org/pdfa/ns/id/"
 )
 
 // maxXMPBytes bounds the XMP packet read from a document.
@@ -32,6 +33,7 @@ type xmpProps struct {
 	trapped     string
 	pdfaPart    string
 	pdfaConform string
+	uaPart      string
 }
 
 // writeXMP sets the document's XMP packet to the information dictionary
@@ -47,6 +49,15 @@ func writeXMP(pc *model.Context, info types.Dict, plan metaPlan) error {
 	}
 	if plan.marked != nil {
 		old.marked = plan.marked
+	}
+	if c := plan.claim; c != nil {
+		old.uaPart, old.pdfaPart, old.pdfaConform = "", "", ""
+		if c.UA {
+			old.uaPart = "1"
+		}
+		if c.PDFA != "" {
+			old.pdfaPart, old.pdfaConform = c.PDFA[:1], strings.ToUpper(c.PDFA[1:])
+		}
 	}
 	sd := types.StreamDict{Dict: types.NewDict(), Content: xmpPacket(info, old)}
 	sd.InsertName("Type", "Metadata")
@@ -75,7 +86,8 @@ func xmpPacket(info types.Dict, props xmpProps) []byte {
 		return e.String()
 	}
 	b.WriteString("<?xpacket begin=\"\ufeff\" id=\"W5M0MpCehiHzreSzNTczkc9d\"?>\n<x:xmpmeta xmlns:x=\"adobe:ns:meta/\">\n<rdf:RDF xmlns:rdf=\"" + nsRDF + "\">\n")
-	fmt.Fprintf(&b, "<rdf:Description rdf:about=\"\" xmlns:dc=%q xmlns:xmp=%q xmlns:pdf=%q xmlns:xmpRights=%q xmlns:pdfaid=%q>\n", nsDC, nsXMP, nsPDF, nsXMPRights, nsPDFAID)
+	claim := props.claim()
+	fmt.Fprintf(&b, "<rdf:Description rdf:about=\"\" xmlns:dc=%q xmlns:xmp=%q xmlns:pdf=%q xmlns:xmpRights=%q%s>\n", nsDC, nsXMP, nsPDF, nsXMPRights, claim.Namespaces())
 	alt := func(el, v string) {
 		if v != "" {
 			fmt.Fprintf(&b, "<%s><rdf:Alt><rdf:li xml:lang=\"x-default\">%s</rdf:li></rdf:Alt></%s>\n", el, esc(v), el)
@@ -115,9 +127,8 @@ func xmpPacket(info types.Dict, props xmpProps) []byte {
 	if props.marked != nil {
 		simple("xmpRights:Marked", map[bool]string{true: "True", false: "False"}[*props.marked])
 	}
-	simple("pdfaid:part", props.pdfaPart)
-	simple("pdfaid:conformance", props.pdfaConform)
-	b.WriteString("</rdf:Description>\n</rdf:RDF>\n</x:xmpmeta>\n<?xpacket end=\"w\"?>")
+	b.WriteString(claim.Properties())
+	b.WriteString("</rdf:Description>\n" + claim.Extension() + "</rdf:RDF>\n</x:xmpmeta>\n<?xpacket end=\"w\"?>")
 	return b.Bytes()
 }
 
@@ -171,9 +182,11 @@ func (p *xmpProps) set(n xml.Name, v string) {
 		p.marked = &b
 	case n.Space == nsPDF && n.Local == "Trapped":
 		p.trapped = v
-	case n.Space == nsPDFAID && n.Local == "part":
+	case n.Space == pdfclaim.NSPDFUAID && n.Local == "part":
+		p.uaPart = v
+	case n.Space == pdfclaim.NSPDFAID && n.Local == "part":
 		p.pdfaPart = v
-	case n.Space == nsPDFAID && n.Local == "conformance":
+	case n.Space == pdfclaim.NSPDFAID && n.Local == "conformance":
 		p.pdfaConform = v
 	}
 }
@@ -200,4 +213,14 @@ func splitKeywords(s string) []string {
 		}
 	}
 	return out
+}
+
+// claim is the identification the packet had, to write again: a claim
+// of a level Claim does not make is kept as it was.
+func (p xmpProps) claim() pdfclaim.Claim {
+	c := pdfclaim.Claim{UA: p.uaPart == "1"}
+	if len(p.pdfaPart) == 1 && p.pdfaPart[0] >= '1' && p.pdfaPart[0] <= '4' && len(p.pdfaConform) == 1 {
+		c.PDFA = p.pdfaPart + strings.ToLower(p.pdfaConform)
+	}
+	return c
 }

@@ -1,4 +1,4 @@
-package assemble
+package pdfclaim
 
 import (
 	"encoding/binary"
@@ -6,10 +6,10 @@ import (
 	"sync"
 )
 
-// srgbProfile is an ICC version 2 display profile of sRGB, made here so
+// SRGBProfile is an ICC version 2 display profile of sRGB, made here so
 // that a worker needs no profile file: the D50-adapted primaries and the
 // sRGB transfer curve of IEC 61966-2-1, sampled at 1024 points.
-var srgbProfile = sync.OnceValue(func() []byte {
+var SRGBProfile = sync.OnceValue(func() []byte {
 	type tag struct {
 		sig  string
 		data []byte
@@ -36,8 +36,8 @@ var srgbProfile = sync.OnceValue(func() []byte {
 		curve = binary.BigEndian.AppendUint16(curve, uint16(math.Round(v*65535)))
 	}
 	desc := append([]byte("desc"), 0, 0, 0, 0)
-	desc = binary.BigEndian.AppendUint32(desc, uint32(len(sRGBName)+1))
-	desc = append(desc, sRGBName...)
+	desc = binary.BigEndian.AppendUint32(desc, uint32(len(SRGBName)+1))
+	desc = append(desc, SRGBName...)
 	desc = append(desc, 0)
 	desc = append(desc, make([]byte, 4+4+2+1+67)...) // no Unicode or ScriptCode description
 	text := append([]byte("text"), 0, 0, 0, 0)
