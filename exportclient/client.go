@@ -372,7 +372,7 @@ func (c *Client) Enqueue(ctx context.Context, r Request, opts ...EnqueueOption) 
 //
 // It is the enqueuer: it picks the task's id, stores what must not sit in
 // the queue beside the task, owned by that id (per-export credentials, an
-// encryption's passwords; an inline document of HTMLByReference bytes or
+// encryption's passwords, options.page's headers and cookies; an inline document of HTMLByReference bytes or
 // more), and enqueues the
 // envelope that names them. The enqueue is a producer span of the global
 // tracer provider; its trace context (or, without tracing, the one ctx
@@ -427,6 +427,14 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 		}
 		env.EncryptionRef = &ref
 		stored = append(stored, sidestore.Ref{Passwords: &ref})
+	}
+	if page := req.Options.Page; !page.Secrets().Empty() {
+		ref, err := c.side.PutPageSecrets(ctx, taskID, page.Secrets(), c.cfg.SourceTTL)
+		if err != nil {
+			return Enqueued{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		env.Options.Page = page.WithoutSecrets(ref)
+		stored = append(stored, sidestore.Ref{PageSecrets: &ref})
 	}
 	key := env.ArtifactKey()
 	ctx, span := startEnqueue(ctx, &env, s.queue, key)

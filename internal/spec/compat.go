@@ -29,7 +29,8 @@ const (
 	// options.page (page.go). Bump it, and list the
 	// new fields in addedIn, with every change of the envelope's fields or
 	// meaning. Version 4 adds options.screenshot and options.page.
-	EnvelopeVersion = 4
+	// Version 5 adds options.page.secrets_ref.
+	EnvelopeVersion = 5
 )
 
 // addedIn maps each envelope field added after version 1 (its JSON path,
@@ -92,6 +93,12 @@ var addedIn = map[string]int{
 	"options.page.ignore_resource_domains":         4,
 	"options.page.fail_on_resource_loading_failed": 4,
 	"options.page.fail_on_console_exceptions":      4,
+	// A worker of version 4 would refuse the reference as unknown.
+	"options.page.secrets_ref":              5,
+	"options.page.secrets_ref.id":           5,
+	"options.page.secrets_ref.identity":     5,
+	"options.page.secrets_ref.header_names": 5,
+	"options.page.secrets_ref.cookie_names": 5,
 }
 
 // taggedManualVersion is the version that serves options.tagged with

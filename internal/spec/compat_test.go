@@ -149,10 +149,10 @@ func TestDecodeEnvelope_Versions(t *testing.T) {
 		{"version 2", `{"v":2,` + body + `}`, "", false, nil},
 		{"version 3", `{"v":3,` + body + `}`, "", false, nil},
 		{"version 4", `{"v":4,` + body + `}`, "", false, nil},
-		{"version 5 with a field this worker does not know", `{"v":5,` + body + `,"options":{"paper":"A4","hyphenate":true}}`,
-			"hyphenate", true, []string{"unknown field", "envelope version 5", "serves versions 1 to 4"}},
-		{"version 5, known fields only", `{"v":5,` + body + `}`, "v", true, []string{"envelope version 5", "upgrade the workers"}},
-		{"version 0", `{"v":0,` + body + `}`, "v", false, []string{"from 1 to 4, got 0"}},
+		{"version 6 with a field this worker does not know", `{"v":6,` + body + `,"options":{"paper":"A4","hyphenate":true}}`,
+			"hyphenate", true, []string{"unknown field", "envelope version 6", "serves versions 1 to 5"}},
+		{"version 6, known fields only", `{"v":6,` + body + `}`, "v", true, []string{"envelope version 6", "upgrade the workers"}},
+		{"version 0", `{"v":0,` + body + `}`, "v", false, []string{"from 1 to 5, got 0"}},
 		{"unknown field of version 1", `{"v":1,` + body + `,"hyphenate":true}`, "hyphenate", false, []string{"unknown field"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,8 +176,8 @@ func TestDecodeEnvelope_Versions(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DecodeChapterTask([]byte(`{"v":5,"manual_task":"t","index":0,"manual_id":"m","version":"1","chapter":{"html":"x","title":"T","page_style":1}}`)); !errors.Is(err, ErrNewerEnvelope) || FirstField(err) != "page_style" {
-		t.Errorf("chapter task of version 5: %v, want ErrNewerEnvelope naming page_style", err)
+	if _, err := DecodeChapterTask([]byte(`{"v":6,"manual_task":"t","index":0,"manual_id":"m","version":"1","chapter":{"html":"x","title":"T","page_style":1}}`)); !errors.Is(err, ErrNewerEnvelope) || FirstField(err) != "page_style" {
+		t.Errorf("chapter task of version 6: %v, want ErrNewerEnvelope naming page_style", err)
 	}
 	r := Request{V: 2, ManualID: "m", Version: "1", Source: RequestSource{HTML: "<p>x</p>"}}
 	if err := r.Validate(Hosts{}); FirstField(err) != "v" {

@@ -81,6 +81,7 @@ func (p Envelope) contentHash(credentials, passwords string) string {
 		canonical.Settings.Structure = false
 	}
 	canonical.Source.Credentials = credentials
+	canonical.Settings.Page = pageIdentity(canonical.Settings.Page)
 	if d := canonical.Settings.Document; d != nil && d.Encryption != nil {
 		d.Encryption.Passwords = passwords
 	}

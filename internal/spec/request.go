@@ -67,6 +67,8 @@ func envelopeOnlyErr(field string) error {
 	switch field {
 	case "source.credentials_ref":
 		rule += "; send the credentials themselves in source.headers and source.cookies (they are stored beside the export, owned by it)"
+	case "options.page.secrets_ref":
+		rule += "; send the headers and cookies themselves in options.page (they are stored beside the export, owned by it)"
 	case "encryption_ref":
 		rule += "; send the passwords in options.encryption (they are stored beside the export, owned by it)"
 	case "source.html_ref":
@@ -118,6 +120,9 @@ func (r Request) Validate(hosts Hosts) error {
 	errs = append(errs, r.Options.validateManual(r.Source.Chapters != nil || r.Source.Site != nil)...)
 	errs = append(errs, r.Options.validateDocument(false)...)
 	errs = append(errs, r.Options.validateScreenshot(r.Source.Chapters != nil || r.Source.Site != nil)...)
+	if p := r.Options.Page; p != nil && p.SecretsRef != nil {
+		errs = append(errs, envelopeOnlyErr("options.page.secrets_ref"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -141,7 +146,7 @@ func (r Request) Envelope() Envelope {
 // them), so this key is one no other request shares.
 func (r Request) ArtifactKey() string {
 	e := r.Envelope()
-	if !r.Source.Credentials.Empty() || r.Options.Encryption != nil {
+	if !r.Source.Credentials.Empty() || r.Options.Encryption != nil || !r.Options.Page.Secrets().Empty() {
 		return e.artifactKey("unstored", "unstored")
 	}
 	return e.ArtifactKey()

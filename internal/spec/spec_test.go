@@ -70,7 +70,7 @@ func TestValidate_NamesFieldAndRule(t *testing.T) {
 		field  string
 		rule   string
 	}{
-		{"version missing", func(p *Envelope) { p.V = 0 }, "v", "from 1 to 4"},
+		{"version missing", func(p *Envelope) { p.V = 0 }, "v", "from 1 to 5"},
 		{"manual_id missing", func(p *Envelope) { p.ManualID = "" }, "manual_id", "required"},
 		{"manual_id traversal", func(p *Envelope) { p.ManualID = "../etc" }, "manual_id", "must match"},
 		{"manual_id dots", func(p *Envelope) { p.ManualID = "a..b" }, "manual_id", "'..'"},

@@ -118,6 +118,9 @@ func Credentials(taskID string) string { return Prefix + "credentials:{" + taskI
 // Passwords holds a task's encryption passwords.
 func Passwords(taskID string) string { return Prefix + "passwords:{" + taskID + "}" }
 
+// PageSecrets holds a task's options.page headers and cookies.
+func PageSecrets(taskID string) string { return Prefix + "page-secrets:{" + taskID + "}" }
+
 // IdentityKey holds the random key of the secrets' keyed identities.
 const IdentityKey = Prefix + "credentials:hmac-key"
 

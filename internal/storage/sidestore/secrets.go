@@ -18,8 +18,8 @@ import (
 )
 
 // The secret kinds: per-export source credentials (headers and cookies a
-// caller sends to render a page as one of its users) and an encryption's
-// passwords. Each is stored under its task's id ("pdfexport:credentials:{<task
+// caller sends to render a page as one of its users), an encryption's
+// passwords and options.page's headers and cookies. Each is stored under its task's id ("pdfexport:credentials:{<task
 // id>}", "pdfexport:passwords:{<task id>}", a hash of the owner and the
 // data, with a TTL), sealed with SECRETS_KEY when the Store has Keys.
 //
@@ -159,6 +159,37 @@ func (s *Store) PutPasswords(ctx context.Context, owner string, p spec.Passwords
 	return spec.EncryptionRef{ID: owner, Identity: ident}, nil
 }
 
+// PutPageSecrets stores p for ttl as options.page's headers and cookies of
+// the task owner and returns the reference its envelope carries.
+func (s *Store) PutPageSecrets(ctx context.Context, owner string, p spec.PageSecrets, ttl time.Duration) (spec.PageSecretsRef, error) {
+	if owner == "" {
+		return spec.PageSecretsRef{}, errors.New("sidestore: PutPageSecrets needs the owning task's id")
+	}
+	plain, err := json.Marshal(p)
+	if err != nil {
+		return spec.PageSecretsRef{}, fmt.Errorf("sidestore: %w", err)
+	}
+	ident, err := s.putSecret(ctx, keyspace.PageSecrets(owner), owner, p.IdentityBytes(), plain, ttl)
+	if err != nil {
+		return spec.PageSecretsRef{}, err
+	}
+	return spec.PageSecretsRef{ID: owner, Identity: ident, HeaderNames: p.HeaderNames(), CookieNames: p.CookieNames()}, nil
+}
+
+// openSecret opens the sealed value stored for ref into v and checks the
+// identity its reference claims (identityBytes reads v once decoded). A
+// decoding error is not quoted: it could quote a secret.
+func (s *Store) openSecret(ctx context.Context, owner string, ref Ref, stored string, v any, identityBytes func() []byte, claimed string) error {
+	body, err := s.Keys.open(ref.key(), owner, stored)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("sidestore: stored %s are malformed", ref)
+	}
+	return s.verify(ctx, ref, identityBytes(), claimed)
+}
+
 func (s *Store) openCredentials(ctx context.Context, owner string, ref spec.CredentialsRef, stored string) (spec.Credentials, error) {
 	r := Ref{Credentials: &ref}
 	body, err := s.Keys.open(r.key(), owner, stored)
@@ -176,17 +207,8 @@ func (s *Store) openCredentials(ctx context.Context, owner string, ref spec.Cred
 }
 
 func (s *Store) openPasswords(ctx context.Context, owner string, ref spec.EncryptionRef, stored string) (spec.Passwords, error) {
-	r := Ref{Passwords: &ref}
-	body, err := s.Keys.open(r.key(), owner, stored)
-	if err != nil {
-		return spec.Passwords{}, err
-	}
 	var p spec.Passwords
-	if err := json.Unmarshal(body, &p); err != nil {
-		// Not the decoder's error: it could quote a password.
-		return spec.Passwords{}, fmt.Errorf("sidestore: stored %s are malformed", r)
-	}
-	if err := s.verify(ctx, r, p.IdentityBytes(), ref.Identity); err != nil {
+	if err := s.openSecret(ctx, owner, Ref{Passwords: &ref}, stored, &p, func() []byte { return p.IdentityBytes() }, ref.Identity); err != nil {
 		return spec.Passwords{}, err
 	}
 	return p, nil

@@ -11,7 +11,9 @@
 //     its SHA-256, so two exports of one document share one copy (html.go);
 //   - Credentials: per-export source credentials (source.credentials_ref),
 //     under the task's id, sealed with SECRETS_KEY (secrets.go, seal.go);
-//   - Passwords: an encryption's passwords (encryption_ref), the same way.
+//   - Passwords: an encryption's passwords (encryption_ref), the same way;
+//   - PageSecrets: options.page's headers and cookies
+//     (options.page.secrets_ref), the same way.
 //
 // Every kind follows one ownership protocol. Each piece belongs to tasks:
 // whoever enqueues picks the task's id first and calls Put… with it before
@@ -60,6 +62,7 @@ const (
 	HTML        Kind = iota // a large inline document, shared and compressed
 	Credentials             // per-export source credentials, sealed
 	Passwords               // an encryption's passwords, sealed
+	PageSecrets             // options.page's headers and cookies, sealed
 )
 
 // kinds describes each Kind: what errors call it, which envelope field
@@ -71,6 +74,7 @@ var kinds = [...]struct {
 	HTML:        {"source document", "source.html_ref", &shared},
 	Credentials: {"credentials", "source.credentials_ref", &exclusive},
 	Passwords:   {"passwords", "encryption_ref", &exclusive},
+	PageSecrets: {"page headers and cookies", "options.page.secrets_ref", &exclusive},
 }
 
 func (k Kind) String() string { return kinds[k].name }
@@ -83,6 +87,7 @@ type Ref struct {
 	HTML        *spec.HTMLRef
 	Credentials *spec.CredentialsRef
 	Passwords   *spec.EncryptionRef
+	PageSecrets *spec.PageSecretsRef
 }
 
 // Refs lists what env names beside its task, in the order an export reads
@@ -98,6 +103,9 @@ func Refs(env *spec.Envelope) []Ref {
 	if r := env.EncryptionRef; r != nil {
 		refs = append(refs, Ref{Passwords: r})
 	}
+	if p := env.Options.Page; p != nil && p.SecretsRef != nil {
+		refs = append(refs, Ref{PageSecrets: p.SecretsRef})
+	}
 	return refs
 }
 
@@ -108,6 +116,8 @@ func (r Ref) Kind() Kind {
 		return HTML
 	case r.Credentials != nil:
 		return Credentials
+	case r.PageSecrets != nil:
+		return PageSecrets
 	default:
 		return Passwords
 	}
@@ -120,6 +130,8 @@ func (r Ref) key() string {
 		return keyspace.HTML(r.HTML.SHA256)
 	case Credentials:
 		return keyspace.Credentials(r.Credentials.ID)
+	case PageSecrets:
+		return keyspace.PageSecrets(r.PageSecrets.ID)
 	default:
 		return keyspace.Passwords(r.Passwords.ID)
 	}
@@ -132,6 +144,8 @@ func (r Ref) String() string {
 		return "source document sha256 " + r.HTML.SHA256
 	case Credentials:
 		return "credentials " + r.Credentials.ID
+	case PageSecrets:
+		return "page headers and cookies " + r.PageSecrets.ID
 	default:
 		return "passwords " + r.Passwords.ID
 	}
@@ -142,6 +156,7 @@ type Value struct {
 	HTML        string
 	Credentials spec.Credentials
 	Passwords   spec.Passwords
+	PageSecrets spec.PageSecrets
 }
 
 // layout is how a kind's hash records its owners: the scripts of the
@@ -235,7 +250,7 @@ return {released, left}
 // Store implements the worker's and the enqueuer's side on one Redis.
 type Store struct {
 	RDB redis.UniversalClient
-	// Keys seal what PutCredentials and PutPasswords store and open what
+	// Keys seal what PutCredentials, PutPasswords and PutPageSecrets store and open what
 	// Get reads of them (SECRETS_KEY); nil stores in clear and fails on a
 	// sealed value. Release and the document kind need none.
 	Keys *Keys
@@ -267,6 +282,10 @@ func (s *Store) Get(ctx context.Context, owner string, ref Ref) (Value, error) {
 	case Credentials:
 		c, err := s.openCredentials(ctx, owner, *ref.Credentials, stored)
 		return Value{Credentials: c}, err
+	case PageSecrets:
+		var p spec.PageSecrets
+		err := s.openSecret(ctx, owner, ref, stored, &p, func() []byte { return p.IdentityBytes() }, ref.PageSecrets.Identity)
+		return Value{PageSecrets: p}, err
 	default:
 		p, err := s.openPasswords(ctx, owner, *ref.Passwords, stored)
 		return Value{Passwords: p}, err

@@ -38,6 +38,13 @@ var besideRules = map[sidestore.Kind]struct {
 		func(sidestore.Ref) string {
 			return "the passwords were not stored for this export: a task reads only what its enqueuer stored for it"
 		}},
+	sidestore.PageSecrets: {"this worker has no store of per-export secrets",
+		func(sidestore.Ref) string {
+			return "the export's page headers and cookies are gone: they expired (SOURCE_TTL) before the export ran, or the export was final already; enqueue it again"
+		},
+		func(sidestore.Ref) string {
+			return "the page headers and cookies were not stored for this export: a task reads only what its enqueuer stored for it"
+		}},
 }
 
 // beside reads data named by reference. Data that is gone, is not this

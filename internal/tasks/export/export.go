@@ -180,6 +180,9 @@ func (h *Handler) resolve(ctx context.Context, taskID string, env spec.Envelope)
 			j.auth = v.Credentials
 		case sidestore.Passwords:
 			j.passwords = v.Passwords
+		case sidestore.PageSecrets:
+			// The key hashes the reference's identity, not these values.
+			j.Options.Page = j.Options.Page.WithSecrets(v.PageSecrets)
 		}
 	}
 	return j, nil
