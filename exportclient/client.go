@@ -433,7 +433,8 @@ func (c *Client) EnqueuePayload(ctx context.Context, p Payload, opts ...EnqueueO
 		if err != nil {
 			return Enqueued{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
-		env.Options.Page = page.WithoutSecrets(ref)
+		env.Options.Page = page.WithoutSecrets()
+		env.PageSecretsRef = &ref
 		stored = append(stored, sidestore.Ref{PageSecrets: &ref})
 	}
 	key := env.ArtifactKey()

@@ -29,7 +29,7 @@ const (
 	// options.page (page.go). Bump it, and list the
 	// new fields in addedIn, with every change of the envelope's fields or
 	// meaning. Version 4 adds options.screenshot and options.page.
-	// Version 5 adds options.page.secrets_ref.
+	// Version 5 adds page_secrets_ref.
 	EnvelopeVersion = 5
 )
 
@@ -94,11 +94,11 @@ var addedIn = map[string]int{
 	"options.page.fail_on_resource_loading_failed": 4,
 	"options.page.fail_on_console_exceptions":      4,
 	// A worker of version 4 would refuse the reference as unknown.
-	"options.page.secrets_ref":              5,
-	"options.page.secrets_ref.id":           5,
-	"options.page.secrets_ref.identity":     5,
-	"options.page.secrets_ref.header_names": 5,
-	"options.page.secrets_ref.cookie_names": 5,
+	"page_secrets_ref":              5,
+	"page_secrets_ref.id":           5,
+	"page_secrets_ref.identity":     5,
+	"page_secrets_ref.header_names": 5,
+	"page_secrets_ref.cookie_names": 5,
 }
 
 // taggedManualVersion is the version that serves options.tagged with

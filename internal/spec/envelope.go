@@ -54,6 +54,9 @@ type Envelope struct {
 	// beside the task (envelope-only; the options keep only the
 	// permissions).
 	EncryptionRef *EncryptionRef `json:"encryption_ref,omitempty"`
+	// PageSecretsRef names the headers and cookies of options.page,
+	// stored beside the task (envelope-only; options.page keeps the rest).
+	PageSecretsRef *PageSecretsRef `json:"page_secrets_ref,omitempty"`
 	// Client is the name of the HTTP API client (API_CLIENTS_FILE) that
 	// enqueued the export, which alone may read, cancel and download it
 	// through the API. Envelope-only: the API writes the authenticated

@@ -61,6 +61,9 @@ func (p Envelope) contentHash(credentials, passwords string) string {
 		V        int            `json:"v"`
 		Source   sourceIdentity `json:"source"`
 		Settings PrintSettings  `json:"settings"`
+		// PageSecrets is the keyed hash of options.page's headers and
+		// cookies stored beside the task.
+		PageSecrets string `json:"page_secrets,omitempty"`
 	}{V: PayloadVersion, Settings: p.Options.Settings()}
 	switch {
 	case p.Source.HTML != "":
@@ -81,7 +84,7 @@ func (p Envelope) contentHash(credentials, passwords string) string {
 		canonical.Settings.Structure = false
 	}
 	canonical.Source.Credentials = credentials
-	canonical.Settings.Page = pageIdentity(canonical.Settings.Page)
+	canonical.Settings.Page, canonical.PageSecrets = pageIdentity(canonical.Settings.Page, p.PageSecretsRef)
 	if d := canonical.Settings.Document; d != nil && d.Encryption != nil {
 		d.Encryption.Passwords = passwords
 	}

@@ -36,9 +36,6 @@ type PageOptions struct {
 	// Cookies are set in the render's own browser context before the
 	// load, for their domain.
 	Cookies []PageCookie `json:"cookies,omitempty"`
-	// SecretsRef names Headers and Cookies stored beside the task
-	// (pagesecrets.go): an envelope carries it instead of them.
-	SecretsRef *PageSecretsRef `json:"secrets_ref,omitempty"`
 	// FailOnHTTPStatus are the statuses of the main document that fail
 	// the render (an entry ending in 99 stands for its hundred); nil: 400
 	// and more; empty: none.
@@ -168,7 +165,6 @@ func (p *PageOptions) validate() []error {
 		add("user_agent", "must be one line of valid UTF-8 of at most %d bytes", MaxPageValueBytes)
 	}
 	errs = append(errs, p.validateLists()...)
-	errs = append(errs, p.SecretsRef.validate()...)
 	for i, h := range p.Headers {
 		if err := CheckHeader(h.Name, h.Value); err != nil {
 			add(fmt.Sprintf("headers[%d]", i), "%v", err)

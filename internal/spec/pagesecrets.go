@@ -28,12 +28,11 @@ func (p *PageOptions) Secrets() PageSecrets {
 	return PageSecrets{Headers: p.Headers, Cookies: p.Cookies}
 }
 
-// WithoutSecrets is a copy of p without its headers and cookies, naming
-// them by ref instead. p is not changed.
-func (p *PageOptions) WithoutSecrets(ref PageSecretsRef) *PageOptions {
+// WithoutSecrets is a copy of p without its headers and cookies, which an
+// envelope names by its PageSecretsRef instead. p is not changed.
+func (p *PageOptions) WithoutSecrets() *PageOptions {
 	c := *p
 	c.Headers, c.Cookies = nil, nil
-	c.SecretsRef = &ref
 	return &c
 }
 
@@ -95,10 +94,18 @@ type PageSecretsRef struct {
 	CookieNames []string `json:"cookie_names,omitempty"`
 }
 
-// validate checks a reference in an envelope.
-func (r *PageSecretsRef) validate() []error {
-	if r != nil && (r.ID == "" || len(r.Identity) != 64 || strings.Trim(r.Identity, "0123456789abcdef") != "") {
-		return []error{fieldErr("options.page.secrets_ref", "needs an id and a 64-hex-digit identity")}
+// validate checks a reference in an envelope of page options p: the
+// options keep no headers or cookies of their own beside it.
+func (r *PageSecretsRef) validate(p *PageOptions) []error {
+	switch {
+	case r == nil:
+		return nil
+	case p == nil:
+		return []error{fieldErr("page_secrets_ref", "given without options.page")}
+	case r.ID == "" || len(r.Identity) != 64 || strings.Trim(r.Identity, "0123456789abcdef") != "":
+		return []error{fieldErr("page_secrets_ref", "needs an id and a 64-hex-digit identity")}
+	case !p.Secrets().Empty():
+		return []error{fieldErr("page_secrets_ref", "given beside options.page's own headers or cookies; an envelope carries one or the other")}
 	}
 	return nil
 }
@@ -106,12 +113,9 @@ func (r *PageSecretsRef) validate() []error {
 // pageIdentity is the page options as the artifact key hashes them: with a
 // reference, its identity alone stands for the headers and cookies (the
 // values a worker filled in, and the task's id, are not hashed).
-func pageIdentity(p *PageOptions) *PageOptions {
-	if p == nil || p.SecretsRef == nil {
-		return p
+func pageIdentity(p *PageOptions, ref *PageSecretsRef) (*PageOptions, string) {
+	if p == nil || ref == nil {
+		return p, ""
 	}
-	c := *p
-	c.Headers, c.Cookies = nil, nil
-	c.SecretsRef = &PageSecretsRef{Identity: p.SecretsRef.Identity}
-	return &c
+	return p.WithoutSecrets(), ref.Identity
 }

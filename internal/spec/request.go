@@ -40,12 +40,13 @@ type RequestSource struct {
 // envelopeOnly are the fields only an enqueuer writes, by the JSON name a
 // decoder reports for them, with the field's path.
 var envelopeOnly = map[string]string{
-	"credentials_ref": "source.credentials_ref",
-	"html_ref":        "source.html_ref",
-	"traceparent":     "traceparent",
-	"tracestate":      "tracestate",
-	"encryption_ref":  "encryption_ref",
-	"client":          "client",
+	"credentials_ref":  "source.credentials_ref",
+	"html_ref":         "source.html_ref",
+	"traceparent":      "traceparent",
+	"tracestate":       "tracestate",
+	"encryption_ref":   "encryption_ref",
+	"page_secrets_ref": "page_secrets_ref",
+	"client":           "client",
 }
 
 // ErrEnvelopeOnly is matched by the FieldError of a request that names a
@@ -67,7 +68,7 @@ func envelopeOnlyErr(field string) error {
 	switch field {
 	case "source.credentials_ref":
 		rule += "; send the credentials themselves in source.headers and source.cookies (they are stored beside the export, owned by it)"
-	case "options.page.secrets_ref":
+	case "page_secrets_ref":
 		rule += "; send the headers and cookies themselves in options.page (they are stored beside the export, owned by it)"
 	case "encryption_ref":
 		rule += "; send the passwords in options.encryption (they are stored beside the export, owned by it)"
@@ -85,7 +86,7 @@ func envelopeOnlyErr(field string) error {
 // fields, wrong types, trailing data and bodies over MaxPayloadBytes are
 // refused with a FieldError naming the field. A field only an envelope
 // carries (source.credentials_ref, source.html_ref, traceparent,
-// tracestate, encryption_ref, client) is refused with an error that also matches ErrEnvelopeOnly.
+// tracestate, encryption_ref, page_secrets_ref, client) is refused with an error that also matches ErrEnvelopeOnly.
 // It does not validate values; call Validate for that.
 func DecodeRequest(data []byte) (Request, error) {
 	if len(data) > MaxPayloadBytes {
@@ -120,9 +121,6 @@ func (r Request) Validate(hosts Hosts) error {
 	errs = append(errs, r.Options.validateManual(r.Source.Chapters != nil || r.Source.Site != nil)...)
 	errs = append(errs, r.Options.validateDocument(false)...)
 	errs = append(errs, r.Options.validateScreenshot(r.Source.Chapters != nil || r.Source.Site != nil)...)
-	if p := r.Options.Page; p != nil && p.SecretsRef != nil {
-		errs = append(errs, envelopeOnlyErr("options.page.secrets_ref"))
-	}
 	return errors.Join(errs...)
 }
 

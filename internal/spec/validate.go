@@ -69,6 +69,7 @@ func (e Envelope) Validate(hosts Hosts) error {
 	errs = append(errs, e.Options.validateDocument(true)...)
 	errs = append(errs, e.Options.validateScreenshot(e.Source.Chapters != nil || e.Source.Site != nil)...)
 	errs = append(errs, e.EncryptionRef.validate(e.Options.Encryption)...)
+	errs = append(errs, e.PageSecretsRef.validate(e.Options.Page)...)
 	if e.Client != "" {
 		if fe := validateIdentifier("client", e.Client); fe != nil {
 			errs = append(errs, fe)

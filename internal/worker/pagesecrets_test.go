@@ -57,8 +57,8 @@ func TestWorker_PageSecretsAreSealed(t *testing.T) {
 		t.Fatal(err)
 	}
 	payload := string(info.Payload)
-	if !strings.Contains(payload, `"secrets_ref"`) {
-		t.Fatalf("the payload names no options.page.secrets_ref: %s", payload)
+	if !strings.Contains(payload, `"page_secrets_ref"`) {
+		t.Fatalf("the payload names no page_secrets_ref: %s", payload)
 	}
 	for _, s := range []string{headerSecret, cookieSecret} {
 		if strings.Contains(payload, s) {
@@ -125,7 +125,7 @@ func TestEnqueue_PageSecretsKey(t *testing.T) {
 }
 
 // TestWorker_PageSecretsWrongKey: page secrets sealed with a key the
-// worker lacks fail the export for good, naming options.page.secrets_ref,
+// worker lacks fail the export for good, naming page_secrets_ref,
 // never showing a secret.
 func TestWorker_PageSecretsWrongKey(t *testing.T) {
 	t.Parallel()
@@ -145,7 +145,7 @@ func TestWorker_PageSecretsWrongKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "options.page.secrets_ref: the export's page headers and cookies are sealed and cannot be opened"
+	want := "page_secrets_ref: the export's page headers and cookies are sealed and cannot be opened"
 	if st.State != exportclient.StateFailed || st.Retried != 0 || !strings.Contains(st.Error, want) {
 		t.Fatalf("%+v; want failed on the first attempt, the error saying %q", st, want)
 	}

@@ -12,7 +12,7 @@
 //     lock id, {K}: the gate's scripts touch all of them;
 //   - a final record (Final) and its finishing marker (Finishing) share a
 //     slot: Finish writes both in one script;
-//   - a task's own keys beside it (Credentials, Passwords, Progress) are
+//   - a task's own keys beside it (Credentials, Passwords, PageSecrets, Progress) are
 //     tagged with its id, {T}: no script needs them together today, and
 //     the tag keeps that possible;
 //   - asynq tags its keys with the queue, {queue} (its scripts touch a

@@ -48,6 +48,7 @@ var schema = []entry{
 	{"Worker", Worker("host-1", 42), "pdfexport:worker:host-1:42", ""},
 	{"Credentials", Credentials("T"), "pdfexport:credentials:{T}", "task T"},
 	{"Passwords", Passwords("T"), "pdfexport:passwords:{T}", "task T"},
+	{"PageSecrets", PageSecrets("T"), "pdfexport:page-secrets:{T}", "task T"},
 	{"IdentityKey", IdentityKey, "pdfexport:credentials:hmac-key", ""},
 	{"HTML", HTML("ab12"), "pdfexport:html:{ab12}", ""},
 	{"HTMLIndex", HTMLIndex, "pdfexport:html-index", ""},

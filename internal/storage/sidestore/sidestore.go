@@ -13,7 +13,7 @@
 //     under the task's id, sealed with SECRETS_KEY (secrets.go, seal.go);
 //   - Passwords: an encryption's passwords (encryption_ref), the same way;
 //   - PageSecrets: options.page's headers and cookies
-//     (options.page.secrets_ref), the same way.
+//     (page_secrets_ref), the same way.
 //
 // Every kind follows one ownership protocol. Each piece belongs to tasks:
 // whoever enqueues picks the task's id first and calls Put… with it before
@@ -74,7 +74,7 @@ var kinds = [...]struct {
 	HTML:        {"source document", "source.html_ref", &shared},
 	Credentials: {"credentials", "source.credentials_ref", &exclusive},
 	Passwords:   {"passwords", "encryption_ref", &exclusive},
-	PageSecrets: {"page headers and cookies", "options.page.secrets_ref", &exclusive},
+	PageSecrets: {"page headers and cookies", "page_secrets_ref", &exclusive},
 }
 
 func (k Kind) String() string { return kinds[k].name }
@@ -103,8 +103,8 @@ func Refs(env *spec.Envelope) []Ref {
 	if r := env.EncryptionRef; r != nil {
 		refs = append(refs, Ref{Passwords: r})
 	}
-	if p := env.Options.Page; p != nil && p.SecretsRef != nil {
-		refs = append(refs, Ref{PageSecrets: p.SecretsRef})
+	if r := env.PageSecretsRef; r != nil {
+		refs = append(refs, Ref{PageSecrets: r})
 	}
 	return refs
 }

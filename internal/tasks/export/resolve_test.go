@@ -60,14 +60,14 @@ func TestResolve_EveryKindBesideTheTask(t *testing.T) {
 			return spec.Envelope{V: 1, ManualID: "m", Version: "1", Source: spec.EnvelopeSource{HTML: "<p>x"},
 				Options: spec.Options{Encryption: &spec.Encryption{}}, EncryptionRef: &ref}
 		}, func(j job) bool { return j.passwords.Owner == "s3cret" }},
-		{"options.page.secrets_ref", func(t *testing.T, owner string) spec.Envelope {
+		{"page_secrets_ref", func(t *testing.T, owner string) spec.Envelope {
 			ref, err := store.PutPageSecrets(ctx, owner, spec.PageSecrets{Headers: []spec.ScopedHeader{{Name: "Authorization", Value: "Bearer s3cret"}},
 				Cookies: []spec.PageCookie{{Name: "sid", Value: "s3cret", Domain: "docs.example.com"}}}, time.Hour)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return spec.Envelope{V: 5, ManualID: "m", Version: "1", Source: spec.EnvelopeSource{HTML: "<p>x"},
-				Options: spec.Options{Page: &spec.PageOptions{SecretsRef: &ref}}}
+				Options: spec.Options{Page: &spec.PageOptions{}}, PageSecretsRef: &ref}
 		}, func(j job) bool {
 			p := j.Options.Page
 			return len(p.Headers) == 1 && p.Headers[0].Value == "Bearer s3cret" && len(p.Cookies) == 1 && p.Cookies[0].Value == "s3cret"
