@@ -132,12 +132,13 @@ func publicResultPtr(r *spec.Result) *Result {
 
 func publicFinal(f spec.Final) Final {
 	return Final{TaskID: f.TaskID, State: f.State, ManualID: f.ManualID, Version: f.Version,
-		RequestID: f.RequestID, Result: publicResultPtr(f.Result), Error: f.Error, Kind: f.Kind, Retried: f.Retried}
+		RequestID: f.RequestID, Result: publicResultPtr(f.Result), Error: f.Error, Kind: f.Kind,
+		Detail: (*FailureDetail)(f.Detail), Retried: f.Retried}
 }
 
 func (f Final) spec() spec.Final {
 	out := spec.Final{TaskID: f.TaskID, State: f.State, ManualID: f.ManualID, Version: f.Version,
-		RequestID: f.RequestID, Error: f.Error, Kind: f.Kind, Retried: f.Retried}
+		RequestID: f.RequestID, Error: f.Error, Kind: f.Kind, Detail: (*spec.FailureDetail)(f.Detail), Retried: f.Retried}
 	if f.Result != nil {
 		r := f.Result.spec()
 		out.Result = &r

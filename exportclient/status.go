@@ -40,9 +40,11 @@ type Status struct {
 	Error  string  `json:"error,omitempty"`
 	// Kind is a failed export's kind (Final.Kind), when its final state
 	// was recorded with one.
-	Kind     string `json:"kind,omitempty"`
-	Retried  int    `json:"retried"`
-	MaxRetry int    `json:"max_retry"`
+	Kind string `json:"kind,omitempty"`
+	// Detail is what the failure of its kind names (Final.Detail).
+	Detail   *FailureDetail `json:"detail,omitempty"`
+	Retried  int            `json:"retried"`
+	MaxRetry int            `json:"max_retry"`
 	// Client is the HTTP API client the export belongs to (ForClient);
 	// empty for one enqueued without it.
 	Client string `json:"client,omitempty"`
@@ -270,6 +272,7 @@ func (c *Client) Wait(ctx context.Context, taskID string, interval time.Duration
 // with is s updated by a recorded or announced final state.
 func (s Status) with(f spec.Final) Status {
 	s.TaskID, s.State, s.Result, s.Error, s.Kind, s.Retried = f.TaskID, State(f.State), publicResultPtr(f.Result), f.Error, f.Kind, f.Retried
+	s.Detail = (*FailureDetail)(f.Detail)
 	return s
 }
 

@@ -269,8 +269,23 @@ type Final struct {
 	Error     string  `json:"error,omitempty"`
 	// Kind is what failed (timeout, blocked, http_status, page_errors,
 	// page_ranges, limit), empty otherwise.
-	Kind    string `json:"kind,omitempty"`
-	Retried int    `json:"retried"` // attempts before the final one
+	Kind string `json:"kind,omitempty"`
+	// Detail is what a failure of its kind names, when the kind has any.
+	Detail  *FailureDetail `json:"detail,omitempty"`
+	Retried int            `json:"retried"` // attempts before the final one
+}
+
+// FailureDetail is what a failure of its kind names, for a caller that
+// words the failure its own way. Only the fields of its kind are set:
+// Check (the page option that failed a page_errors export) and Offenders
+// (a line each); Status and StatusText (the main document's answer of an
+// http_status failure); Selector (a no_element failure's).
+type FailureDetail struct {
+	Check      string   `json:"check,omitempty"`
+	Offenders  []string `json:"offenders,omitempty"`
+	Status     int      `json:"status,omitempty"`
+	StatusText string   `json:"status_text,omitempty"`
+	Selector   string   `json:"selector,omitempty"`
 }
 
 // FieldError names a rejected field (its JSON path, e.g. "options.scale")

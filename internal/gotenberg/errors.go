@@ -73,16 +73,8 @@ var failureStatus = map[string]int{
 // failedErr is the answer to a failed export: its kind's status with the
 // worker's message, or for a time-out Gotenberg's bare 503.
 func failedErr(st exportclient.Status) error {
-	if st.Kind == spec.FailurePageErrors {
-		// Gotenberg's texts for the page options' failures.
-		if err := pageFailedErr(st.Error); err != nil {
-			return err
-		}
-	}
-	if st.Kind == spec.FailureNoElement {
-		if err, ok := selectorErr(st.Error); ok {
-			return err
-		}
+	if err := detailedErr(st.Kind, st.Detail); err != nil {
+		return err
 	}
 	status, ok := failureStatus[st.Kind]
 	if !ok {

@@ -21,7 +21,7 @@ func TestFailedErr(t *testing.T) {
 		{spec.FailureTimeout, "render timed out", 503, "Service Unavailable"},
 		{"", "timed out, page errors, blocked by the host allowlist", 500, "The conversion failed: timed out, page errors, blocked by the host allowlist"},
 		{spec.FailureLimit, "PDF over a limit", 500, "The conversion failed: PDF over a limit"},
-		{spec.FailureNoElement, "capture: the selector '#x' matched no element with a visible box", 400, "The selector '#x' (selector) matched no element with a visible box"},
+		{spec.FailureNoElement, "capture: the selector '#x' matched no element with a visible box", 400, "The conversion failed: capture: the selector '#x' matched no element with a visible box"},
 	} {
 		status, msg := statusOf(failedErr(exportclient.Status{State: exportclient.StateFailed, Kind: c.kind, Error: c.msg}))
 		if status != c.status || msg != c.answer {

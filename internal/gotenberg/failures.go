@@ -1,47 +1,45 @@
 package gotenberg
 
 import (
+	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 
+	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
 // The failures of a render under the page options, in Gotenberg's words
-// and statuses. The worker names each kind (spec.Failed*) and lists its
-// offenders a line each; its error reaches bin/api as the task's text.
+// and statuses, from what the worker records of each (Final.Kind and
+// Final.Detail), never from the text of its error.
 
-// pageFailureWords are Gotenberg's answer to each kind.
-var pageFailureWords = []struct {
-	kind, words string
-}{
-	{spec.FailedResourceStatus, "Invalid HTTP status code from resources:\n"},
-	{spec.FailedConsoleExceptions, "Chromium console exceptions:\n"},
-	{spec.FailedResourceLoading, "Chromium failed to load resources: "},
+// pageFailureWords are Gotenberg's answer to each failed check.
+var pageFailureWords = map[string]string{
+	spec.FailedResourceStatus:    "Invalid HTTP status code from resources:\n",
+	spec.FailedConsoleExceptions: "Chromium console exceptions:\n",
+	spec.FailedResourceLoading:   "Chromium failed to load resources: ",
 }
 
-// asynqSkipRetry is what the queue appends to a failure not retried.
-const asynqSkipRetry = ": skip retry for the task"
-
-// mainStatus is the worker's words for the main document's status (a
-// render.StatusError): its code and text.
-var mainStatus = regexp.MustCompile(`HTTP error status: (\d{3}) ([^(]*) \(`)
-
-// pageFailedErr is Gotenberg's answer to the failure msg when it is one
-// of the page options' (409), else nil.
-func pageFailedErr(msg string) error {
-	for _, w := range pageFailureWords {
-		marker := "page errors (" + w.kind + "):\n"
-		i := strings.Index(msg, marker)
-		if i < 0 {
-			continue
-		}
-		lines := strings.TrimSuffix(msg[i+len(marker):], asynqSkipRetry)
-		return &httpError{status: http.StatusConflict, msg: w.words + lines}
+// detailedErr is Gotenberg's answer to a failure of kind whose detail
+// names what failed, or nil when the failure names nothing Gotenberg words
+// (a worker of a release that records no detail, say).
+func detailedErr(kind string, d *exportclient.FailureDetail) error {
+	if d == nil {
+		return nil
 	}
-	if m := mainStatus.FindStringSubmatch(msg); m != nil {
-		return &httpError{status: http.StatusConflict, msg: "Invalid HTTP status code from the main page: " + m[1] + ": " + strings.TrimSpace(m[2])}
+	switch kind {
+	case spec.FailurePageErrors:
+		if words, ok := pageFailureWords[d.Check]; ok {
+			return &httpError{status: http.StatusConflict, msg: words + strings.Join(d.Offenders, "\n")}
+		}
+	case spec.FailureHTTPStatus:
+		if d.Status != 0 {
+			return &httpError{status: http.StatusConflict, msg: fmt.Sprintf("Invalid HTTP status code from the main page: %d: %s", d.Status, strings.TrimSpace(d.StatusText))}
+		}
+	case spec.FailureNoElement:
+		if d.Selector != "" {
+			return badRequest("The selector '%s' (selector) matched no element with a visible box", printable(d.Selector))
+		}
 	}
 	return nil
 }

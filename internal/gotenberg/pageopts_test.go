@@ -15,31 +15,49 @@ import (
 	"github.com/pdfexport/pdfexport/internal/assemble/engine"
 	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 	"github.com/pdfexport/pdfexport/internal/render/egress"
+	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
-// TestPageFailedErr: the worker's page failures get Gotenberg's words and
-// 409; anything else is left to failedErr.
-func TestPageFailedErr(t *testing.T) {
+// TestFailedErr_FromKindAndDetail: a failure the worker recorded with
+// its kind and detail gets Gotenberg's words and status, whatever the
+// error's text says; a kind without detail (a worker that records none)
+// gets the kind's status and the worker's message.
+func TestFailedErr_FromKindAndDetail(t *testing.T) {
 	for _, tc := range []struct {
-		msg, want string
+		name   string
+		st     exportclient.Status
+		status int
+		want   string
 	}{
-		{"rendering k: page errors (resource HTTP status):\nhttps://a.example/400 - 400: Bad Request: skip retry for the task",
-			"Invalid HTTP status code from resources:\nhttps://a.example/400 - 400: Bad Request"},
-		{"rendering k: page errors (console exceptions):\nError: Exception 1 (x:1:2)\nError: Exception 2 (x:3:4)",
-			"Chromium console exceptions:\nError: Exception 1 (x:1:2)\nError: Exception 2 (x:3:4)"},
-		{"rendering k: page errors (resource loading failed):\nresource Stylesheet: net::ERR_CONNECTION_REFUSED",
-			"Chromium failed to load resources: resource Stylesheet: net::ERR_CONNECTION_REFUSED"},
-		{"rendering k: page answered with an HTTP error status: 404 Not Found (http://a.example/)",
-			"Invalid HTTP status code from the main page: 404: Not Found"},
+		{"resource status", exportclient.Status{Kind: spec.FailurePageErrors, Error: "x",
+			Detail: &exportclient.FailureDetail{Check: spec.FailedResourceStatus, Offenders: []string{"https://a.example/400 - 400: Bad Request"}}},
+			http.StatusConflict, "Invalid HTTP status code from resources:\nhttps://a.example/400 - 400: Bad Request"},
+		{"console exceptions", exportclient.Status{Kind: spec.FailurePageErrors, Error: "x",
+			Detail: &exportclient.FailureDetail{Check: spec.FailedConsoleExceptions, Offenders: []string{"Error: Exception 1 (x:1:2)", "Error: Exception 2 (x:3:4)"}}},
+			http.StatusConflict, "Chromium console exceptions:\nError: Exception 1 (x:1:2)\nError: Exception 2 (x:3:4)"},
+		{"resource loading", exportclient.Status{Kind: spec.FailurePageErrors, Error: "x",
+			Detail: &exportclient.FailureDetail{Check: spec.FailedResourceLoading, Offenders: []string{"resource Stylesheet: net::ERR_CONNECTION_REFUSED"}}},
+			http.StatusConflict, "Chromium failed to load resources: resource Stylesheet: net::ERR_CONNECTION_REFUSED"},
+		{"main page status", exportclient.Status{Kind: spec.FailureHTTPStatus, Error: "x",
+			Detail: &exportclient.FailureDetail{Status: 404, StatusText: "Not Found"}},
+			http.StatusConflict, "Invalid HTTP status code from the main page: 404: Not Found"},
+		{"selector", exportclient.Status{Kind: spec.FailureNoElement, Error: "x",
+			Detail: &exportclient.FailureDetail{Selector: "#nope"}},
+			http.StatusBadRequest, "The selector '#nope' (selector) matched no element with a visible box"},
+		{"a text that reads like a page failure, no detail", exportclient.Status{Kind: spec.FailurePageErrors,
+			Error: "page errors (console exceptions):\nError: x"},
+			http.StatusConflict, "The conversion failed: page errors (console exceptions):\nError: x"},
+		{"a time-out", exportclient.Status{Kind: spec.FailureTimeout, Error: "rendering k: timed out"},
+			http.StatusServiceUnavailable, "Service Unavailable"},
+		{"no kind", exportclient.Status{Error: "boom"}, http.StatusInternalServerError, "The conversion failed: boom"},
 	} {
-		var he *httpError
-		if err := pageFailedErr(tc.msg); !errors.As(err, &he) || he.status != http.StatusConflict || he.msg != tc.want {
-			t.Errorf("%q: %v, want 409 %q", tc.msg, err, tc.want)
-		}
-	}
-	if err := pageFailedErr("rendering k: timed out"); err != nil {
-		t.Errorf("a time-out: %v", err)
+		t.Run(tc.name, func(t *testing.T) {
+			var he *httpError
+			if err := failedErr(tc.st); !errors.As(err, &he) || he.status != tc.status || he.msg != tc.want {
+				t.Errorf("failedErr = %v, want %d %q", err, tc.status, tc.want)
+			}
+		})
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -159,18 +158,4 @@ func intField(f *form, key string, lo, hi int) int {
 func answerType(key, name string) (mediaType, fileName string) {
 	mediaType, ext := spec.ArtifactType(key)
 	return mediaType, strings.TrimSuffix(name, ".pdf") + ext
-}
-
-// noElement finds the render's refusal of a selector in a failed export's
-// message (render.ErrNoElement's).
-var noElement = regexp.MustCompile(`the selector '(.*)' matched no element with a visible box`)
-
-// selectorErr is Gotenberg's answer to a screenshot whose selector matched
-// no visible box, when msg is that failure.
-func selectorErr(msg string) (error, bool) {
-	m := noElement.FindStringSubmatch(msg)
-	if m == nil {
-		return nil, false
-	}
-	return badRequest("The selector '%s' (selector) matched no element with a visible box", printable(m[1])), true
 }

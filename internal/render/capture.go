@@ -29,6 +29,16 @@ import (
 // visible box. Not retryable: the same page matches the same elements.
 var ErrNoElement = errors.New("screenshot selector matched no element")
 
+// NoElementError is the ErrNoElement error naming the selector.
+type NoElementError struct{ Selector string }
+
+func (e *NoElementError) Error() string {
+	return fmt.Sprintf("%v: the selector '%s' matched no element with a visible box", ErrNoElement, e.Selector)
+}
+
+// Is makes errors.Is(err, ErrNoElement) true.
+func (e *NoElementError) Is(target error) bool { return target == ErrNoElement }
+
 // captureOptions say how the page is captured instead of printed
 // (capturePage); a nil shot prints it.
 type captureOptions struct {
@@ -185,7 +195,7 @@ func elementClip(ctx context.Context, t *chromedp.Target, selector string) (*pag
 		!box.Found || box.Width <= 0 || box.Height <= 0 {
 		// An exception is a selector the page cannot parse: it matches
 		// nothing either.
-		return nil, fmt.Errorf("%w: the selector '%s' matched no element with a visible box", ErrNoElement, selector)
+		return nil, &NoElementError{Selector: selector}
 	}
 	return &page.Viewport{X: box.X, Y: box.Y, Width: box.Width, Height: box.Height, Scale: 1}, nil
 }

@@ -138,9 +138,24 @@ func (f *pageFailures) failure(p *spec.PageOptions) error {
 	return nil
 }
 
-func pageFailure(kind string, lines []string) error {
-	return fmt.Errorf("%w (%s):\n%s", ErrPageErrors, kind, strings.Join(lines, "\n"))
+func pageFailure(check string, lines []string) error {
+	return &PageFailure{Check: check, Offenders: lines}
 }
+
+// PageFailure is the ErrPageErrors error of a render under page options:
+// the check that failed it (one of spec.Failed*) and its offenders, one
+// line each, which a caller words its own way.
+type PageFailure struct {
+	Check     string
+	Offenders []string
+}
+
+func (e *PageFailure) Error() string {
+	return fmt.Sprintf("%v (%s):\n%s", ErrPageErrors, e.Check, strings.Join(e.Offenders, "\n"))
+}
+
+// Is makes errors.Is(err, ErrPageErrors) true.
+func (e *PageFailure) Is(target error) bool { return target == ErrPageErrors }
 
 func hostOf(raw string) string {
 	u, err := url.Parse(raw)

@@ -36,8 +36,26 @@ type Final struct {
 	// Kind is what failed, for a caller that answers a failure by its kind
 	// (one of the Failure constants); empty for an export that did not fail
 	// or whose failure has no kind of its own.
-	Kind    string `json:"kind,omitempty"`
-	Retried int    `json:"retried"` // attempts before the final one
+	Kind string `json:"kind,omitempty"`
+	// Detail is what a failure of its kind names, when the kind has any.
+	Detail  *FailureDetail `json:"detail,omitempty"`
+	Retried int            `json:"retried"` // attempts before the final one
+}
+
+// FailureDetail is what a failure of its kind names, for a caller that
+// words the failure its own way (internal/gotenberg) instead of reading
+// Final.Error. Only the fields of its kind are set.
+type FailureDetail struct {
+	// Check is the page option that failed a page_errors export (one of
+	// the Failed* constants), Offenders its offenders, a line each.
+	Check     string   `json:"check,omitempty"`
+	Offenders []string `json:"offenders,omitempty"`
+	// Status and StatusText are the main document's answer of an
+	// http_status failure.
+	Status     int    `json:"status,omitempty"`
+	StatusText string `json:"status_text,omitempty"`
+	// Selector is the selector of a no_element failure.
+	Selector string `json:"selector,omitempty"`
 }
 
 // The kinds of a failed export (Final.Kind): what the worker's render or

@@ -52,7 +52,7 @@ func finalOf(taskID string, env *spec.Envelope, res *spec.Result, o verdict, err
 	case verdictCanceled:
 		f.Error = spec.CanceledError
 	default:
-		f.Error, f.Kind = err.Error(), failureKind(err)
+		f.Error, f.Kind, f.Detail = err.Error(), failureKind(err), failureDetail(err)
 	}
 	return f
 }

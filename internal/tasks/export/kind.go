@@ -30,3 +30,20 @@ func failureKind(err error) string {
 	}
 	return ""
 }
+
+// failureDetail is what err's kind names, from the render's typed errors;
+// nil for a failure that names nothing of its own.
+func failureDetail(err error) *spec.FailureDetail {
+	var pf *render.PageFailure
+	var se *render.StatusError
+	var ne *render.NoElementError
+	switch {
+	case errors.As(err, &pf):
+		return &spec.FailureDetail{Check: pf.Check, Offenders: pf.Offenders}
+	case errors.As(err, &se):
+		return &spec.FailureDetail{Status: se.Code, StatusText: se.Text}
+	case errors.As(err, &ne):
+		return &spec.FailureDetail{Selector: ne.Selector}
+	}
+	return nil
+}
