@@ -27,15 +27,9 @@ type EncryptOptions struct {
 
 // Encrypt encrypts pdf with AES-256.
 func Encrypt(ctx context.Context, pdf []byte, opts EncryptOptions) ([]byte, error) {
-	owner := opts.OwnerPassword
-	if owner == "" {
-		owner = opts.UserPassword
-	}
-	switch {
-	case owner == "":
-		return nil, &InputError{Err: errors.New("a user or owner password is required")}
-	case len(owner) > MaxPasswordBytes || len(opts.UserPassword) > MaxPasswordBytes:
-		return nil, &InputError{Err: errors.New("a password is longer than 127 bytes")}
+	owner, err := opts.owner()
+	if err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -50,4 +44,20 @@ func Encrypt(ctx context.Context, pdf []byte, opts EncryptOptions) ([]byte, erro
 		return nil, &InputError{Err: err}
 	}
 	return out.Bytes(), nil
+}
+
+// owner is the owner password the document is encrypted with, or the
+// *InputError of passwords it cannot be.
+func (o EncryptOptions) owner() (string, error) {
+	owner := o.OwnerPassword
+	if owner == "" {
+		owner = o.UserPassword
+	}
+	switch {
+	case owner == "":
+		return "", &InputError{Err: errors.New("a user or owner password is required")}
+	case len(owner) > MaxPasswordBytes || len(o.UserPassword) > MaxPasswordBytes:
+		return "", &InputError{Err: errors.New("a password is longer than 127 bytes")}
+	}
+	return owner, nil
 }

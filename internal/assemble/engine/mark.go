@@ -34,6 +34,10 @@ type Mark struct {
 	Source string
 	// Text is a text mark's text.
 	Text string
+	// Literal draws Text as typed (literal.go); without it pdfcpu formats
+	// %p, %P, %t and %v in it and breaks lines at \n, as Gotenberg's
+	// stamps and watermarks do.
+	Literal bool
 	// File is an image mark's image (PNG, JPEG, TIFF, WebP) or a PDF
 	// mark's PDF, whose pages are drawn on the document's in order.
 	File []byte
@@ -93,30 +97,23 @@ func markErr(err error, i int) error {
 }
 
 // applyMarks draws marks on pdf one after another, on top of its content
-// (stamps) or beneath it (watermarks).
+// (stamps) or beneath it (watermarks), in one read and one write.
 func applyMarks(ctx context.Context, pdf []byte, marks []Mark, onTop bool) ([]byte, error) {
-	if err := CheckMarks(marks, onTop); err != nil {
+	conf := Conf()
+	conf.Cmd = model.ADDWATERMARKS
+	conf.OptimizeDuplicateContentStreams = false
+	d, err := ReadDocument(ctx, bytes.NewReader(pdf), conf)
+	if err != nil {
 		return nil, err
 	}
-	for i, m := range marks {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		wm, err := m.watermark(onTop)
-		if err != nil {
-			return nil, markErr(err, i)
-		}
-		var pages []string
-		if m.Pages != "" {
-			pages = []string{m.Pages}
-		}
-		var out bytes.Buffer
-		if err := api.AddWatermarks(bytes.NewReader(pdf), &out, pages, wm, Conf()); err != nil {
-			return nil, &InputError{Err: err}
-		}
-		pdf = out.Bytes()
+	if err := d.AddMarks(ctx, marks, onTop); err != nil {
+		return nil, err
 	}
-	return pdf, nil
+	var out bytes.Buffer
+	if err := d.Write(&out, false); err != nil {
+		return nil, &InputError{Err: err}
+	}
+	return out.Bytes(), nil
 }
 
 // watermark is m as pdfcpu's configuration; its errors are *MarkError.
@@ -136,7 +133,11 @@ func (m Mark) watermark(onTop bool) (*model.Watermark, error) {
 		if strings.TrimSpace(m.Text) == "" {
 			return nil, &MarkError{Part: PartText, Err: errors.New("a text mark needs its text")}
 		}
-		wm, err = api.TextWatermark(m.Text, desc, onTop, false, types.POINTS)
+		text := m.Text
+		if m.Literal {
+			text, _ = literalText(text)
+		}
+		wm, err = api.TextWatermark(text, desc, onTop, false, types.POINTS)
 	case SourceImage:
 		if _, _, ierr := image.DecodeConfig(bytes.NewReader(m.File)); ierr != nil {
 			return nil, &MarkError{Part: PartFile, Err: fmt.Errorf("not an image pdfcpu draws (PNG, JPEG, TIFF, WebP): %w", ierr)}

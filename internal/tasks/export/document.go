@@ -1,22 +1,17 @@
 package export
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/hibiken/asynq"
-	"github.com/pdfcpu/pdfcpu/pkg/api"
-	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
-	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
-	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 
-	"github.com/pdfexport/pdfexport/internal/assemble/pdfperm"
+	"github.com/pdfexport/pdfexport/internal/assemble/engine"
 	"github.com/pdfexport/pdfexport/internal/spec"
 )
 
@@ -53,24 +48,6 @@ const MaxPostProcessBytes = 32 << 20
 // ErrPostProcess: the post-processing of the document options failed or
 // would have lost part of the PDF. Never retried.
 var ErrPostProcess = errors.New("document options")
-
-var disablePdfcpuConfig sync.Once
-
-// pdfcpuConf is the configuration of one post-processing: no config
-// directory (pdfcpu would otherwise write one under $HOME), offline, no
-// optimization (which rewrites resources and costs time), relaxed
-// validation (Chromium's PDFs are fine, but a strict check costs time and
-// refuses harmless quirks).
-func pdfcpuConf() *model.Configuration {
-	disablePdfcpuConfig.Do(api.DisableConfigDir)
-	conf := model.NewDefaultConfiguration()
-	conf.Offline = true
-	conf.ValidationMode = model.ValidationRelaxed
-	conf.Optimize = false
-	conf.OptimizeBeforeWriting = false
-	conf.PostProcessValidate = false
-	return conf
-}
 
 // spool copies a render's stream to a new temporary file of ws, at most
 // MaxPostProcessBytes when pdfcpu rewrites it (d.Rewrites), else at most
@@ -110,54 +87,6 @@ var (
 	errTooLargeToLinearize   = fmt.Errorf("%w: larger than %d MiB, the most options.fast_web_view linearizes; export it without fast_web_view", errTooLarge, MaxLinearizeBytes>>20)
 )
 
-// nStandIn is what pdfcpu gets for the n of each `\n` in a watermark's
-// text. pdfcpu turns those two characters into a line break, with no
-// escape for them, and the text is one line of printable Latin-1 as typed
-// ("C:\new"). So the n is sent as code 0x86, which a validated text never
-// holds (a C1 control): WinAnsi's dagger, exactly as wide as n in
-// Helvetica (556/1000 em), so the watermark is laid out as the text, and
-// restoreStandIns turns it back into n in the watermark's content stream.
-const nStandIn = '\u0086'
-
-// watermarkText is the text pdfcpu gets for the watermark text t, and
-// whether it holds stand-ins for restoreStandIns. pdfcpu formats %p, %P,
-// %t and %v in watermark text; %% is a %.
-func watermarkText(t string) (string, bool) {
-	t = strings.ReplaceAll(t, "%", "%%")
-	if !strings.Contains(t, `\n`) {
-		return t, false
-	}
-	return strings.ReplaceAll(t, `\n`, `\`+string(nStandIn)), true
-}
-
-// restoreStandIns puts the n of every `\n` back into the watermark's form
-// XObjects: the stream objects AddWatermarks added to pctx (those not in
-// before).
-func restoreStandIns(pctx *model.Context, before map[int]bool) error {
-	for n, e := range pctx.Table {
-		if before[n] || e == nil {
-			continue
-		}
-		sd, ok := e.Object.(types.StreamDict)
-		if !ok || sd.Subtype() == nil || *sd.Subtype() != "Form" {
-			continue
-		}
-		if err := sd.Decode(); err != nil {
-			return fmt.Errorf("object %d: %w", n, err)
-		}
-		b := []byte{byte(nStandIn)}
-		if !bytes.Contains(sd.Content, b) {
-			continue
-		}
-		sd.Content = bytes.ReplaceAll(sd.Content, b, []byte("n"))
-		if err := sd.Encode(); err != nil {
-			return fmt.Errorf("object %d: %w", n, err)
-		}
-		e.Object = sd
-	}
-	return nil
-}
-
 // keep is what post-processing must not lose.
 type keep struct {
 	pages   int
@@ -186,74 +115,55 @@ func apply(ctx context.Context, in string, out io.Writer, d *spec.DocumentSettin
 		return err
 	}
 	defer f.Close()
-	pctx, err := api.ReadAndValidate(f, pdfcpuConf())
+	doc, err := engine.ReadDocument(ctx, f, engine.PrintedConf())
 	if err != nil {
 		return fmt.Errorf("%w: reading the printed PDF: %w", ErrPostProcess, err)
 	}
 	if w := d.Watermark; w != nil {
-		text, standIns := watermarkText(w.Text)
-		desc := fmt.Sprintf("font:Helvetica, points:%g, scale:1 abs, rot:%g, opacity:%g, fillcolor:#808080", w.FontSizePt, w.Angle, w.Opacity)
-		wm, err := pdfcpu.ParseTextWatermarkDetails(text, desc, true, types.POINTS)
-		if err != nil {
+		if err := doc.AddMarks(ctx, []engine.Mark{watermarkMark(w)}, true); err != nil {
 			return fmt.Errorf("%w: options.watermark: %w", ErrPostProcess, err)
-		}
-		before := make(map[int]bool, len(pctx.Table))
-		for n := range pctx.Table {
-			before[n] = true
-		}
-		if err := pdfcpu.AddWatermarks(pctx, nil, wm); err != nil {
-			return fmt.Errorf("%w: adding the watermark: %w", ErrPostProcess, err)
-		}
-		if standIns {
-			if err := restoreStandIns(pctx, before); err != nil {
-				return fmt.Errorf("%w: writing the watermark: %w", ErrPostProcess, err)
-			}
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if m := d.Metadata; m != nil {
-		props := map[string]string{}
-		for name, v := range map[string]string{"Title": m.Title, "Author": m.Author, "Subject": m.Subject,
-			"Keywords": strings.Join(m.Keywords, ", "), "Creator": m.Creator} {
-			if v != "" {
-				props[name] = v
-			}
-		}
-		if len(props) > 0 {
-			if err := pdfcpu.PropertiesAdd(pctx, props); err != nil {
-				return fmt.Errorf("%w: writing the metadata: %w", ErrPostProcess, err)
-			}
+		if err := doc.SetInfo(map[string]string{"Title": m.Title, "Author": m.Author, "Subject": m.Subject,
+			"Keywords": strings.Join(m.Keywords, ", "), "Creator": m.Creator}); err != nil {
+			return fmt.Errorf("%w: %w", ErrPostProcess, err)
 		}
 		if m.Language != "" {
-			root, err := pctx.Catalog()
-			if err != nil {
-				return fmt.Errorf("%w: the catalog: %w", ErrPostProcess, err)
+			if err := doc.SetLang(m.Language); err != nil {
+				return fmt.Errorf("%w: %w", ErrPostProcess, err)
 			}
-			root["Lang"] = types.StringLiteral(m.Language)
 		}
 	}
-	if err := check(pctx, k); err != nil {
+	if err := check(doc, k); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if e := d.Encryption; e != nil {
-		pctx.Cmd = model.ENCRYPT
-		pctx.UserPW, pctx.OwnerPW = pw.User, pw.Owner
-		pctx.EncryptUsingAES, pctx.EncryptKeyLength = true, 256
-		pctx.Permissions = pdfperm.Flags(e.Allow)
+		if err := doc.Encrypt(engine.EncryptOptions{UserPassword: pw.User, OwnerPassword: pw.Owner, Allow: e.Allow}); err != nil {
+			return fmt.Errorf("%w: options.encryption: %w", ErrPostProcess, err)
+		}
 	}
-	// No object streams: page dictionaries stay uncompressed, as Chromium
-	// writes them, so render.CountPages counts the pages of a stored
-	// artifact whose info object is missing.
-	pctx.WriteObjectStream, pctx.WriteXRefStream = false, false
-	if err := api.WriteContext(pctx, out); err != nil {
-		return fmt.Errorf("%w: writing the PDF: %w", ErrPostProcess, err)
+	// Classic: render.CountPages counts the pages of a stored artifact
+	// whose info object is missing by scanning its page dictionaries.
+	if err := doc.Write(out, true); err != nil {
+		return fmt.Errorf("%w: %w", ErrPostProcess, err)
 	}
 	return nil
+}
+
+// watermarkMark is options.watermark as the engine's mark: its text as
+// typed, in grey Helvetica, on top of every page.
+func watermarkMark(w *spec.WatermarkSettings) engine.Mark {
+	return engine.Mark{Source: engine.SourceText, Text: w.Text, Literal: true, Options: map[string]string{
+		"font": "Helvetica", "points": strconv.FormatFloat(w.FontSizePt, 'g', -1, 64), "scale": "1 abs",
+		"rot": strconv.FormatFloat(w.Angle, 'g', -1, 64), "opacity": strconv.FormatFloat(w.Opacity, 'g', -1, 64),
+		"fillcolor": "#808080"}}
 }
 
 // check reports what of k the document lost in pdfcpu's hands. It runs
@@ -261,22 +171,24 @@ func apply(ctx context.Context, in string, out io.Writer, d *spec.DocumentSettin
 // every catalog entry it checks (StructTreeRoot, MarkInfo, Outlines and
 // Lang are among the entries it knows), which the worker's test confirms
 // with qpdf on the written file.
-func check(pctx *model.Context, k keep) error {
-	if err := pctx.EnsurePageCount(); err != nil {
-		return fmt.Errorf("%w: counting the pages: %w", ErrPostProcess, err)
-	}
-	root, err := pctx.Catalog()
+func check(doc *engine.Document, k keep) error {
+	pages, err := doc.Pages()
 	if err != nil {
-		return fmt.Errorf("%w: the catalog: %w", ErrPostProcess, err)
+		return fmt.Errorf("%w: %w", ErrPostProcess, err)
 	}
+	tagged, err := doc.CatalogHas("StructTreeRoot", "MarkInfo")
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrPostProcess, err)
+	}
+	outline, _ := doc.CatalogHas("Outlines")
 	var lost []string
-	if pctx.PageCount != k.pages {
-		lost = append(lost, fmt.Sprintf("pages (%d of %d left)", pctx.PageCount, k.pages))
+	if pages != k.pages {
+		lost = append(lost, fmt.Sprintf("pages (%d of %d left)", pages, k.pages))
 	}
-	if k.tagged && (root["StructTreeRoot"] == nil || root["MarkInfo"] == nil) {
+	if k.tagged && !tagged {
 		lost = append(lost, "tagging (StructTreeRoot, MarkInfo)")
 	}
-	if k.outline && root["Outlines"] == nil {
+	if k.outline && !outline {
 		lost = append(lost, "the outline")
 	}
 	if len(lost) > 0 {
