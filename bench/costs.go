@@ -697,23 +697,9 @@ func chromiumMemory() (pss, rss int64) {
 		if len(cmd) == 0 || !strings.Contains(cmd[0], "chrom") {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
-		if err != nil {
-			continue
-		}
-		for line := range strings.SplitSeq(string(b), "\n") {
-			f := strings.Fields(line)
-			if len(f) < 2 {
-				continue
-			}
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			switch f[0] {
-			case "Pss:":
-				pss += kb << 10
-			case "Rss:":
-				rss += kb << 10
-			}
-		}
+		m := procMemory(pid)
+		pss += m.pss
+		rss += m.rss
 	}
 	return pss, rss
 }
