@@ -3,10 +3,17 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
 )
 
 // prefixDeleter is what a spool's owner uses of a backend.
@@ -118,5 +125,50 @@ func TestFile_DeletePrefixStaysInTheRoot(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "exports", "hooks", "link")); err != nil {
 		t.Errorf("the symbolic link itself: %v", err)
+	}
+}
+
+// TestS3_DeletePrefixPagesThroughTheFolder: a folder of more objects
+// than one ListObjectsV2 page (1000) is deleted whole, page by page.
+func TestS3_DeletePrefixPagesThroughTheFolder(t *testing.T) {
+	srv := testsupport.StartS3(t)
+	h := newS3Harness(t, srv, "paged/", S3Config{})
+	const n = 1001
+	keys := make(chan string, n)
+	for i := range n {
+		keys <- fmt.Sprintf("hooks/j/in/%d/f.txt", i)
+	}
+	close(keys)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			for k := range keys {
+				if _, err := h.Create(t.Context(), k, strings.NewReader("x"), PutOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Create: %v", err)
+	}
+	createAll(t, h, "hooks/other/out.pdf")
+	if err := deleter(t, h).DeletePrefix(t.Context(), "hooks/j/"); err != nil {
+		t.Fatalf("DeletePrefix: %v", err)
+	}
+	out, err := h.Backend.(*S3).Client().ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: &srv.Bucket, Prefix: aws.String("paged/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, o := range out.Contents {
+		left = append(left, aws.ToString(o.Key))
+	}
+	if len(left) != 1 || left[0] != "paged/hooks/other/out.pdf" {
+		t.Errorf("left after the delete: %d objects %.200v, want the neighbour alone", len(left), left)
 	}
 }
