@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"io/fs"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -25,7 +26,9 @@ import (
 // any worker runs, a new bin/api and a worker start, and the PDF reaches
 // the webhook; the receiver's first refusal is retried with backoff. A
 // conversion with PDF-engine steps (a stamp from a PDF file) keeps them
-// across the restart: the delivered PDF carries the stamp.
+// across the restart: the delivered PDF carries the stamp. Its spooled
+// step file waits in storage for the delivery and is deleted after it;
+// the conversion's artifact stays.
 func TestBinaries_GotenbergWebhookSurvivesRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
@@ -109,6 +112,10 @@ func webhookSurvivesRestart(t *testing.T, bin string, fields map[string]string, 
 	if err := api.Stop(10 * time.Second); err != nil {
 		t.Fatalf("stopping bin/api: %v\n%s", err, api.Output())
 	}
+	spool := filepath.Join(dir, "artifacts", "gotenberg-webhooks")
+	if n := len(entries(spool)); n != min(len(files), 1) {
+		t.Fatalf("the spool holds %v before the delivery, want %d folder", entries(spool), min(len(files), 1))
+	}
 	if calls.Load() != 0 {
 		t.Fatal("delivered before any worker ran")
 	}
@@ -138,4 +145,34 @@ func webhookSurvivesRestart(t *testing.T, bin string, fields map[string]string, 
 	if n := calls.Load(); n != 2 {
 		t.Errorf("%d calls, want the refused one and the delivery", n)
 	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(entries(spool))+len(entries(filepath.Join(dir, "artifacts", ".meta", "gotenberg-webhooks"))) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the spool still holds %v after the delivery\napi:\n%s", entries(spool), api.Tail(30))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var pdfs []string
+	_ = filepath.WalkDir(filepath.Join(dir, "artifacts"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if err == nil && strings.HasSuffix(path, ".pdf") {
+			pdfs = append(pdfs, path)
+		}
+		return nil
+	})
+	if len(pdfs) != 1 {
+		t.Errorf("stored PDFs %v, want the conversion's artifact alone", pdfs)
+	}
+}
+
+// entries names what the directory holds, nothing when it is missing.
+func entries(dir string) []string {
+	es, _ := os.ReadDir(dir)
+	names := make([]string, 0, len(es))
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
 }

@@ -47,17 +47,24 @@ func (h *handler) spoolSteps(ctx context.Context, f *form) (*hookSteps, error) {
 		s.Files = append(s.Files, spooledFile{Field: field, Name: u.name, Key: key})
 		return nil
 	}
-	for _, field := range slices.Sorted(maps.Keys(f.marks)) {
-		for _, u := range f.marks[field] {
-			if err := put(field, u); err != nil {
-				return nil, err
+	err := func() error {
+		for _, field := range slices.Sorted(maps.Keys(f.marks)) {
+			for _, u := range f.marks[field] {
+				if err := put(field, u); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	for _, u := range f.embeds {
-		if err := put(embedsField, u); err != nil {
-			return nil, err
+		for _, u := range f.embeds {
+			if err := put(embedsField, u); err != nil {
+				return err
+			}
 		}
+		return nil
+	}()
+	if err != nil {
+		h.dropFolder(ctx, dir) // the files stored before the failure
+		return nil, err
 	}
 	return s, nil
 }

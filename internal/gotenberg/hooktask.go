@@ -33,9 +33,10 @@ const (
 	// hookMaxRetry is Gotenberg's webhook-max-retry and some more: a
 	// restart of the delivering process while it waits costs one.
 	hookMaxRetry = 8
-	// spoolPrefix is where an engine route's output waits for its
-	// delivery, in artifact storage (expire it with the storage's own
-	// lifecycle rules).
+	// spoolPrefix is where an engine route's output and a conversion's
+	// step files wait for their delivery, in artifact storage, a folder
+	// per request that the delivery deletes once it is final
+	// (hookspool.go).
 	spoolPrefix = "gotenberg-webhooks/"
 )
 
@@ -96,6 +97,7 @@ func (h *handler) asyncExport(w http.ResponseWriter, r *http.Request, hk webhook
 	} else {
 		job, err := h.enqueue(ctx, r, p)
 		if err != nil {
+			h.dropSpool(ctx, t)
 			writeError(w, err)
 			return
 		}
@@ -108,6 +110,7 @@ func (h *handler) asyncExport(w http.ResponseWriter, r *http.Request, hk webhook
 			_, _ = h.cfg.Queue.Cancel(cctx, t.Export) // nobody would deliver it
 			stop()
 		}
+		h.dropSpool(ctx, t)
 		writeError(w, err)
 		return
 	}
@@ -138,11 +141,13 @@ func (h *handler) asyncEngine(w http.ResponseWriter, r *http.Request, hk webhook
 		res.body.Close()
 		if err != nil {
 			h.log.ErrorContext(ctx, "gotenberg: storing the webhook's output", "key", t.Key, "err", err)
+			h.dropSpool(ctx, t)
 			writeText(w, http.StatusServiceUnavailable, http.StatusText(http.StatusServiceUnavailable))
 			return
 		}
 	}
 	if err := h.enqueueHook(ctx, t); err != nil {
+		h.dropSpool(ctx, t)
 		writeError(w, err)
 		return
 	}
@@ -172,7 +177,8 @@ func NewHooks(cfg Config) asynq.Handler { return newHandler(cfg) }
 // sends the result, or the failure, to the caller's URLs. A delivery the
 // receiver did not take, or that storage or Redis could not serve yet, is
 // an error asynq retries with backoff; on the last attempt the failure
-// goes to the error URL instead.
+// goes to the error URL instead. Once the task is final its spool folder
+// is deleted.
 func (h *handler) ProcessTask(ctx context.Context, task *asynq.Task) error {
 	var t hookTask
 	if err := json.Unmarshal(task.Payload(), &t); err != nil || t.Hook.URL == "" {
@@ -181,6 +187,16 @@ func (h *handler) ProcessTask(ctx context.Context, task *asynq.Task) error {
 	retried, _ := asynq.GetRetryCount(ctx)
 	maxRetry, _ := asynq.GetMaxRetry(ctx)
 	last := retried >= maxRetry
+	err := h.deliver(ctx, t, last)
+	if err == nil || last {
+		h.dropSpool(ctx, t)
+	}
+	return err
+}
+
+// deliver is one attempt of t's delivery: nil once it is done, an error
+// asynq retries; on the last attempt always nil.
+func (h *handler) deliver(ctx context.Context, t hookTask, last bool) error {
 	// failed reports a failure; a refusal of the error URL is retried
 	// but on the last attempt.
 	failed := func(err error) error {

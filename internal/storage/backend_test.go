@@ -140,6 +140,8 @@ func runSuite(t *testing.T, newHarness func(t *testing.T) harness) {
 		{"ReplaceNeedsTheCurrentETag", testReplace},
 		{"LargeStreamUsesBoundedMemory", testLargeStream},
 		{"BadKeysAreRejected", testBadKeys},
+		{"DeletePrefixRemovesTheFolderOnly", testDeletePrefix},
+		{"DeletePrefixRejectsBadFolders", testDeletePrefixBad},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newHarness(t)) })
