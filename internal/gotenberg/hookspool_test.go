@@ -206,7 +206,7 @@ func TestDurableWebhookUnqueuedLeavesNoSpool(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			store, dir := fileStore(t)
-			_, q := newShotHandler(t, "")
+			_, q := newShotHandler(t, nil)
 			var queue Queue = q
 			if !c.exportsUp {
 				queue = downQueue{q}
