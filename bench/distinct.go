@@ -26,11 +26,10 @@ const (
 	sysPipeline2 = "pipeline, 2 bin/worker"
 	sysBareShell = "bare tab, headless shell"
 	sysBareFull  = "bare tab, full Chromium"
-	sysOldFull   = "old design, full Chromium"
 )
 
 // distinctSystems in the order they run within a cell group.
-var distinctSystems = []string{sysPipeline1, sysPipeline2, sysBareShell, sysBareFull, sysOldFull}
+var distinctSystems = []string{sysPipeline1, sysPipeline2, sysBareShell, sysBareFull}
 
 // busyMachine is the share of the machine other work may use before
 // section 7 counts CPU by process instead (distinctResult.byProcess).
@@ -203,8 +202,7 @@ func closedLoop(ctx context.Context, c, first, n int, one func(context.Context, 
 // the Go specification and the sample manual, every system is started once
 // and warmed: bin/worker (one process, and two), and as same-run baselines
 // the peer's bare tab (a tab in the shared context of a chromedp Chromium)
-// on the headless shell and on the full browser, and the old design of this
-// project (a browser context per render, full browser). Then, at 1, 2 and 4
+// on the headless shell and on the full browser. Then, at 1, 2 and 4
 // closed-loop clients (each waits for its PDF before asking for the next, as
 // an API server does), the systems take turns in bursts of N/rounds exports,
 // the order rotating each round, so that a drift of the machine's speed
@@ -385,12 +383,9 @@ func startDistinctSystem(ctx context.Context, e *benchEnv, doc distinctDoc, name
 			return exportRendered(ctx, f.client, req, i)
 		}
 	default:
-		path, design := full, peer.SharedTab
-		switch name {
-		case sysBareShell:
+		path := full
+		if name == sysBareShell {
 			path = shell
-		case sysOldFull:
-			design = peer.ContextPerRender
 		}
 		b, err := peer.Start(ctx, path)
 		if err != nil {
@@ -400,7 +395,7 @@ func startDistinctSystem(ctx context.Context, e *benchEnv, doc distinctDoc, name
 		s.chromiums = []int{b.PID()}
 		params := render.PrintParams(settingsOf(doc.opts))
 		s.one = func(ctx context.Context, _ int) error {
-			n, err := b.Print(ctx, design, doc.html, doc.opts.WaitFor, params, io.Discard)
+			n, err := b.Print(ctx, doc.html, doc.opts.WaitFor, params, io.Discard)
 			if err == nil && n == 0 {
 				err = errors.New("empty PDF")
 			}
@@ -486,11 +481,6 @@ func (d *distinctResult) rows() []row {
 				rows = append(rows, row{"7", "↳ vs the peer on the full Chromium it ships with", "",
 					fmt.Sprintf("%s: %s PDF/s · %s CPU-s/PDF", sysBareFull, num(f.rate()), num(f.cpuPer())),
 					fmt.Sprintf("throughput %s · CPU %s", ratio(p.rate()/f.rate()), ratio(p.cpuPer()/f.cpuPer())), "figures"})
-			}
-			if o, ok := d.cell(doc.name, sysOldFull, c); ok {
-				rows = append(rows, row{"7", "↳ vs the old design (browser context and window per render)", "",
-					fmt.Sprintf("%s: %s PDF/s · %s CPU-s/PDF", sysOldFull, num(o.rate()), num(o.cpuPer())),
-					fmt.Sprintf("throughput %s · CPU %s", ratio(p.rate()/o.rate()), ratio(p.cpuPer()/o.cpuPer())), "figures"})
 			}
 			if two, ok := d.cell(doc.name, sysPipeline2, c); ok {
 				r := two.rate() / p.rate()

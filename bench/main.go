@@ -74,7 +74,7 @@ var scenarios = []scenario{
 	{"binaries", "K duplicates and cache hits on worker processes (bin/worker)", scenarioBinaries},
 	{"capacity", "Redis capacity of inline HTML, enqueue latency of 2 MiB", scenarioCapacity},
 	{"delivery", "the way back to the client: CLI cache hits, long-poll, Wait", scenarioDelivery},
-	{"distinct", "distinct documents: bin/worker vs the bare tab of a peer and the old design", scenarioDistinct},
+	{"distinct", "distinct documents: bin/worker vs the bare tab of a peer", scenarioDistinct},
 	{"fairness", "interactive exports during a catalogue re-render: batch lane vs one lane", scenarioFairness},
 	{"costs", "per-export Redis costs: commands, CPU and bytes of a hit, a render, a cancel", scenarioCosts},
 	{"docopts", "document options: metadata, watermark, encryption vs the plain export", scenarioDocOptions},

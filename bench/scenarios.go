@@ -139,12 +139,12 @@ func (s *singleWorker) pipelineOverhead() (pipelineResult, error) {
 	ctx, e, f := s.ctx, s.e, s.f
 	var p pipelineResult
 	params := render.PrintParams(s.settings)
-	if _, err := s.bare.Print(ctx, peer.SharedTab, e.manual, s.settings.WaitFor, params, io.Discard); err != nil {
+	if _, err := s.bare.Print(ctx, e.manual, s.settings.WaitFor, params, io.Discard); err != nil {
 		return p, fmt.Errorf("warm-up of the bare tab: %w", err)
 	}
 	doBare := func() error {
 		t0 := time.Now()
-		n, err := s.bare.Print(ctx, peer.SharedTab, e.manual, s.settings.WaitFor, params, io.Discard)
+		n, err := s.bare.Print(ctx, e.manual, s.settings.WaitFor, params, io.Discard)
 		if err != nil {
 			return fmt.Errorf("bare tab: %w", err)
 		}

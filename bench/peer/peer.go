@@ -23,25 +23,6 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// Design is how a print gets its tab.
-type Design int
-
-const (
-	// SharedTab is the peer's design: a new tab in the default browser
-	// context (a tab of the browser's window).
-	SharedTab Design = iota
-	// ContextPerRender is pdfexport's previous design: a new browser
-	// context per render, which in the full browser opens a window.
-	ContextPerRender
-)
-
-func (d Design) String() string {
-	if d == ContextPerRender {
-		return "browser context per render"
-	}
-	return "tab in the shared context"
-}
-
 // Browser is one Chromium started with chromedp's default flags.
 type Browser struct {
 	ctx    context.Context
@@ -91,16 +72,13 @@ func (b *Browser) Close() { b.cancel() }
 // pollInterval is how often Print re-checks readiness (readyState, waitFor).
 const pollInterval = 10 * time.Millisecond
 
-// Print renders html in a tab of design d: it sets the document, waits for
-// readyState "complete" and, if waitFor is not empty, for that expression to
-// be truthy, prints with params (as a stream), copies the PDF to w and closes
-// the tab. It returns the PDF's size.
-func (b *Browser) Print(ctx context.Context, d Design, html, waitFor string, params page.PrintToPDFParams, w io.Writer) (int64, error) {
-	opt := chromedp.WithNewWindow(false)
-	if d == ContextPerRender {
-		opt = chromedp.WithNewBrowserContext()
-	}
-	tctx, cancel := chromedp.NewContext(b.ctx, opt)
+// Print renders html in a new tab of the shared browser context, the
+// peer's design: it sets the document, waits for readyState "complete"
+// and, if waitFor is not empty, for that expression to be truthy, prints
+// with params (as a stream), copies the PDF to w and closes the tab. It
+// returns the PDF's size.
+func (b *Browser) Print(ctx context.Context, html, waitFor string, params page.PrintToPDFParams, w io.Writer) (int64, error) {
+	tctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewWindow(false))
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()

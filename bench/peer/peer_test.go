@@ -31,9 +31,9 @@ func TestPrint_BothDesignsPrintTheDocument(t *testing.T) {
 			}
 			t.Cleanup(b.Close)
 			html := `<h1>PEER-TEXT</h1><script>setTimeout(() => { document.body.append("LATE-TEXT"); window.__ready = true }, 300)</script>`
-			for _, d := range []Design{SharedTab, ContextPerRender} {
+			for _, d := range []string{"first tab", "second tab"} {
 				var pdf bytes.Buffer
-				n, err := b.Print(ctx, d, html, "window.__ready === true", page.PrintToPDFParams{}, &pdf)
+				n, err := b.Print(ctx, html, "window.__ready === true", page.PrintToPDFParams{}, &pdf)
 				if err != nil {
 					t.Fatalf("%v: %v", d, err)
 				}

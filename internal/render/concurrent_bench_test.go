@@ -57,7 +57,7 @@ func BenchmarkConcurrentRenders(b *testing.B) {
 	b.Cleanup(p.Close)
 	params := PrintParams(s)
 	systems := []system{{"bare-shell", p.PID(), func(ctx context.Context) error {
-		_, err := p.Print(ctx, peer.SharedTab, html, "", params, io.Discard)
+		_, err := p.Print(ctx, html, "", params, io.Discard)
 		return err
 	}}}
 	r, err := New(Config{ChromiumPath: shell, Logger: quiet})

@@ -110,7 +110,7 @@ func BenchmarkRenderDesign(b *testing.B) {
 	bareFull, bareShell := startPeer(full), startPeer(shell)
 	bare := func(p *peer.Browser) func(string, spec.PrintSettings) error {
 		return func(html string, s spec.PrintSettings) error {
-			_, err := p.Print(context.Background(), peer.SharedTab, html, s.WaitFor, PrintParams(s), io.Discard)
+			_, err := p.Print(context.Background(), html, s.WaitFor, PrintParams(s), io.Discard)
 			return err
 		}
 	}
