@@ -676,11 +676,7 @@ func (gd *gotenbergDistinct) runDoc(ctx context.Context, e *benchEnv, d gotenber
 				return fmt.Errorf("%s: %w", s.name, err)
 			}
 			seq += burst
-			cell := gd.res.cellPtr(d.name, s.name, gotenbergClients)
-			cell.n += burst
-			cell.wall += b.wall
-			cell.cpu += b.cpu
-			cell.parts = cell.parts.add(b.parts)
+			gd.res.cellPtr(d.name, s.name, gotenbergClients).add(burst, b)
 		}
 	}
 	for _, s := range systems {
@@ -698,8 +694,11 @@ func (gd *gotenbergDistinct) runDoc(ctx context.Context, e *benchEnv, d gotenber
 // work keeps busy that difference is noise, the process trees are not.
 func ownCPU(c distinctCell) float64 { return c.parts.total() / float64(c.n) }
 
-// rows are section 7's summary lines against Gotenberg (issue target:
-// ≥ 1.15× throughput at 2 clients on the same headless shell).
+// sameBinaryLead is the throughput section 7G asks of one bin/worker over
+// Gotenberg at 2 clients on the same headless shell, in every round.
+const sameBinaryLead = 1.25
+
+// rows are section 7's summary lines against Gotenberg.
 func (gd *gotenbergDistinct) rows() []row {
 	if gd == nil {
 		return nil
@@ -712,11 +711,15 @@ func (gd *gotenbergDistinct) rows() []row {
 			continue
 		}
 		tr := p.rate() / g.rate()
+		trs, crs := roundRatios(p, g, true)
+		// Every round, not the sum alone: a lead that holds in most
+		// rounds is not a lead.
+		held := tr >= sameBinaryLead && (len(trs) == 0 || trs.min() >= sameBinaryLead)
 		rows = append(rows, row{"7", fmt.Sprintf("distinct %s, %d clients: %s vs real Gotenberg, same Chromium binary", doc.name, gotenbergClients, sysPipeline1),
 			fmt.Sprintf("%s PDF/s · %s CPU-s/PDF", num(p.rate()), num(ownCPU(p))),
 			fmt.Sprintf("%s: %s PDF/s · %s CPU-s/PDF", sysGotenberg, num(g.rate()), num(ownCPU(g))),
-			fmt.Sprintf("throughput %s · CPU %s", ratio(tr), ratio(ownCPU(p)/ownCPU(g))),
-			"throughput ≥ 1.15× — " + verdict(tr >= 1.15)})
+			fmt.Sprintf("throughput %s%s · CPU %s%s", ratio(tr), spreadOf(trs), ratio(ownCPU(p)/ownCPU(g)), spreadOf(crs)),
+			fmt.Sprintf("throughput ≥ %.2f× in every round — %s", sameBinaryLead, verdict(held))})
 	}
 	return rows
 }
@@ -748,7 +751,11 @@ func (gd *gotenbergDistinct) markdown() string {
 			}
 			tr, cr := "–", "–"
 			if hasBase {
+				trs, crs := roundRatios(x, base, true)
 				tr, cr = ratio(x.rate()/base.rate()), ratio(ownCPU(x)/ownCPU(base))
+				if sys != sysGotenberg {
+					tr, cr = tr+spreadOf(trs), cr+spreadOf(crs)
+				}
 			}
 			fmt.Fprintf(&b, "| %s | %d | %s | %d | %s | %s | %s | %s | %s | %s |\n", doc.name, gotenbergClients, sys, x.n, num(x.wall), num(x.rate()), num(ownCPU(x)), tr, cr, x.parts.per(x.n))
 		}
