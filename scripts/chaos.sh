@@ -26,6 +26,12 @@ echo "PDFEXPORT_CHAOS=full ${chaos_cmd[*]}  (log: $out/chaos.log)"
 PDFEXPORT_CHAOS=full PDFEXPORT_CHAOS_SUMMARY="$PWD/$out/summary.json" "${chaos_cmd[@]}" >"$out/chaos.log" 2>&1 || rc=1
 grep -E '^(--- |ok |FAIL)|: passed (true|false) in' "$out/chaos.log"
 
+# The renderer's leak check at soak length (make test runs 150 renders).
+leak_cmd=("$GO" test -race -count=1 -timeout 20m -run '^TestRender_NoLeaksOverManyRenders$' -v ./internal/render/)
+echo "RENDER_LEAK_RENDERS=1000 ${leak_cmd[*]}  (log: $out/render-leak.log)"
+RENDER_LEAK_RENDERS=1000 "${leak_cmd[@]}" >"$out/render-leak.log" 2>&1 || rc=1
+grep -E '^(--- |ok |FAIL)' "$out/render-leak.log"
+
 for pkg_target in "${FUZZ_TARGETS[@]}"; do
 	pkg=${pkg_target%%:*} target=${pkg_target#*:}
 	fuzz_cmd=("$GO" test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZ_TIME" -fuzzminimizetime "$FUZZ_MINIMIZE_TIME" "./$pkg")
