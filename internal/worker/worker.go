@@ -36,6 +36,7 @@ import (
 	"github.com/pdfexport/pdfexport/internal/storage"
 	"github.com/pdfexport/pdfexport/internal/storage/sidestore"
 	"github.com/pdfexport/pdfexport/internal/tasks"
+	callbacktask "github.com/pdfexport/pdfexport/internal/tasks/callback"
 	"github.com/pdfexport/pdfexport/internal/tasks/export"
 	"github.com/pdfexport/pdfexport/internal/tasks/outcome"
 )
@@ -533,7 +534,7 @@ func (w *Worker) newServers(b *wiring) (func(), error) {
 		mux.Use(taskDeadline(cfg.TaskTimeout))
 		mux.Handle(tasks.TypeExport, h)
 		mux.Handle(tasks.TypeChapter, h.ChapterTasks())
-		mux.Handle(tasks.TypeCallback, b.callbacks)
+		mux.Handle(tasks.TypeCallback, callbacktask.New(b.callbacks))
 		return mux
 	}
 	handler, err := w.newHandler(b, b.renderer)

@@ -1,9 +1,11 @@
-// Package callback delivers pdf:callback tasks: it POSTs an export's final
-// outcome to the URL the payload named, signed the Standard Webhooks way
-// (standardwebhooks.com) with every key of CALLBACK_SECRET. The task carries
-// the body and the delivery id, fixed when the export became final, so every
-// attempt sends the same bytes under the same webhook-id; webhook-timestamp
-// and webhook-signature are fresh per attempt.
+// Package callback sends what pdfexport delivers to a receiver's own URL:
+// an export's final outcome (Post, which the pdf:callback task's handler in
+// internal/tasks/callback calls once per attempt), POSTed signed the
+// Standard Webhooks way (standardwebhooks.com) with every key of
+// CALLBACK_SECRET, and a document (Send, Gotenberg's webhooks). An outcome
+// carries its body and delivery id, fixed when the export became final, so
+// every attempt sends the same bytes under the same webhook-id;
+// webhook-timestamp and webhook-signature are fresh per attempt.
 //
 // The URL is checked again at delivery against CALLBACK_ALLOWED_HOSTS (the
 // list may have changed since enqueue) and the connection goes through
@@ -24,14 +26,11 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/pdfexport/pdfexport/internal/platform/buildinfo"
 	"github.com/pdfexport/pdfexport/internal/platform/redact"
 	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 	"github.com/pdfexport/pdfexport/internal/render/egress"
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/tasks"
 )
 
 // Observer counts deliveries: delivered | retry | refused.
@@ -56,7 +55,7 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Deliverer is the asynq handler of pdf:callback tasks.
+// Deliverer sends outcomes and documents to receivers' URLs.
 type Deliverer struct {
 	cfg    Config
 	client *http.Client
@@ -103,56 +102,60 @@ func (d *Deliverer) Close() { d.tr.CloseIdleConnections() }
 // CALLBACK_ALLOWED_HOSTS, an address the list does not name). Final.
 var ErrRefused = errors.New("callback refused")
 
-// ProcessTask implements asynq.Handler: nil once the receiver answered 2xx;
-// an error (retried with backoff) on any other answer or a network failure;
-// a SkipRetry error when the delivery is refused or the task is malformed.
-func (d *Deliverer) ProcessTask(ctx context.Context, t *asynq.Task) (rerr error) {
-	ct, err := tasks.DecodeCallback(t.Payload())
-	if err != nil {
-		return d.refuse(fmt.Errorf("%w: %w", ErrRefused, err), "")
-	}
-	ctx, span := startDelivery(ctx, ct)
-	defer func() { endDelivery(span, rerr) }()
-	log := d.cfg.Logger.With("delivery", ct.Delivery, "url", redact.URL(ct.URL))
+// Outcome is one signed callback of a final export: its body (the
+// spec.Final) and delivery id, the same on every attempt.
+type Outcome struct {
+	URL      string
+	Body     []byte
+	Delivery string
+}
+
+// Post delivers o once, signed: nil once the receiver answered 2xx; an
+// error wrapping ErrRefused when o may not be delivered at all (final);
+// any other error on another answer or a network failure (retry).
+func (d *Deliverer) Post(ctx context.Context, o Outcome) error {
+	log := d.cfg.Logger.With("delivery", o.Delivery, "url", redact.URL(o.URL))
 	if len(d.cfg.Keys) == 0 {
-		return d.refuse(fmt.Errorf("%w: CALLBACK_SECRET is not set on this worker", ErrRefused), ct.URL)
+		return d.Refuse(fmt.Errorf("%w: CALLBACK_SECRET is not set on this worker", ErrRefused), o.URL)
 	}
-	if fe := spec.ValidateCallbackURL(ct.URL, d.cfg.Allowed); fe != nil {
-		return d.refuse(fmt.Errorf("%w: %w", ErrRefused, fe), ct.URL)
+	if fe := spec.ValidateCallbackURL(o.URL, d.cfg.Allowed); fe != nil {
+		return d.Refuse(fmt.Errorf("%w: %w", ErrRefused, fe), o.URL)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ct.URL, bytes.NewReader(ct.Body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.URL, bytes.NewReader(o.Body))
 	if err != nil {
-		return d.refuse(fmt.Errorf("%w: %w", ErrRefused, err), ct.URL)
+		return d.Refuse(fmt.Errorf("%w: %w", ErrRefused, err), o.URL)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "pdfexport/"+buildinfo.String())
-	spec.SetCallbackHeaders(req.Header, d.cfg.Keys, ct.Delivery, d.cfg.Now(), ct.Body)
+	spec.SetCallbackHeaders(req.Header, d.cfg.Keys, o.Delivery, d.cfg.Now(), o.Body)
 	start := time.Now()
 	resp, err := d.client.Do(req)
 	if err != nil {
 		if errors.Is(err, egress.ErrRefused) {
-			return d.refuse(fmt.Errorf("%w: %s", ErrRefused, redact.Text(err.Error())), ct.URL)
+			return d.Refuse(fmt.Errorf("%w: %s", ErrRefused, redact.Text(err.Error())), o.URL)
 		}
 		d.observe("retry")
 		log.WarnContext(ctx, "callback delivery failed; retrying", "err", redact.Error(err))
-		return fmt.Errorf("callback %s: %s", redact.URL(ct.URL), redact.Text(err.Error()))
+		return fmt.Errorf("callback %s: %s", redact.URL(o.URL), redact.Text(err.Error()))
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
 	_ = resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		d.observe("retry")
 		log.WarnContext(ctx, "callback receiver did not accept; retrying", "status", resp.StatusCode)
-		return fmt.Errorf("callback %s answered %s", redact.URL(ct.URL), resp.Status)
+		return fmt.Errorf("callback %s answered %s", redact.URL(o.URL), resp.Status)
 	}
 	d.observe("delivered")
 	log.InfoContext(ctx, "callback delivered", "status", resp.StatusCode, "ms", time.Since(start).Milliseconds())
 	return nil
 }
 
-func (d *Deliverer) refuse(err error, rawURL string) error {
+// Refuse counts and logs a callback to rawURL that will never be
+// delivered, and returns err.
+func (d *Deliverer) Refuse(err error, rawURL string) error {
 	d.observe("refused")
 	d.cfg.Logger.Error("callback not delivered, for good", "url", redact.URL(rawURL), "err", err)
-	return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	return err
 }
 
 func (d *Deliverer) observe(outcome string) {

@@ -13,12 +13,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hibiken/asynq"
 
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"
-	"github.com/pdfexport/pdfexport/internal/tasks"
 )
 
 // secret is a CALLBACK_SECRET entry: whsec_ and the base64 of a 24-byte key.
@@ -70,14 +68,13 @@ func (r *receiver) got() []received {
 
 func (r *receiver) host() string { return strings.TrimPrefix(r.srv.URL, "http://") }
 
-func task(t *testing.T, url string) *asynq.Task {
-	body, _ := json.Marshal(spec.Final{TaskID: "t-1", State: spec.StateCompleted, ManualID: "ops", Version: "1",
+func outcome(t *testing.T, url string) Outcome {
+	body, err := json.Marshal(spec.Final{TaskID: "t-1", State: spec.StateCompleted, ManualID: "ops", Version: "1",
 		Result: &spec.Result{ArtifactKey: "ops/1/abc.pdf", Pages: 3}})
-	payload, err := json.Marshal(tasks.Callback{URL: url, Delivery: "callback-t-1", Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return asynq.NewTask(tasks.TypeCallback, payload)
+	return Outcome{URL: url, Delivery: "callback-t-1", Body: body}
 }
 
 func deliverer(cfg Config) *Deliverer {
@@ -100,11 +97,11 @@ func TestDeliver_SignedAndStableAcrossRetries(t *testing.T) {
 	r := newReceiver(t, http.StatusServiceUnavailable, http.StatusInternalServerError)
 	d := deliverer(Config{Allowed: allowlist.MustParse(r.host())})
 	defer d.Close()
-	tk := task(t, r.srv.URL+"/hooks/pdf")
+	tk := outcome(t, r.srv.URL+"/hooks/pdf")
 	for attempt := 1; attempt <= 3; attempt++ {
-		err := d.ProcessTask(context.Background(), tk)
+		err := d.Post(context.Background(), tk)
 		switch {
-		case attempt < 3 && (err == nil || errors.Is(err, asynq.SkipRetry)):
+		case attempt < 3 && (err == nil || errors.Is(err, ErrRefused)):
 			t.Fatalf("attempt %d: err = %v, want a retryable error", attempt, err)
 		case attempt < 3 && !strings.Contains(err.Error(), "answered 50"):
 			t.Errorf("attempt %d: error %q does not give the status", attempt, err)
@@ -155,8 +152,8 @@ func TestDeliver_RefusedForGood(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := deliverer(tt.cfg)
 			defer d.Close()
-			err := d.ProcessTask(context.Background(), task(t, tt.url))
-			if !errors.Is(err, ErrRefused) || !errors.Is(err, asynq.SkipRetry) {
+			err := d.Post(context.Background(), outcome(t, tt.url))
+			if !errors.Is(err, ErrRefused) {
 				t.Fatalf("err = %v, want a final refusal", err)
 			}
 		})
@@ -172,8 +169,8 @@ func TestDeliver_DoesNotFollowRedirects(t *testing.T) {
 	r := newReceiver(t, http.StatusFound)
 	d := deliverer(Config{Allowed: allowlist.MustParse(r.host())})
 	defer d.Close()
-	err := d.ProcessTask(context.Background(), task(t, r.srv.URL+"/h"))
-	if err == nil || errors.Is(err, asynq.SkipRetry) {
+	err := d.Post(context.Background(), outcome(t, r.srv.URL+"/h"))
+	if err == nil || errors.Is(err, ErrRefused) {
 		t.Fatalf("err = %v, want a retryable error", err)
 	}
 	if reqs := r.got(); len(reqs) != 1 || reqs[0].path != "/h" {

@@ -49,7 +49,7 @@ func TestDeliver_VerifiesWithTheNodeLibrary(t *testing.T) {
 	r := newReceiver(t)
 	d := webhookDeliverer(t, Config{Allowed: allowlist.MustParse(r.host())}, oldSecret+","+newSecret)
 	defer d.Close()
-	if err := d.ProcessTask(context.Background(), task(t, r.srv.URL+"/h")); err != nil {
+	if err := d.Post(context.Background(), outcome(t, r.srv.URL+"/h")); err != nil {
 		t.Fatal(err)
 	}
 	q := r.got()[0]

@@ -43,7 +43,7 @@ func TestDeliver_StandardWebhooks(t *testing.T) {
 	d := webhookDeliverer(t, Config{Allowed: allowlist.MustParse(r.host())}, newSecret)
 	defer d.Close()
 	before := time.Now().Unix()
-	if err := d.ProcessTask(context.Background(), task(t, r.srv.URL+"/hooks/pdf")); err != nil {
+	if err := d.Post(context.Background(), outcome(t, r.srv.URL+"/hooks/pdf")); err != nil {
 		t.Fatal(err)
 	}
 	reqs := r.got()
@@ -74,7 +74,7 @@ func TestDeliver_RotatedSecrets(t *testing.T) {
 	r := newReceiver(t)
 	d := webhookDeliverer(t, Config{Allowed: allowlist.MustParse(r.host())}, oldSecret+" "+newSecret)
 	defer d.Close()
-	if err := d.ProcessTask(context.Background(), task(t, r.srv.URL+"/h")); err != nil {
+	if err := d.Post(context.Background(), outcome(t, r.srv.URL+"/h")); err != nil {
 		t.Fatal(err)
 	}
 	q := r.got()[0]
@@ -101,11 +101,11 @@ func TestDeliver_RetryKeepsIDFreshSignature(t *testing.T) {
 	d := webhookDeliverer(t, Config{Allowed: allowlist.MustParse(r.host()),
 		Now: func() time.Time { clock = clock.Add(5 * time.Second); return clock }}, newSecret)
 	defer d.Close()
-	tk := task(t, r.srv.URL+"/h")
-	if err := d.ProcessTask(context.Background(), tk); err == nil {
+	tk := outcome(t, r.srv.URL+"/h")
+	if err := d.Post(context.Background(), tk); err == nil {
 		t.Fatal("the 500 was taken for a delivery")
 	}
-	if err := d.ProcessTask(context.Background(), tk); err != nil {
+	if err := d.Post(context.Background(), tk); err != nil {
 		t.Fatal(err)
 	}
 	reqs := r.got()
@@ -141,7 +141,7 @@ func TestDeliver_TamperedOrStaleFails(t *testing.T) {
 	r := newReceiver(t)
 	d := webhookDeliverer(t, Config{Allowed: allowlist.MustParse(r.host())}, newSecret)
 	defer d.Close()
-	if err := d.ProcessTask(context.Background(), task(t, r.srv.URL+"/h")); err != nil {
+	if err := d.Post(context.Background(), outcome(t, r.srv.URL+"/h")); err != nil {
 		t.Fatal(err)
 	}
 	q := r.got()[0]
@@ -156,7 +156,7 @@ func TestDeliver_TamperedOrStaleFails(t *testing.T) {
 	stale := webhookDeliverer(t, Config{Allowed: allowlist.MustParse(late.host()),
 		Now: func() time.Time { return time.Now().Add(-6 * time.Minute) }}, newSecret)
 	defer stale.Close()
-	if err := stale.ProcessTask(context.Background(), task(t, late.srv.URL+"/h")); err != nil {
+	if err := stale.Post(context.Background(), outcome(t, late.srv.URL+"/h")); err != nil {
 		t.Fatal(err)
 	}
 	if err := referenceVerify(t, newSecret, late.got()[0]); !errors.Is(err, standardwebhooks.ErrMessageTooOld) {
