@@ -22,10 +22,10 @@ import (
 var standIns = []struct {
 	in, out string // the stand-in's code(s), the letters they stand for
 }{
-	{"\u0086", "n"},       // dagger, 556/1000 em, as n
-	{"\u0087", "p"},       // double dagger, 556, as p
-	{"\u008a", "P"},       // Scaron, 667, as P
-	{"\u009a", "v"},       // scaron, 500, as v
+	{"\u0086", "n"},        // dagger, 556/1000 em, as n
+	{"\u0087", "p"},        // double dagger, 556, as p
+	{"\u008a", "P"},        // Scaron, 667, as P
+	{"\u009a", "v"},        // scaron, 500, as v
 	{"\u008e\u0083", "%t"}, // Zcaron and florin, 611 + 556, as % (889) and t (278)
 }
 

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"testing"
 
-
 	"github.com/pdfexport/pdfexport/exportclient"
 	"github.com/pdfexport/pdfexport/internal/render/allowlist"
 	"github.com/pdfexport/pdfexport/internal/spec"

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/pdfexport/pdfexport/internal/render"
 	"github.com/pdfexport/pdfexport/internal/spec"
 	"github.com/pdfexport/pdfexport/internal/testing/testsupport"
