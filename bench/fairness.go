@@ -107,7 +107,11 @@ func scenarioFairness(ctx context.Context, e *benchEnv, rep *report) error {
 		return err
 	}
 	for _, workers := range fleets {
-		for _, d := range []fairnessDesign{{"batch lane", "batch"}, {"one lane (before)", ""}} {
+		designs := []fairnessDesign{{"batch lane", "batch"}}
+		if e.o.fairnessOneLane {
+			designs = append(designs, fairnessDesign{"one lane (before)", ""})
+		}
+		for _, d := range designs {
 			cell, err := measureFairness(ctx, e, d, workers, batchN)
 			if err != nil {
 				return fmt.Errorf("%s, %d worker(s): %w", d.name, workers, err)
@@ -342,8 +346,8 @@ func (r *fairnessResult) rows() []row {
 	var rows []row
 	for _, workers := range r.fleets() {
 		lane, ok1 := r.cell("batch lane", workers)
-		before, ok2 := r.cell("one lane (before)", workers)
-		if !ok1 || !ok2 || len(lane.rounds) == 0 || len(before.rounds) == 0 {
+		before, _ := r.cell("one lane (before)", workers)
+		if !ok1 || len(lane.rounds) == 0 {
 			continue
 		}
 		var p50s, maxes, thrs, beforeP50s dist
@@ -362,7 +366,7 @@ func (r *fairnessResult) rows() []row {
 		rows = append(rows, row{"11", fmt.Sprintf("interactive exports during a re-render of %d × %d pages, %d worker(s), %d rounds", lane.batchN, fairnessBatchPages, workers, len(lane.rounds)),
 			fmt.Sprintf("batch lane, per round: %d-page export p50 / max of idle %s / %s; batch of alone %s", fairnessInteractivePages,
 				spread(p50s), spread(maxes), spread(thrs)),
-			fmt.Sprintf("one lane (before): p50 of idle %s", spread(beforeP50s)),
+			oneLane(beforeP50s),
 			fmt.Sprintf("worst round: p50 %s, max %s, batch %s", ratio(p50s.max()), ratio(maxes.max()), ratio(thrs.min())),
 			fmt.Sprintf("every round p50 ≤ %.1f×, max ≤ %.1f×, batch ≥ %.2f× (%d of %d rounds): %s", fairnessP50Target, fairnessMaxTarget, fairnessBatchTarget,
 				met, len(lane.rounds), verdict(met == len(lane.rounds)))})
@@ -401,4 +405,13 @@ func (r *fairnessResult) markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// oneLane is the baseline cell of a fairness row: one lane's p50, or a
+// dash when -fairness-one-lane=false left it out.
+func oneLane(p50s dist) string {
+	if len(p50s) == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("one lane (before): p50 of idle %s", spread(p50s))
 }

@@ -33,29 +33,30 @@ import (
 
 // options are the command-line settings of one benchmark run.
 type options struct {
-	runs           int           // repetitions of each measured scenario
-	quick          bool          // fewer runs and samples: validates the harness in ~2-3 min
-	out            string        // report file
-	bin            string        // directory with worker and enqueue binaries (make build)
-	manual         string        // the standard document
-	k              int           // duplicate requests
-	workers        int           // worker processes for the dedup scenario
-	pickN          int           // pick-up latency samples at the default TASK_CHECK_INTERVAL
-	pickSlowN      int           // pick-up latency samples at asynq's default 1s
-	hitN           int           // cache-hit samples
-	goBench        bool          // run the lock and render Go benchmarks
-	renderBench    string        // -benchtime of the render benchmarks
-	renderCount    int           // -count of the render benchmarks
-	goBenchLimit   time.Duration // bound on all go test invocations together
-	keep           bool          // keep the work directory (logs, PDFs)
-	only           string        // run only these scenarios (comma-separated keys), for iterating
-	idleN          int           // pick-up samples after idle, per design and fleet size (section 12)
-	fairnessRounds int           // section 11's rounds per cell
-	fairnessFleets string        // section 11's worker counts, comma-separated
-	manuals        string        // section M's manuals, comma-separated: node, python
-	idleWindow     time.Duration // how long idle cost is measured, per design and fleet size
-	loadN          int           // pick-up samples under load, per design
-	command        string        // how this run was invoked, for the report
+	runs            int           // repetitions of each measured scenario
+	quick           bool          // fewer runs and samples: validates the harness in ~2-3 min
+	out             string        // report file
+	bin             string        // directory with worker and enqueue binaries (make build)
+	manual          string        // the standard document
+	k               int           // duplicate requests
+	workers         int           // worker processes for the dedup scenario
+	pickN           int           // pick-up latency samples at the default TASK_CHECK_INTERVAL
+	pickSlowN       int           // pick-up latency samples at asynq's default 1s
+	hitN            int           // cache-hit samples
+	goBench         bool          // run the lock and render Go benchmarks
+	renderBench     string        // -benchtime of the render benchmarks
+	renderCount     int           // -count of the render benchmarks
+	goBenchLimit    time.Duration // bound on all go test invocations together
+	keep            bool          // keep the work directory (logs, PDFs)
+	only            string        // run only these scenarios (comma-separated keys), for iterating
+	idleN           int           // pick-up samples after idle, per design and fleet size (section 12)
+	fairnessRounds  int           // section 11's rounds per cell
+	fairnessFleets  string        // section 11's worker counts, comma-separated
+	fairnessOneLane bool          // section 11 also measures one lane (BATCH_QUEUES=)
+	manuals         string        // section M's manuals, comma-separated: node, python
+	idleWindow      time.Duration // how long idle cost is measured, per design and fleet size
+	loadN           int           // pick-up samples under load, per design
+	command         string        // how this run was invoked, for the report
 }
 
 // scenario is one section of the report: its -only key, its name in the
@@ -132,6 +133,7 @@ func main() {
 	flag.IntVar(&o.fairnessRounds, "fairness-rounds", 3, "section 11: rounds per design and fleet size (each: interactive idle, batch alone, batch with interactive); every round must meet the targets")
 	flag.StringVar(&o.manuals, "manuals", "node,python", "section M: the manuals measured, comma-separated: node (the Node.js docs, with all.html, --site and 2 workers), python (the Python tutorial, a Sphinx manual of short chapters)")
 	flag.StringVar(&o.fairnessFleets, "fairness-fleets", "1,2", "section 11: the worker process counts measured, comma-separated")
+	flag.BoolVar(&o.fairnessOneLane, "fairness-one-lane", true, "section 11: also measure one lane (BATCH_QUEUES=: every queue in one asynq server and one Chromium), the figures beside the goal")
 	flag.IntVar(&o.idleN, "idle-samples", 20, "section 12: pick-up samples after 1-2 s of idle, per design and fleet size")
 	flag.DurationVar(&o.idleWindow, "idle-window", 20*time.Second, "section 12: how long the idle cost of 10 workers is measured, per design (twice that for 1 worker)")
 	flag.IntVar(&o.loadN, "load-samples", 200, "section 12: pick-up samples under load (Poisson arrivals at 40/s), per design, over its rounds")
