@@ -43,6 +43,17 @@ func (e *NoElementError) Is(target error) bool { return target == ErrNoElement }
 // (capturePage); a nil shot prints it.
 type captureOptions struct {
 	shot *spec.ScreenshotSettings
+	// viewportSet: the load emulated the shot's viewport already.
+	viewportSet bool
+}
+
+// setViewport emulates the viewport of the screenshot s.
+func setViewport(ctx context.Context, pg *tabPage, s *spec.ScreenshotSettings) error {
+	if _, err := cdp.Call(ctx, pg.t, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+		Width: int64(s.Width), Height: int64(s.Height), DeviceScaleFactor: s.DeviceScaleFactor}); err != nil {
+		return fmt.Errorf("%w: setting the viewport %dx%d: %v", ErrPrint, s.Width, s.Height, err)
+	}
+	return nil
 }
 
 // transparentBackground is Emulation.setDefaultBackgroundColorOverride
@@ -92,9 +103,10 @@ func capturePage(ctx context.Context, pg *tabPage, o captureOptions) ([]byte, er
 			return nil, fmt.Errorf("%w: making the background transparent: %v", ErrPrint, err)
 		}
 	}
-	if _, err := cdp.Call(ctx, pg.t, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-		Width: int64(s.Width), Height: int64(s.Height), DeviceScaleFactor: s.DeviceScaleFactor}); err != nil {
-		return nil, fmt.Errorf("%w: setting the viewport %dx%d: %v", ErrPrint, s.Width, s.Height, err)
+	if !o.viewportSet {
+		if err := setViewport(ctx, pg, s); err != nil {
+			return nil, err
+		}
 	}
 	p := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormat(s.Format), CaptureBeyondViewport: new(true),
 		FromSurface: new(true), OptimizeForSpeed: new(s.OptimizeForSpeed)}

@@ -93,6 +93,11 @@ func loadPage(ctx context.Context, pg *tabPage, o loadOptions) error {
 	if _, err := cdp.Call(ctx, pg.t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: o.media, Features: mediaFeatures(o.mediaFeatures)}); err != nil {
 		return fmt.Errorf("%w: emulating media %q: %v", ErrNavigation, o.media, err)
 	}
+	if o.viewport != nil {
+		if err := setViewport(ctx, pg, o.viewport); err != nil {
+			return err
+		}
+	}
 	pg.r.mark("media")
 	var err error
 	if o.url != "" {

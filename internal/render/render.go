@@ -224,6 +224,9 @@ type loadOptions struct {
 	mediaFeatures   []spec.MediaFeature
 	headers         []scopedHeader
 	mainStatusFails func(code int) bool
+	// viewport is a screenshot's, emulated before the load so that the
+	// page is laid out once, at the size it is captured in.
+	viewport *spec.ScreenshotSettings
 }
 
 // readyOptions say when the loaded page is ready to print (waitReady) and
@@ -260,12 +263,13 @@ type streamOptions struct {
 // newJob splits a render's request into the options of its stages.
 func (r *Renderer) newJob(src Source, settings spec.PrintSettings, sink func(context.Context, io.Reader) error, st *Stats) *renderJob {
 	job := &renderJob{
-		tab:     tabOptions{url: src.URL, auth: src.Auth, session: src.Session},
-		load:    loadOptions{url: src.URL, html: src.HTML, media: settings.Media, mainStatusFails: settings.Page.MainStatusFails},
+		tab: tabOptions{url: src.URL, auth: src.Auth, session: src.Session},
+		load: loadOptions{url: src.URL, html: src.HTML, media: settings.Media, mainStatusFails: settings.Page.MainStatusFails,
+			viewport: settings.Screenshot},
 		ready:   readyOptions{waitFor: settings.WaitFor, failOn: settings.FailOn, page: settings.Page},
 		measure: measureOptions{markAnchors: src.MarkAnchors, markHeadings: src.MarkHeadings},
 		print:   printOptions{settings: settings},
-		capture: captureOptions{shot: settings.Screenshot},
+		capture: captureOptions{shot: settings.Screenshot, viewportSet: settings.Screenshot != nil},
 		stream:  streamOptions{sink: sink, limits: limits{r.cfg.MaxPages, r.cfg.MaxBytes}, stats: st},
 	}
 	if p := settings.Page; p != nil {
