@@ -409,12 +409,12 @@ func TestBinaries_GotenbergRoutes(t *testing.T) {
 		refused(t, e.post(t, html, nil, doc, field("scale", "9")), 400, "form field 'scale' is invalid")
 	})
 
-	t.Run("unsupported fields are named", func(t *testing.T) {
+	t.Run("unsupported values are named", func(t *testing.T) {
 		doc := file("index.html", "<p>x</p>")
-		refused(t, e.post(t, html, nil, doc, field("pdfa", "PDF/A-1b")), 400, "form field 'pdfa' is not supported")
+		refused(t, e.post(t, html, nil, doc, field("pdfa", "PDF/A-9z")), 400, "The requested PDF format is not supported")
 		refused(t, e.post(t, html, nil, doc, field("splitMode", "pages")), 400, "form field 'splitSpan' is required")
 		refused(t, e.post(t, url, nil, field("url", "file:///etc/passwd")), 400, "file:// URLs are not accepted on this route")
-		refused(t, e.post(t, "/forms/pdfengines/convert", nil, doc), http.StatusNotImplemented, "convert")
+		refused(t, e.post(t, "/forms/pdfengines/convert", nil, file("a.pdf", "%PDF-1.7")), 400, "either 'pdfa' or 'pdfua' form fields must be provided")
 	})
 
 	t.Run("fields reach the PDF", func(t *testing.T) {
