@@ -101,8 +101,10 @@ func (d *Document) addMark(m Mark, onTop bool) error {
 	if err != nil {
 		return &MarkError{Part: PartPages, Err: err}
 	}
+	// Only a literal text with stand-ins needs the objects the mark adds
+	// told apart, for restoreStandIns: the table of a long manual is large.
 	var before map[int]bool
-	if m.Literal {
+	if _, stood := literalText(m.Text); m.Literal && stood {
 		before = make(map[int]bool, len(d.pc.Table))
 		for n := range d.pc.Table {
 			before[n] = true
@@ -111,7 +113,7 @@ func (d *Document) addMark(m Mark, onTop bool) error {
 	if err := pdfcpu.AddWatermarks(d.pc, pages, wm); err != nil {
 		return err
 	}
-	if _, stood := literalText(m.Text); m.Literal && stood {
+	if before != nil {
 		return restoreStandIns(d.pc, before)
 	}
 	return nil
